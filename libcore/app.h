@@ -1,0 +1,37 @@
+// The shell of every tfm program: options common to all of them, and the
+// one place where errors become exit codes (DESIGN.md, "Conventions"):
+//   0  success, and -h/--help (usage on stdout)
+//   1  bad input or a failure: one line "tfm-NAME: error: WHAT (WHERE)"
+//   2  bad usage: an unknown option or a bad value, with a pointer to --help
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "libcore/device.h"
+
+namespace tfm {
+
+struct CommonOptions {
+  bool quiet = false;
+  int verbose = 0;
+};
+
+// Adds -q/--quiet, -v/--verbose and --version to `app`.
+void add_common_options(CLI::App& app, CommonOptions& options);
+
+// Adds --device auto|cpu|cuda[:N] (default auto), validated while parsing.
+void add_device_option(CLI::App& app, std::string& device);
+
+// Parses argv into `app`, applies the common options, runs `body` and maps
+// what it throws to the exit codes above. `name` is the program's name
+// ("tfm-info") used as the prefix of every message.
+int run_program(const char* name, CLI::App& app, int argc, char** argv,
+                const CommonOptions& common, const std::function<void()>& body);
+
+// "tfm 0.1.0 (CUDA 13.0 for 80;90)" or "tfm 0.1.0 (CPU only)".
+std::string version_string();
+
+}  // namespace tfm

@@ -1,0 +1,194 @@
+#include "libcore/device.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "libcore/error.h"
+#include "libcore/log.h"
+
+#ifdef TFM_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/check.h"
+#endif
+
+namespace tfm {
+
+std::string Device::str() const {
+  return is_cpu() ? std::string("cpu") : fmt::format("cuda:{}", index);
+}
+
+DeviceRequest parse_device(std::string_view text) {
+  if (text == "auto") return {DeviceRequest::Kind::automatic, -1};
+  if (text == "cpu") return {DeviceRequest::Kind::cpu, 0};
+  if (text == "cuda") return {DeviceRequest::Kind::cuda, -1};
+  if (text.starts_with("cuda:")) {
+    std::string_view digits = text.substr(5);
+    int index = -1;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (ec == std::errc() && end == digits.data() + digits.size() && !digits.empty() && index >= 0)
+      return {DeviceRequest::Kind::cuda, index};
+  }
+  fail("invalid device '{}': expected auto, cpu, cuda or cuda:N", text);
+}
+
+const CudaStatus& cuda_status() {
+  static const CudaStatus status = [] {
+    CudaStatus s;
+#ifdef TFM_WITH_CUDA
+    s.compiled = true;
+    s.architectures = TFM_CUDA_ARCHITECTURES;
+    cudaRuntimeGetVersion(&s.runtime_version);
+    if (cudaDriverGetVersion(&s.driver_version) != cudaSuccess) s.driver_version = 0;
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky error for later calls
+      s.why_none = s.driver_version == 0 ? "no CUDA driver is loaded on this machine"
+                                         : fmt::format("CUDA reports: {}", cudaGetErrorString(err));
+      return s;
+    }
+    for (int i = 0; i < count; ++i) {
+      cudaDeviceProp p;
+      if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+      s.devices.push_back({i, p.name, p.major, p.minor, p.totalGlobalMem, p.multiProcessorCount});
+    }
+    if (s.devices.empty()) s.why_none = "CUDA found no GPU";
+#else
+    s.why_none = "tfm was built without CUDA";
+#endif
+    return s;
+  }();
+  return status;
+}
+
+bool cuda_usable() { return !cuda_status().devices.empty(); }
+
+Device select_device(const DeviceRequest& request) {
+  using Kind = DeviceRequest::Kind;
+  const CudaStatus& cuda = cuda_status();
+  switch (request.kind) {
+    case Kind::cpu:
+      return Device::cpu();
+    case Kind::automatic: {
+      if (!cuda.devices.empty()) return Device::cuda(0);
+      static std::once_flag noticed;
+      std::call_once(noticed, [&] { log::info("running on the CPU ({})", cuda.why_none); });
+      return Device::cpu();
+    }
+    case Kind::cuda: {
+      const int index = request.index < 0 ? 0 : request.index;
+      if (!cuda.compiled) fail("unsupported device: cuda (built without CUDA)");
+      if (cuda.devices.empty()) fail("device cuda:{} is not usable: {}", index, cuda.why_none);
+      if (index >= static_cast<int>(cuda.devices.size()))
+        fail("device cuda:{} does not exist: this machine has {} GPU{} (cuda:0..cuda:{})", index,
+             cuda.devices.size(), cuda.devices.size() == 1 ? "" : "s", cuda.devices.size() - 1);
+      return Device::cuda(index);
+    }
+  }
+  fail("unknown device request");
+}
+
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("model name")) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+  }
+  return "unknown CPU";
+}
+
+int cpu_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+
+namespace {
+[[noreturn]] void no_cuda() { fail("unsupported device: cuda (built without CUDA)"); }
+}  // namespace
+
+void activate(Device device) {
+  if (device.is_cpu()) return;
+#ifdef TFM_WITH_CUDA
+  TFM_CUDA_CHECK(cudaSetDevice(device.index));
+#else
+  no_cuda();
+#endif
+}
+
+void* device_alloc(Device device, size_t bytes) {
+  if (bytes == 0) return nullptr;
+  if (device.is_cpu()) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) fail("out of memory on the CPU: could not allocate {} bytes", bytes);
+    return p;
+  }
+#ifdef TFM_WITH_CUDA
+  activate(device);
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    fail("out of memory on {}: could not allocate {:.1f} MiB ({:.1f} of {:.1f} MiB free)",
+         device.str(), bytes / 1048576.0, free_bytes / 1048576.0, total_bytes / 1048576.0);
+  }
+  return p;
+#else
+  no_cuda();
+#endif
+}
+
+void device_free(Device device, void* ptr) noexcept {
+  if (!ptr) return;
+  if (device.is_cpu()) {
+    std::free(ptr);
+    return;
+  }
+#ifdef TFM_WITH_CUDA
+  cudaSetDevice(device.index);
+  cudaFree(ptr);
+#endif
+}
+
+void device_copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes,
+                 void* stream) {
+  if (bytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#ifdef TFM_WITH_CUDA
+  activate(dst_device.is_cuda() ? dst_device : src_device);
+  auto s = static_cast<cudaStream_t>(stream);
+  TFM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+  if (dst_device.is_cpu() || src_device.is_cpu()) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
+#else
+  (void)stream;
+  no_cuda();
+#endif
+}
+
+void device_memset_zero(void* dst, Device device, size_t bytes, void* stream) {
+  if (bytes == 0) return;
+  if (device.is_cpu()) {
+    std::memset(dst, 0, bytes);
+    return;
+  }
+#ifdef TFM_WITH_CUDA
+  activate(device);
+  TFM_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)));
+#else
+  (void)stream;
+  no_cuda();
+#endif
+}
+
+}  // namespace tfm

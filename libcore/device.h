@@ -1,0 +1,90 @@
+// The device layer: which devices exist, which one a program runs on, and
+// raw memory on each. This file and device.cc are the only parts of libcore
+// that see the CUDA runtime; everything else goes through kernels/ops.h.
+//
+// --device takes auto|cpu|cuda|cuda:N. auto picks cuda:0 when a GPU is usable
+// and otherwise says once on stderr that it runs on the CPU, and why.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfm {
+
+enum class DeviceType : uint8_t { cpu, cuda };
+
+struct Device {
+  DeviceType type = DeviceType::cpu;
+  int index = 0;
+
+  static constexpr Device cpu() { return {DeviceType::cpu, 0}; }
+  static constexpr Device cuda(int i) { return {DeviceType::cuda, i}; }
+  bool is_cpu() const { return type == DeviceType::cpu; }
+  bool is_cuda() const { return type == DeviceType::cuda; }
+  std::string str() const;  // "cpu", "cuda:0"
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+// What the user asked for. index -1 with cuda means "cuda" without a number.
+struct DeviceRequest {
+  enum class Kind : uint8_t { automatic, cpu, cuda };
+  Kind kind = Kind::automatic;
+  int index = -1;
+};
+
+// Parses "auto", "cpu", "cuda", "cuda:N"; throws Error for anything else.
+DeviceRequest parse_device(std::string_view text);
+
+// Resolves a request against the devices present. automatic falls back to
+// the CPU with one notice on stderr (once per process); an explicit cuda
+// request that cannot be met throws Error saying why.
+Device select_device(const DeviceRequest& request);
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  int major = 0, minor = 0;          // compute capability
+  size_t memory_bytes = 0;
+  int multiprocessors = 0;
+};
+
+struct CudaStatus {
+  bool compiled = false;             // built with TFM_CUDA
+  std::string architectures;         // "80;90" as built
+  int runtime_version = 0;           // 13000 = 13.0
+  int driver_version = 0;            // 0 when no driver is loaded
+  std::vector<CudaDeviceInfo> devices;
+  std::string why_none;              // when devices is empty: a sentence
+};
+
+// Probed once per process, then cached. Never throws: a machine without a
+// driver is a normal state, described in why_none.
+const CudaStatus& cuda_status();
+bool cuda_usable();
+
+// The CPU as the OS names it ("Intel(R) Xeon(R) ..."), and the number of
+// threads tfm's CPU ops use.
+std::string cpu_name();
+int cpu_threads();
+
+// Makes `device` current for the calling thread (cudaSetDevice); no-op on
+// the CPU.
+void activate(Device device);
+
+// Raw memory. CPU memory is 64-byte aligned; CUDA memory comes from
+// cudaMalloc. Sizes of 0 return nullptr. Out of memory throws Error naming
+// the device and the size.
+void* device_alloc(Device device, size_t bytes);
+void device_free(Device device, void* ptr) noexcept;
+
+// Copies between any two devices; `stream` is the cudaStream_t to order the
+// copy on (nullptr: synchronous). Host-device copies through pageable memory
+// complete before return.
+void device_copy(void* dst, Device dst_device, const void* src, Device src_device,
+                 size_t bytes, void* stream);
+void device_memset_zero(void* dst, Device device, size_t bytes, void* stream);
+
+}  // namespace tfm

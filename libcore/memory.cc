@@ -1,0 +1,78 @@
+#include "libcore/memory.h"
+
+namespace tfm {
+
+std::string_view memory_kind_name(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::parameters: return "parameters";
+    case MemoryKind::gradients: return "gradients";
+    case MemoryKind::optimizer: return "optimizer";
+    case MemoryKind::activations: return "activations";
+    case MemoryKind::workspace: return "workspace";
+    case MemoryKind::kv_cache: return "kv-cache";
+    case MemoryKind::io: return "io";
+  }
+  return "?";
+}
+
+std::string format_bytes(size_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (b < 1024.0 * 1024) return fmt::format("{:.1f} KiB", b / 1024);
+  if (b < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
+  return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+}
+
+int MemoryPlan::add(MemoryKind kind, std::string name, DType dtype, Shape shape) {
+  size_t& size = sizes_[static_cast<size_t>(kind)];
+  const size_t offset = (size + kAlignment - 1) / kAlignment * kAlignment;
+  const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  entries_.push_back({std::move(name), kind, dtype, shape, offset, bytes});
+  size = offset + bytes;
+  return static_cast<int>(entries_.size()) - 1;
+}
+
+size_t MemoryPlan::total() const {
+  size_t t = 0;
+  for (size_t s : sizes_) t += s;
+  return t;
+}
+
+const MemoryPlan::Entry& MemoryPlan::entry(int id) const {
+  TFM_REQUIRE(id >= 0 && id < static_cast<int>(entries_.size()),
+              "memory plan has no entry {} (it has {})", id, entries_.size());
+  return entries_[static_cast<size_t>(id)];
+}
+
+std::string MemoryPlan::report() const {
+  std::string s;
+  for (int k = 0; k < kMemoryKinds; ++k) {
+    if (sizes_[static_cast<size_t>(k)] == 0) continue;
+    s += fmt::format("{} {}, ", memory_kind_name(static_cast<MemoryKind>(k)),
+                     format_bytes(sizes_[static_cast<size_t>(k)]));
+  }
+  return s + "total " + format_bytes(total());
+}
+
+PlannedMemory::PlannedMemory(const MemoryPlan& plan, Device device) : plan_(plan), device_(device) {
+  try {
+    for (int k = 0; k < kMemoryKinds; ++k)
+      blocks_[static_cast<size_t>(k)] =
+          device_alloc(device, plan_.bytes(static_cast<MemoryKind>(k)));
+  } catch (const Error& e) {
+    for (int k = 0; k < kMemoryKinds; ++k) device_free(device, blocks_[static_cast<size_t>(k)]);
+    throw Error(fmt::format("{}; the plan needs {}", e.what(), plan_.report()));
+  }
+}
+
+PlannedMemory::~PlannedMemory() {
+  for (void* b : blocks_) device_free(device_, b);
+}
+
+TensorView PlannedMemory::view(int id) const {
+  const MemoryPlan::Entry& e = plan_.entry(id);
+  auto* base = static_cast<char*>(blocks_[static_cast<size_t>(e.kind)]);
+  return TensorView(base + e.offset, e.dtype, e.shape, device_);
+}
+
+}  // namespace tfm

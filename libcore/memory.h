@@ -1,0 +1,78 @@
+// Memory planned before the first step (STYLE.md, rule 4).
+//
+// A MemoryPlan is a table of named tensors, each of one kind. Sizes come
+// from (config, max tokens, max length) before anything runs; allocate()
+// then makes exactly one block per kind and hands out views into it. Nothing
+// grows afterwards: a plan that has been allocated refuses new entries, and
+// report() gives the totals a program prints at start:
+//   parameters 250.1 MiB, gradients 250.1 MiB, optimizer 500.2 MiB, ...
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libcore/tensor.h"
+
+namespace tfm {
+
+enum class MemoryKind : uint8_t {
+  parameters, gradients, optimizer, activations, workspace, kv_cache, io,
+};
+inline constexpr int kMemoryKinds = 7;
+std::string_view memory_kind_name(MemoryKind kind);
+
+// "812.0 MiB", "1.52 GiB", "96 B"
+std::string format_bytes(size_t bytes);
+
+class MemoryPlan {
+ public:
+  // Every entry starts on this boundary (covers CUDA vector loads and
+  // cuBLASLt's alignment preferences).
+  static constexpr size_t kAlignment = 256;
+
+  struct Entry {
+    std::string name;
+    MemoryKind kind;
+    DType dtype;
+    Shape shape;
+    size_t offset;  // within its kind's block
+    size_t bytes;
+  };
+
+  // Adds a tensor to the plan and returns its id for view().
+  int add(MemoryKind kind, std::string name, DType dtype, Shape shape);
+
+  size_t bytes(MemoryKind kind) const { return sizes_[static_cast<size_t>(kind)]; }
+  size_t total() const;
+  const std::vector<Entry>& entries() const { return entries_; }
+  const Entry& entry(int id) const;
+  std::string report() const;  // non-empty kinds in order, then the total
+
+ private:
+  std::vector<Entry> entries_;
+  std::array<size_t, kMemoryKinds> sizes_{};
+};
+
+// The memory of a plan on one device: one block per non-empty kind.
+class PlannedMemory {
+ public:
+  PlannedMemory(const MemoryPlan& plan, Device device);
+  ~PlannedMemory();
+  PlannedMemory(const PlannedMemory&) = delete;
+  PlannedMemory& operator=(const PlannedMemory&) = delete;
+
+  TensorView view(int id) const;
+  // The whole block of one kind, as bytes (e.g. the flat parameter buffer).
+  void* block(MemoryKind kind) const { return blocks_[static_cast<size_t>(kind)]; }
+  const MemoryPlan& plan() const { return plan_; }
+  Device device() const { return device_; }
+
+ private:
+  MemoryPlan plan_;  // a copy: the plan is frozen once allocated
+  Device device_;
+  std::array<void*, kMemoryKinds> blocks_{};
+};
+
+}  // namespace tfm
