@@ -1,0 +1,133 @@
+#include "kernels/cpu/blas.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "libcore/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace tfm::ops::cpu {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+struct X86Features {
+  bool intel = false, amd = false;
+  bool avx2 = false, fma = false, avx512 = false, avx512_bf16 = false;
+};
+
+uint64_t xgetbv0() {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+X86Features detect_x86() {
+  X86Features f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  const unsigned max_leaf = a;
+  f.intel = b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e;  // "GenuineIntel"
+  f.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;    // "AuthenticAMD"
+  __get_cpuid(1, &a, &b, &c, &d);
+  const bool osxsave = c & (1u << 27), avx = c & (1u << 28);
+  f.fma = c & (1u << 12);
+  if (!osxsave || !avx || max_leaf < 7) return f;
+  // The OS must save the registers too: YMM (bits 1-2), and for AVX-512
+  // the opmask and both ZMM halves (bits 5-7).
+  const uint64_t xcr0 = xgetbv0();
+  const bool os_avx = (xcr0 & 0x6) == 0x6;
+  const bool os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
+  __cpuid_count(7, 0, a, b, c, d);
+  const unsigned max_subleaf = a;
+  f.avx2 = os_avx && (b & (1u << 5));
+  // SkylakeX kernels use F, CD, BW, DQ and VL.
+  const unsigned need = (1u << 16) | (1u << 17) | (1u << 28) | (1u << 30) | (1u << 31);
+  f.avx512 = os_avx512 && (b & need) == need;
+  if (f.avx512 && max_subleaf >= 1) {
+    __cpuid_count(7, 1, a, b, c, d);
+    f.avx512_bf16 = a & (1u << 5);
+  }
+  return f;
+}
+#endif
+
+std::string getenv_string(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+Blas load() {
+  Blas blas;
+  const std::string user_core = getenv_string("OPENBLAS_CORETYPE");
+  std::string why;
+  const std::string chosen = user_core.empty() ? openblas_core_for_this_cpu(&why) : "";
+  if (!user_core.empty())
+    blas.core_source = "set by OPENBLAS_CORETYPE";
+  else if (!chosen.empty())
+    blas.core_source = "chosen by tfm for " + why;
+  else
+    blas.core_source = "detected by OpenBLAS";
+  // OpenBLAS reads OPENBLAS_CORETYPE while it initializes inside dlopen;
+  // the variable is removed again so child processes see the user's
+  // environment unchanged.
+  if (!chosen.empty()) setenv("OPENBLAS_CORETYPE", chosen.c_str(), 1);
+
+  void* handle = nullptr;
+  for (const char* name : {"libopenblas.so.0", "libopenblas.so"}) {
+    handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (handle) {
+      blas.library = name;
+      break;
+    }
+  }
+  if (!chosen.empty()) unsetenv("OPENBLAS_CORETYPE");
+  if (!handle)
+    fail("cannot load OpenBLAS ({}); install it with: apt-get install libopenblas0", dlerror());
+
+  blas.sgemm = reinterpret_cast<Blas::Sgemm>(dlsym(handle, "cblas_sgemm"));
+  blas.dgemm = reinterpret_cast<Blas::Dgemm>(dlsym(handle, "cblas_dgemm"));
+  if (!blas.sgemm || !blas.dgemm) fail("{} has no cblas_sgemm/cblas_dgemm", blas.library);
+  using Text = char* (*)();
+  using Count = int (*)();
+  if (auto corename = reinterpret_cast<Text>(dlsym(handle, "openblas_get_corename")))
+    blas.core = corename();
+  if (auto config = reinterpret_cast<Text>(dlsym(handle, "openblas_get_config")))
+    blas.config = config();
+  if (auto threads = reinterpret_cast<Count>(dlsym(handle, "openblas_get_num_threads")))
+    blas.threads = threads();
+  return blas;
+}
+
+}  // namespace
+
+std::string openblas_core_for_this_cpu(std::string* why) {
+#if defined(__x86_64__) || defined(__i386__)
+  const X86Features f = detect_x86();
+  auto said = [&](const char* features, const char* core) {
+    if (why) *why = features;
+    return std::string(core);
+  };
+  if (f.avx512_bf16) return said("AVX-512 with BF16", "Cooperlake");
+  if (f.avx512) return said("AVX-512", "SkylakeX");
+  if (f.avx2 && f.fma) return said("AVX2 and FMA", f.amd ? "Zen" : "Haswell");
+  if (why) *why = "no AVX2";
+  return {};
+#else
+  if (why) *why = "not an x86 CPU";
+  return {};
+#endif
+}
+
+const Blas& blas() {
+  static std::once_flag once;
+  static Blas instance;
+  std::call_once(once, [] { instance = load(); });
+  return instance;
+}
+
+}  // namespace tfm::ops::cpu

@@ -1,0 +1,72 @@
+// CPU elementwise ops (ops.h): add, ReLU forward/backward, Philox uniform.
+// One templated loop each, run in f32 or f64; OpenMP splits large tensors.
+#include <algorithm>
+
+#include "kernels/detail.h"
+
+namespace tfm::ops::cpu {
+namespace {
+
+// Below this many elements a parallel region costs more than it saves.
+constexpr int64_t kParallelMin = 1 << 15;
+
+// Calls f(T*) with the tensor's typed pointer; CPU float dtypes only.
+template <typename F>
+void with_float(const TensorView& t, const char* op, F&& f) {
+  switch (t.dtype()) {
+    case DType::f32: return f(static_cast<float*>(t.data()));
+    case DType::f64: return f(static_cast<double*>(t.data()));
+    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
+  }
+}
+
+}  // namespace
+
+void add(const TensorView& a, const TensorView& b, const TensorView& y) {
+  with_float(y, "add", [&](auto* py) {
+    using T = std::remove_pointer_t<decltype(py)>;
+    const T* pa = static_cast<const T*>(a.data());
+    const T* pb = static_cast<const T*>(b.data());
+    const int64_t n = y.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) py[i] = pa[i] + pb[i];
+  });
+}
+
+void relu_forward(const TensorView& x, const TensorView& y) {
+  with_float(y, "relu_forward", [&](auto* py) {
+    using T = std::remove_pointer_t<decltype(py)>;
+    const T* px = static_cast<const T*>(x.data());
+    const int64_t n = y.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) py[i] = std::max(px[i], T(0));
+  });
+}
+
+void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx) {
+  with_float(dx, "relu_backward", [&](auto* pdx) {
+    using T = std::remove_pointer_t<decltype(pdx)>;
+    const T* py = static_cast<const T*>(y.data());
+    const T* pdy = static_cast<const T*>(dy.data());
+    const int64_t n = dx.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) pdx[i] = py[i] > T(0) ? pdy[i] : T(0);
+  });
+}
+
+void uniform(const TensorView& out, const RngKey& key, float lo, float hi) {
+  with_float(out, "uniform", [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    const int64_t n = out.numel();
+    const int64_t blocks = (n + 3) / 4;
+    const float span = hi - lo;
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const Philox4 r = philox_block(key, static_cast<uint64_t>(blk));
+      for (int64_t lane = 0; lane < 4 && blk * 4 + lane < n; ++lane)
+        p[blk * 4 + lane] = static_cast<T>(uniform_in(r.v[lane], lo, span));
+    }
+  });
+}
+
+}  // namespace tfm::ops::cpu
