@@ -1,0 +1,210 @@
+// tests/bench/gemm: tfm's CPU sgemm on the model's real shapes, next to
+// OpenBLAS with its AVX-512 kernels forced, measured in the same run.
+//
+// tfm loads OpenBLAS itself and picks the kernel from the CPU's features
+// (kernels/cpu/blas.h). The reference is OpenBLAS with OPENBLAS_CORETYPE
+// forced to each AVX-512 core, each in a child process (the core is fixed
+// when the library loads), calling cblas_sgemm directly. tfm must reach 80%
+// of the best forced figure on every shape; the exit status says whether it
+// did. Results go to a table on stdout and a TSV file (--out).
+//
+//   gemm [--out FILE] [--repeats N] [--min-seconds S]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/blas.h"
+#include "kernels/ops.h"
+#include "libcore/app.h"
+#include "libcore/io/atomic_file.h"
+
+using namespace tfm;
+
+namespace {
+
+struct Shape3 {
+  const char* role;
+  int64_t m, k, n;
+  bool ta, tb;
+};
+
+// Base model, 4096 tokens a batch, V = 37000 (PAPER.md).
+const Shape3 kShapes[] = {
+    {"attention projection  x W", 4096, 512, 512, false, false},
+    {"feed-forward in       x W1", 4096, 512, 2048, false, false},
+    {"feed-forward out      h W2", 4096, 2048, 512, false, false},
+    {"output projection     x E^T", 4096, 512, 37000, false, true},
+    {"weight gradient       x^T dy", 512, 4096, 512, true, false},
+    {"output proj. backward dz E", 4096, 37000, 512, false, false},
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Median GFLOP/s of `repeats` timings, each running f often enough to take
+// at least min_seconds.
+template <typename F>
+double measure(const Shape3& s, int repeats, double min_seconds, F&& f) {
+  f();  // warm-up: first touch of the pages, thread pool start
+  const double flops = 2.0 * s.m * s.n * s.k;
+  std::vector<double> rates;
+  for (int r = 0; r < repeats; ++r) {
+    int calls = 0;
+    const auto start = Clock::now();
+    double elapsed = 0;
+    do {
+      f();
+      ++calls;
+      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (elapsed < min_seconds);
+    rates.push_back(flops * calls / elapsed / 1e9);
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+struct Operands {
+  Tensor a, b, c;
+};
+
+Operands operands(const Shape3& s) {
+  Stream cpu(Device::cpu());
+  Operands o{Tensor(s.ta ? tfm::Shape{s.k, s.m} : tfm::Shape{s.m, s.k}, DType::f32),
+             Tensor(s.tb ? tfm::Shape{s.n, s.k} : tfm::Shape{s.k, s.n}, DType::f32),
+             Tensor({s.m, s.n}, DType::f32)};
+  ops::uniform(o.a, {1, 1, 0}, -1, 1, cpu);
+  ops::uniform(o.b, {1, 2, 0}, -1, 1, cpu);
+  return o;
+}
+
+// Child mode: OpenBLAS as loaded under the caller's OPENBLAS_CORETYPE,
+// cblas_sgemm called directly. Prints "INDEX GFLOPS" lines.
+int run_raw(int repeats, double min_seconds) {
+  const auto& blas = ops::cpu::blas();
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    const Shape3& s = kShapes[i];
+    Operands o = operands(s);
+    const auto ta = s.ta ? ops::cpu::CblasTrans : ops::cpu::CblasNoTrans;
+    const auto tb = s.tb ? ops::cpu::CblasTrans : ops::cpu::CblasNoTrans;
+    const double rate = measure(s, repeats, min_seconds, [&] {
+      blas.sgemm(ops::cpu::CblasRowMajor, ta, tb, int(s.m), int(s.n), int(s.k), 1.0f,
+                 o.a.data_as<float>(), int(o.a.shape()[1]), o.b.data_as<float>(),
+                 int(o.b.shape()[1]), 0.0f, o.c.data_as<float>(), int(s.n));
+    });
+    std::printf("%zu %.3f %s\n", i, rate, blas.core.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// Runs this program as a child with OPENBLAS_CORETYPE=core; returns the
+// rates by shape index, and the core the child reports it ran.
+std::map<size_t, double> run_forced(const std::string& core, int repeats, double min_seconds,
+                                    std::string* ran) {
+  const std::string cmd = fmt::format("OPENBLAS_CORETYPE={} /proc/{}/exe --raw --repeats {} --min-seconds {}",
+                                      core, getpid(), repeats, min_seconds);
+  std::map<size_t, double> rates;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) fail("cannot start {}", cmd);
+  char line[256];
+  while (std::fgets(line, sizeof line, pipe)) {
+    size_t index = 0;
+    double rate = 0;
+    char name[64] = {0};
+    if (std::sscanf(line, "%zu %lf %63s", &index, &rate, name) == 3) {
+      rates[index] = rate;
+      *ran = name;
+    }
+  }
+  const int status = pclose(pipe);
+  if (status != 0) fail("the reference run with OPENBLAS_CORETYPE={} failed", core);
+  return rates;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CommonOptions common;
+  std::string out = "gemm.tsv";
+  int repeats = 5;
+  double min_seconds = 0.2;
+  bool raw = false;
+  CLI::App app{"CPU GEMM benchmark: tfm against OpenBLAS with AVX-512 kernels forced."};
+  add_common_options(app, common);
+  app.add_option("--out", out, "Write the results as TSV to this file")->capture_default_str();
+  app.add_option("--repeats", repeats, "Timings per shape (the median is reported)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--min-seconds", min_seconds, "Shortest time of one timing")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_flag("--raw", raw, "Internal: time cblas_sgemm directly (the reference child)")
+      ->group("");
+  int status = 0;
+  const int rc = run_program("gemm", app, argc, argv, common, [&] {
+    if (raw) {
+      status = run_raw(repeats, min_seconds);
+      return;
+    }
+    const auto& blas = ops::cpu::blas();
+    std::string why;
+    const bool avx512 = ops::cpu::openblas_core_for_this_cpu(&why).find("lake") != std::string::npos;
+    if (!avx512) fail("this CPU has no AVX-512 ({}): the forced AVX-512 reference cannot run", why);
+
+    std::vector<std::string> cores = {"SkylakeX", "Cooperlake"};
+    if (why.find("BF16") == std::string::npos) cores.pop_back();  // Cooperlake needs AVX-512 BF16
+    std::vector<std::map<size_t, double>> forced;
+    std::vector<std::string> forced_ran;
+    for (const std::string& core : cores) {
+      std::string ran;
+      forced.push_back(run_forced(core, repeats, min_seconds, &ran));
+      forced_ran.push_back(ran);
+    }
+
+    std::printf("tfm CPU sgemm: OpenBLAS core %s (%s), %d threads, median of %d\n\n",
+                blas.core.c_str(), blas.core_source.c_str(), blas.threads, repeats);
+    std::string header = fmt::format("{:<30} {:>22} {:>9}", "shape", "M x K x N", "tfm");
+    for (const std::string& c : forced_ran) header += fmt::format(" {:>11}", c);
+    header += fmt::format(" {:>7}  {}", "ratio", "verdict");
+    std::printf("%s\n", header.c_str());
+    std::string tsv = "role\tm\tk\tn\top\ttfm_gflops";
+    for (const std::string& c : forced_ran) tsv += "\tforced_" + c + "_gflops";
+    tsv += "\tratio\tok\n";
+
+    Stream cpu(Device::cpu());
+    bool all_ok = true;
+    for (size_t i = 0; i < std::size(kShapes); ++i) {
+      const Shape3& s = kShapes[i];
+      Operands o = operands(s);
+      ops::GemmOptions opt;
+      opt.trans_a = s.ta;
+      opt.trans_b = s.tb;
+      const double tfm_rate = measure(s, repeats, min_seconds, [&] { ops::gemm(o.a, o.b, o.c, opt, cpu); });
+      double best = 0;
+      for (const auto& f : forced) best = std::max(best, f.count(i) ? f.at(i) : 0.0);
+      const double ratio = best > 0 ? tfm_rate / best : 0;
+      const bool ok = ratio >= 0.8;
+      all_ok = all_ok && ok;
+      const std::string op = fmt::format("{}{}", s.ta ? "T" : "N", s.tb ? "T" : "N");
+      std::string row = fmt::format("{:<30} {:>22} {:>9.1f}", s.role,
+                                    fmt::format("{} x {} x {} {}", s.m, s.k, s.n, op), tfm_rate);
+      tsv += fmt::format("{}\t{}\t{}\t{}\t{}\t{:.1f}", s.role, s.m, s.k, s.n, op, tfm_rate);
+      for (const auto& f : forced) {
+        row += fmt::format(" {:>11.1f}", f.count(i) ? f.at(i) : 0.0);
+        tsv += fmt::format("\t{:.1f}", f.count(i) ? f.at(i) : 0.0);
+      }
+      row += fmt::format(" {:>6.0f}%  {}", ratio * 100, ok ? "ok (>= 80%)" : "SLOW (< 80%)");
+      tsv += fmt::format("\t{:.3f}\t{}\n", ratio, ok ? 1 : 0);
+      std::printf("%s\n", row.c_str());
+      std::fflush(stdout);
+    }
+    std::printf("\nGFLOP/s; ratio = tfm / best forced core. Written to %s\n", out.c_str());
+    io::write_file_atomic(out, tsv);
+    status = all_ok ? 0 : 1;
+  });
+  return rc != 0 ? rc : status;
+}

@@ -1,0 +1,145 @@
+#include "tests/support.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "kernels/ops.h"
+
+namespace tfm::test {
+
+Tensor random(Shape shape, DType dtype, uint64_t seed, float lo, float hi) {
+  const DType gen = dtype == DType::f64 ? DType::f64 : DType::f32;
+  Tensor t(shape, gen);
+  Stream cpu(Device::cpu());
+  ops::uniform(t, RngKey{seed, 0, 0}, lo, hi, cpu);
+  return gen == dtype ? std::move(t) : cast(t, dtype);
+}
+
+std::vector<double> to_f64(const TensorView& t) {
+  Tensor host;
+  const TensorView* h = &t;
+  if (!t.device().is_cpu()) {
+    host = Tensor(t.shape(), t.dtype());
+    copy(host, t);
+    h = &host.view();
+  }
+  const int64_t n = h->numel();
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double v = 0;
+    switch (h->dtype()) {
+      case DType::f32: v = h->data_as<float>()[i]; break;
+      case DType::f64: v = h->data_as<double>()[i]; break;
+      case DType::bf16: v = static_cast<float>(h->data_as<bf16>()[i]); break;
+      case DType::f16: v = static_cast<float>(h->data_as<f16>()[i]); break;
+      case DType::i32: v = h->data_as<int32_t>()[i]; break;
+    }
+    out[static_cast<size_t>(i)] = v;
+  }
+  return out;
+}
+
+Tensor from_f64(const std::vector<double>& values, Shape shape, DType dtype) {
+  Tensor t(shape, dtype);
+  REQUIRE(static_cast<int64_t>(values.size()) == t.numel());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    switch (dtype) {
+      case DType::f32: t.data_as<float>()[i] = static_cast<float>(v); break;
+      case DType::f64: t.data_as<double>()[i] = v; break;
+      case DType::bf16: t.data_as<bf16>()[i] = bf16(static_cast<float>(v)); break;
+      case DType::f16: t.data_as<f16>()[i] = f16(static_cast<float>(v)); break;
+      case DType::i32: t.data_as<int32_t>()[i] = static_cast<int32_t>(v); break;
+    }
+  }
+  return t;
+}
+
+Tensor to_device(const TensorView& t, Device device) {
+  Tensor out(t.shape(), t.dtype(), device);
+  copy(out, t);
+  return out;
+}
+
+Tensor cast(const TensorView& t, DType dtype) { return from_f64(to_f64(t), t.shape(), dtype); }
+
+Tolerance tolerance_for(DType dtype, int64_t reduction) {
+  // Unit roundoff of the stored result, with room for the accumulated
+  // error of a length-`reduction` sum of O(1) terms (grows like its sqrt).
+  double base = 0;
+  switch (dtype) {
+    case DType::f64: base = 1e-13; break;
+    case DType::f32: base = 4e-6; break;
+    case DType::f16: base = 2e-3; break;
+    case DType::bf16: base = 1.6e-2; break;
+    case DType::i32: base = 0; break;
+  }
+  const double growth = std::max(1.0, std::sqrt(static_cast<double>(reduction)) / 2);
+  return {base * growth, base};
+}
+
+Verdict compare(const Check& c) {
+  const std::vector<double> got = to_f64(c.got);
+  if (got.size() != c.ref.size())
+    return {false, fmt::format("{}: {} elements, reference has {}", c.name, got.size(), c.ref.size())};
+  double worst_share = -1;
+  size_t worst = 0;
+  bool ok = true;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double allowed = c.tol.atol + c.tol.rtol * std::abs(c.ref[i]);
+    const double err = std::abs(got[i] - c.ref[i]);
+    // NaN anywhere is a failure and the worst element.
+    const double share = std::isnan(got[i]) ? INFINITY : (allowed > 0 ? err / allowed : (err > 0 ? INFINITY : 0));
+    if (share > worst_share) {
+      worst_share = share;
+      worst = i;
+    }
+    if (!(share <= 1.0)) ok = false;
+  }
+  if (got.empty()) return {true, c.name + ": empty"};
+  return {ok, fmt::format("{}: worst element {} got {:.9g} ref {:.9g}, {:.0f}% of tolerance "
+                          "(atol {:.2g}, rtol {:.2g})",
+                          c.name, worst, got[worst], c.ref[worst], worst_share * 100, c.tol.atol,
+                          c.tol.rtol)};
+}
+
+void require_close(std::initializer_list<Check> checks) {
+  for (const Check& c : checks) {
+    const Verdict v = compare(c);
+    INFO(v.report);
+    CHECK(v.ok);
+  }
+}
+
+std::vector<double> gemm_reference(const TensorView& a, const TensorView& b, const TensorView& c0,
+                                   bool trans_a, bool trans_b, double alpha, double beta,
+                                   const TensorView& bias, bool relu) {
+  const std::vector<double> A = to_f64(a), B = to_f64(b), C0 = to_f64(c0);
+  const std::vector<double> bias_v = bias.empty() ? std::vector<double>{} : to_f64(bias);
+  const int64_t m = c0.dim(-2), n = c0.dim(-1);
+  const int64_t k = trans_a ? a.dim(-2) : a.dim(-1);
+  const int64_t g_count = c0.numel() / (m * n);
+  const int64_t a_stride = a.rank() == 2 ? 0 : a.dim(-2) * a.dim(-1);
+  const int64_t b_stride = b.rank() == 2 ? 0 : b.dim(-2) * b.dim(-1);
+  const int64_t lda = a.dim(-1), ldb = b.dim(-1);
+  std::vector<double> out(C0.size());
+  for (int64_t g = 0; g < g_count; ++g)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double av = A[static_cast<size_t>(g * a_stride + (trans_a ? p * lda + i : i * lda + p))];
+          const double bv = B[static_cast<size_t>(g * b_stride + (trans_b ? j * ldb + p : p * ldb + j))];
+          sum += av * bv;
+        }
+        const size_t ci = static_cast<size_t>(g * m * n + i * n + j);
+        double v = alpha * sum + (beta != 0 ? beta * C0[ci] : 0.0);
+        if (!bias_v.empty()) v += bias_v[static_cast<size_t>(j)];
+        if (relu) v = std::max(v, 0.0);
+        out[ci] = v;
+      }
+  return out;
+}
+
+}  // namespace tfm::test

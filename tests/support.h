@@ -1,0 +1,63 @@
+// Test support shared by unit/ and cuda/: seeded random tensors, float64
+// references, and comparisons that report the worst element (STYLE.md 6).
+//
+// A comparison is |got - ref| <= atol + rtol * |ref| elementwise, with the
+// tolerance taken from the dtype of `got` (and the reduction length for
+// GEMMs). Checks are written as one table of {name, tensor, reference,
+// tolerance}, so no tensor is compared twice or forgotten.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "libcore/stream.h"
+#include "libcore/tensor.h"
+
+namespace tfm::test {
+
+// A CPU tensor of `dtype` (f32, f64, bf16 or f16) with values uniform in
+// [lo, hi), from Philox keyed by `seed` (fresh per test, fixed per run).
+Tensor random(Shape shape, DType dtype, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// Any tensor on any device, as float64 on the host.
+std::vector<double> to_f64(const TensorView& t);
+
+// A CPU tensor of `dtype` holding `values` (rounded to the dtype).
+Tensor from_f64(const std::vector<double>& values, Shape shape, DType dtype);
+
+// The same tensor on another device (or as another dtype, rounding).
+Tensor to_device(const TensorView& t, Device device);
+Tensor cast(const TensorView& t, DType dtype);
+
+struct Tolerance {
+  double atol = 0, rtol = 0;
+};
+// From the dtype's precision; `reduction` is the length of the sums that
+// produced each element (K for a GEMM, 1 for elementwise ops).
+Tolerance tolerance_for(DType dtype, int64_t reduction = 1);
+
+struct Check {
+  std::string name;
+  TensorView got;
+  std::vector<double> ref;
+  Tolerance tol;
+};
+
+struct Verdict {
+  bool ok = true;
+  std::string report;  // "C: worst element 17 got 0.51 ref 0.50, 37% of tolerance"
+};
+Verdict compare(const Check& check);
+
+// Runs every check; on failure REQUIREs with the worst element of each.
+void require_close(std::initializer_list<Check> checks);
+
+// C = act(alpha * op(A) op(B) + beta * C0 + bias) in float64, row-major,
+// batched over the leading dimension (G, ...), broadcasting rank-2 A or B.
+std::vector<double> gemm_reference(const TensorView& a, const TensorView& b, const TensorView& c0,
+                                   bool trans_a, bool trans_b, double alpha, double beta,
+                                   const TensorView& bias, bool relu);
+
+}  // namespace tfm::test

@@ -1,0 +1,121 @@
+// The core types: device parsing and selection, shapes and views, 16-bit
+// float conversion, memory plans, errors for a build without CUDA.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ops.h"
+#include "libcore/memory.h"
+#include "tests/support.h"
+
+using namespace tfm;
+
+TEST_CASE("device names parse, and bad ones say what is allowed", "[device]") {
+  using Kind = DeviceRequest::Kind;
+  CHECK(parse_device("auto").kind == Kind::automatic);
+  CHECK(parse_device("cpu").kind == Kind::cpu);
+  CHECK(parse_device("cuda").kind == Kind::cuda);
+  CHECK(parse_device("cuda").index == -1);
+  CHECK(parse_device("cuda:3").index == 3);
+  for (const char* bad : {"", "gpu", "cuda:", "cuda:-1", "cuda:1x", "CPU", "cuda:99999999999"})
+    REQUIRE_THROWS_WITH(parse_device(bad), Catch::Contains("expected auto, cpu, cuda or cuda:N"));
+  CHECK(Device::cuda(2).str() == "cuda:2");
+  CHECK(Device::cpu().str() == "cpu");
+}
+
+TEST_CASE("device selection falls back to the CPU only when asked to choose", "[device]") {
+  CHECK(select_device(parse_device("cpu")) == Device::cpu());
+  if (cuda_usable()) {
+    CHECK(select_device(parse_device("auto")) == Device::cuda(0));
+    const int count = static_cast<int>(cuda_status().devices.size());
+    REQUIRE_THROWS_WITH(select_device({DeviceRequest::Kind::cuda, count}),
+                        Catch::Contains("does not exist"));
+  } else {
+    CHECK(select_device(parse_device("auto")) == Device::cpu());
+    REQUIRE_THROWS_WITH(select_device(parse_device("cuda:0")),
+                        cuda_status().compiled ? Catch::Contains("is not usable")
+                                               : Catch::Contains("built without CUDA"));
+    CHECK_FALSE(cuda_status().why_none.empty());
+  }
+}
+
+TEST_CASE("a build without CUDA answers a CUDA request with one sentence", "[device]") {
+  if (cuda_status().compiled) return;  // covered by the CPU-only (sanitizer) build
+  REQUIRE_THROWS_WITH(Stream(Device::cuda(0)),
+                      Catch::Equals("unsupported device: cuda (built without CUDA)"));
+  REQUIRE_THROWS_WITH(Tensor({4}, DType::f32, Device::cuda(0)),
+                      Catch::Equals("unsupported device: cuda (built without CUDA)"));
+}
+
+TEST_CASE("shapes and views", "[tensor]") {
+  const Shape s{2, 3, 5};
+  CHECK(s.rank() == 3);
+  CHECK(s.numel() == 30);
+  CHECK(s[-1] == 5);
+  CHECK(s.str() == "(2, 3, 5)");
+  CHECK(Shape{}.numel() == 1);
+  REQUIRE_THROWS_WITH((Shape{1, 2, 3, 4, 5, 6, 7}), Catch::Contains("over the limit of 6"));
+  Tensor t(s, DType::f32);
+  CHECK(t.view().bytes() == 120);
+  CHECK(t.view().reshape({6, 5}).dim(0) == 6);
+  REQUIRE_THROWS_WITH(t.view().reshape({7, 5}), Catch::Contains("cannot view (2, 3, 5) tensor as (7, 5)"));
+  REQUIRE_THROWS_WITH(t.data_as<double>(), Catch::Contains("f32 (2, 3, 5) on cpu read as f64"));
+  CHECK(reinterpret_cast<uintptr_t>(t.view().data()) % 64 == 0);
+  Tensor moved = std::move(t);
+  CHECK(t.view().empty());
+  CHECK(moved.numel() == 30);
+}
+
+TEST_CASE("bf16 and f16 round to nearest even like the GPU's conversions", "[dtype]") {
+  CHECK(bf16(1.0f).bits == 0x3f80);
+  CHECK(bf16(-2.0f).bits == 0xc000);
+  CHECK(bf16(1.00390625f).bits == 0x3f80);   // exactly half an ulp above 1: ties to even
+  CHECK(bf16(1.01171875f).bits == 0x3f82);   // half an ulp above 0x3f81: ties to even (up)
+  CHECK(std::isnan(static_cast<float>(bf16(NAN))));
+  CHECK(f16(1.0f).bits == 0x3c00);
+  CHECK(f16(65504.0f).bits == 0x7bff);       // largest finite
+  CHECK(f16(65520.0f).bits == 0x7c00);       // rounds to infinity
+  CHECK(f16(-65519.0f).bits == 0xfbff);
+  CHECK(f16(5.9604645e-8f).bits == 0x0001);  // smallest subnormal
+  CHECK(f16(2.9802322e-8f).bits == 0x0000);  // half of it: ties to even (zero)
+  CHECK(f16(6.1035156e-5f).bits == 0x0400);  // smallest normal
+  CHECK(f16(1.00048828125f).bits == 0x3c00); // tie at 1 + 2^-11: to even
+  CHECK(std::isnan(static_cast<float>(f16(NAN))));
+  // Every finite f16 converts to float and back unchanged.
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    f16 h;
+    h.bits = static_cast<uint16_t>(bits);
+    const float f = static_cast<float>(h);
+    if (std::isnan(f)) continue;
+    REQUIRE(f16(f).bits == h.bits);
+  }
+}
+
+TEST_CASE("memory plans: aligned entries, one block per kind, totals", "[memory]") {
+  MemoryPlan plan;
+  const int w = plan.add(MemoryKind::parameters, "encoder.0.w", DType::f32, {512, 512});
+  const int b = plan.add(MemoryKind::parameters, "encoder.0.b", DType::f32, {3});
+  const int x = plan.add(MemoryKind::activations, "x", DType::bf16, {7, 5});
+  const int y = plan.add(MemoryKind::activations, "y", DType::f32, {100});
+  CHECK(plan.entry(b).offset == 512 * 512 * 4);
+  CHECK(plan.entry(y).offset == 256);  // 70 bytes of x, rounded up to the alignment
+  CHECK(plan.bytes(MemoryKind::parameters) == 512 * 512 * 4 + 12);
+  CHECK(plan.bytes(MemoryKind::activations) == 256 + 400);
+  CHECK(plan.total() == 512 * 512 * 4 + 12 + 656);
+  CHECK(plan.report() == "parameters 1.0 MiB, activations 656 B, total 1.0 MiB");
+  REQUIRE_THROWS_WITH(plan.entry(9), Catch::Contains("no entry 9"));
+
+  PlannedMemory mem(plan, Device::cpu());
+  CHECK(mem.view(w).data() == mem.block(MemoryKind::parameters));
+  CHECK(static_cast<char*>(mem.view(b).data()) ==
+        static_cast<char*>(mem.block(MemoryKind::parameters)) + 512 * 512 * 4);
+  CHECK(mem.view(x).shape() == Shape{7, 5});
+  CHECK(mem.view(x).dtype() == DType::bf16);
+  CHECK(mem.block(MemoryKind::optimizer) == nullptr);
+  // Views of one plan never overlap: write each, read each back.
+  std::memset(mem.view(x).data(), 0x11, mem.view(x).bytes());
+  std::memset(mem.view(y).data(), 0x22, mem.view(y).bytes());
+  CHECK(static_cast<unsigned char*>(mem.view(x).data())[69] == 0x11);
+  CHECK(format_bytes(3ull << 30) == "3.00 GiB");
+}

@@ -1,0 +1,93 @@
+// CPU elementwise ops against float64, and ReLU's backward against finite
+// differences in double.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "kernels/ops.h"
+#include "tests/support.h"
+
+using namespace tfm;
+
+namespace {
+// Odd sizes, one of them over the threshold where the loops go parallel.
+const Shape kShapes[] = {{1}, {7}, {3, 5, 11}, {37, 1031}};
+}  // namespace
+
+TEST_CASE("add matches float64", "[elementwise]") {
+  Stream cpu(Device::cpu());
+  uint64_t seed = 1;
+  for (DType dtype : {DType::f32, DType::f64})
+    for (const Shape& shape : kShapes) {
+      Tensor a = test::random(shape, dtype, ++seed), b = test::random(shape, dtype, ++seed);
+      Tensor y(shape, dtype);
+      std::vector<double> ref = test::to_f64(a);
+      const std::vector<double> bv = test::to_f64(b);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] += bv[i];
+      ops::add(a, b, y, cpu);
+      test::require_close({{"y", y, ref, test::tolerance_for(dtype)}});
+      ops::add(a, b, a, cpu);  // in place
+      test::require_close({{"a (in place)", a, ref, test::tolerance_for(dtype)}});
+    }
+}
+
+TEST_CASE("relu forward and backward match float64", "[elementwise]") {
+  Stream cpu(Device::cpu());
+  uint64_t seed = 50;
+  for (DType dtype : {DType::f32, DType::f64})
+    for (const Shape& shape : kShapes) {
+      Tensor x = test::random(shape, dtype, ++seed), dy = test::random(shape, dtype, ++seed);
+      Tensor y(shape, dtype), dx(shape, dtype);
+      const std::vector<double> xv = test::to_f64(x), dyv = test::to_f64(dy);
+      std::vector<double> y_ref(xv.size()), dx_ref(xv.size());
+      for (size_t i = 0; i < xv.size(); ++i) {
+        y_ref[i] = std::max(xv[i], 0.0);
+        dx_ref[i] = xv[i] > 0 ? dyv[i] : 0.0;
+      }
+      ops::relu_forward(x, y, cpu);
+      ops::relu_backward(y, dy, dx, cpu);
+      test::require_close({{"y", y, y_ref, test::tolerance_for(dtype)},
+                           {"dx", dx, dx_ref, test::tolerance_for(dtype)}});
+    }
+}
+
+TEST_CASE("relu backward equals finite differences in double", "[elementwise]") {
+  // L = sum(w * relu(x)); dL/dx by central differences, away from the kink.
+  Stream cpu(Device::cpu());
+  const Shape shape{5, 9};
+  Tensor x = test::random(shape, DType::f64, 7), w = test::random(shape, DType::f64, 8);
+  double* xs = x.data_as<double>();
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (std::abs(xs[i]) < 1e-3) xs[i] = 0.5;
+  Tensor y(shape, DType::f64), dx(shape, DType::f64);
+  ops::relu_forward(x, y, cpu);
+  ops::relu_backward(y, w, dx, cpu);
+  auto loss = [&] {
+    ops::relu_forward(x, y, cpu);
+    double l = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) l += w.data_as<double>()[i] * y.data_as<double>()[i];
+    return l;
+  };
+  const double h = 1e-6;
+  std::vector<double> numeric(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double keep = xs[i];
+    xs[i] = keep + h;
+    const double up = loss();
+    xs[i] = keep - h;
+    const double down = loss();
+    xs[i] = keep;
+    numeric[static_cast<size_t>(i)] = (up - down) / (2 * h);
+  }
+  test::require_close({{"dx vs finite differences", dx, numeric, {1e-8, 1e-7}}});
+}
+
+TEST_CASE("elementwise ops reject mismatched tensors", "[elementwise]") {
+  Stream cpu(Device::cpu());
+  Tensor a({3, 4}, DType::f32), b({4, 3}, DType::f32), y({3, 4}, DType::f32);
+  REQUIRE_THROWS_WITH(ops::add(a, b, y, cpu), Catch::Contains("add: a is f32 (3, 4) on cpu but b is f32 (4, 3) on cpu"));
+  Tensor i({3, 4}, DType::i32);
+  REQUIRE_THROWS_WITH(ops::relu_forward(i, i, cpu), Catch::Contains("i32"));
+  Tensor d({3, 4}, DType::f64);
+  REQUIRE_THROWS_WITH(ops::relu_backward(a, d, a, cpu), Catch::Contains("dy is f64"));
+}
