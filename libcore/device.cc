@@ -169,7 +169,9 @@ void device_copy(void* dst, Device dst_device, const void* src, Device src_devic
   activate(dst_device.is_cuda() ? dst_device : src_device);
   auto s = static_cast<cudaStream_t>(stream);
   TFM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
-  if (dst_device.is_cpu() || src_device.is_cpu()) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
+  // Without a stream the copy is synchronous: tfm's streams are non-blocking
+  // and would not wait for work left on the legacy default stream.
+  if (!stream || dst_device.is_cpu() || src_device.is_cpu()) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
 #else
   (void)stream;
   no_cuda();
@@ -184,7 +186,9 @@ void device_memset_zero(void* dst, Device device, size_t bytes, void* stream) {
   }
 #ifdef TFM_WITH_CUDA
   activate(device);
-  TFM_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)));
+  auto s = static_cast<cudaStream_t>(stream);
+  TFM_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, s));
+  if (!stream) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
 #else
   (void)stream;
   no_cuda();

@@ -81,8 +81,8 @@ void* device_alloc(Device device, size_t bytes);
 void device_free(Device device, void* ptr) noexcept;
 
 // Copies between any two devices; `stream` is the cudaStream_t to order the
-// copy on (nullptr: synchronous). Host-device copies through pageable memory
-// complete before return.
+// copy on. Without a stream (nullptr), and for every copy to or from the
+// CPU, the copy is complete on return. The same holds for the memset.
 void device_copy(void* dst, Device dst_device, const void* src, Device src_device,
                  size_t bytes, void* stream);
 void device_memset_zero(void* dst, Device device, size_t bytes, void* stream);

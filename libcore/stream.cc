@@ -23,6 +23,7 @@ Stream::Stream(Device device) : device_(device) {
 }
 
 Stream::~Stream() {
+  kernel_state_.reset();  // may use the stream's device
 #ifdef TFM_WITH_CUDA
   if (native_) {
     cudaSetDevice(device_.index);

@@ -4,6 +4,8 @@
 // takes the stream it runs on as its last argument.
 #pragma once
 
+#include <memory>
+
 #include "libcore/device.h"
 
 namespace tfm {
@@ -21,9 +23,14 @@ class Stream {
   // Waits for all queued work; CUDA errors raised by that work surface here.
   void synchronize() const;
 
+  // A slot for the op layer's per-stream state (cuBLASLt handle and
+  // workspace on CUDA), created on first use and destroyed with the stream.
+  std::shared_ptr<void>& kernel_state() const { return kernel_state_; }
+
  private:
   Device device_;
   void* native_ = nullptr;
+  mutable std::shared_ptr<void> kernel_state_;  // released before the stream
 };
 
 }  // namespace tfm

@@ -10,9 +10,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
-#include <map>
-#include <mutex>
-#include <tuple>
+#include <memory>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/detail.h"
@@ -22,25 +20,34 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;  // cuBLAS's recommendation for Hopper
 
-// Handles and workspace for one (device, stream). Kept for the process's life.
+// Handles and workspace of one stream, kept in the stream's kernel_state()
+// slot: created on the stream's first GEMM, released with the stream.
 struct BlasContext {
+  int device = 0;
   cublasLtHandle_t lt = nullptr;
   cublasHandle_t blas = nullptr;
   void* workspace = nullptr;
+
+  ~BlasContext() {
+    cudaSetDevice(device);
+    if (workspace) cudaFree(workspace);
+    if (blas) cublasDestroy(blas);
+    if (lt) cublasLtDestroy(lt);
+  }
 };
 
 BlasContext& context_for(const Stream& stream) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, void*>, BlasContext> contexts;
-  std::lock_guard lock(mutex);
-  BlasContext& ctx = contexts[{stream.device().index, stream.native()}];
-  if (!ctx.lt) {
-    TFM_CUBLAS_CHECK(cublasLtCreate(&ctx.lt));
-    TFM_CUBLAS_CHECK(cublasCreate(&ctx.blas));
-    TFM_CUDA_CHECK(cudaMalloc(&ctx.workspace, kWorkspaceBytes));
-    TFM_CUBLAS_CHECK(cublasSetWorkspace(ctx.blas, ctx.workspace, kWorkspaceBytes));
+  std::shared_ptr<void>& slot = stream.kernel_state();
+  if (!slot) {
+    auto ctx = std::make_shared<BlasContext>();
+    ctx->device = stream.device().index;
+    TFM_CUBLAS_CHECK(cublasLtCreate(&ctx->lt));
+    TFM_CUBLAS_CHECK(cublasCreate(&ctx->blas));
+    TFM_CUDA_CHECK(cudaMalloc(&ctx->workspace, kWorkspaceBytes));
+    TFM_CUBLAS_CHECK(cublasSetWorkspace(ctx->blas, ctx->workspace, kWorkspaceBytes));
+    slot = std::move(ctx);
   }
-  return ctx;
+  return *static_cast<BlasContext*>(slot.get());
 }
 
 cudaDataType_t cuda_type(DType t) {
