@@ -12,7 +12,7 @@ namespace tfm::ops::detail {
 // A stride of 0 means every batch entry shares one matrix.
 struct GemmShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
-  int64_t lda = 0, ldb = 0, ldc = 0;               // row pitch, in elements
+  int64_t lda = 0, ldb = 0, ldc = 0;                 // row pitch, in elements
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // matrix pitch, in elements
 };
 
@@ -26,6 +26,44 @@ void add(const TensorView& a, const TensorView& b, const TensorView& y);
 void relu_forward(const TensorView& x, const TensorView& y);
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx);
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi);
+void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
+                       const TensorView& out);
+void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
+                        const TensorView& dtable);
+void position_add(const TensorView& x, const TensorView& table, int64_t offset);
+void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable);
+void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y);
+void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx);
+void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
+                       float eps, const TensorView& y, const TensorView& mean,
+                       const TensorView& rstd);
+void layernorm_backward(const TensorView& x, const TensorView& gamma, const TensorView& mean,
+                        const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                        const TensorView& dgamma, const TensorView& dbeta);
+void add_dropout_layernorm_forward(const TensorView& residual, const TensorView& s, float p,
+                                   const RngKey& key, const TensorView& gamma,
+                                   const TensorView& beta, float eps, const TensorView& h,
+                                   const TensorView& y, const TensorView& mean,
+                                   const TensorView& rstd);
+void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma,
+                                    const TensorView& mean, const TensorView& rstd,
+                                    const TensorView& dy, float p, const RngKey& key,
+                                    const TensorView& dh, const TensorView& ds,
+                                    const TensorView& dgamma, const TensorView& dbeta);
+void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
+                         const RngKey& key, const TensorView& y);
+void sum_rows(const TensorView& x, const TensorView& out);
+void sum_squares(const TensorView& x, const TensorView& out);
+void scale(const TensorView& x, float alpha);
+void permute_0213(const TensorView& x, const TensorView& y);
+void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                     const TensorView& probs);
+void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores);
+void log_softmax(const TensorView& x, const TensorView& y);
+void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
+                            float grad_scale, const TensorView& sums);
+void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
+               const TensorView& v, const AdamOptions& options);
 }  // namespace tfm::ops::cpu
 
 namespace tfm::ops::cuda {
@@ -37,4 +75,48 @@ void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx,
                    const Stream& stream);
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream);
+void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
+                       const TensorView& out, const Stream& stream);
+void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
+                        const TensorView& dtable, const Stream& stream);
+void position_add(const TensorView& x, const TensorView& table, int64_t offset,
+                  const Stream& stream);
+void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
+                       const Stream& stream);
+void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y,
+                     const Stream& stream);
+void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx,
+                      const Stream& stream);
+void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
+                       float eps, const TensorView& y, const TensorView& mean,
+                       const TensorView& rstd, const Stream& stream);
+void layernorm_backward(const TensorView& x, const TensorView& gamma, const TensorView& mean,
+                        const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                        const TensorView& dgamma, const TensorView& dbeta, const Stream& stream);
+void add_dropout_layernorm_forward(const TensorView& residual, const TensorView& s, float p,
+                                   const RngKey& key, const TensorView& gamma,
+                                   const TensorView& beta, float eps, const TensorView& h,
+                                   const TensorView& y, const TensorView& mean,
+                                   const TensorView& rstd, const Stream& stream);
+void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma,
+                                    const TensorView& mean, const TensorView& rstd,
+                                    const TensorView& dy, float p, const RngKey& key,
+                                    const TensorView& dh, const TensorView& ds,
+                                    const TensorView& dgamma, const TensorView& dbeta,
+                                    const Stream& stream);
+void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
+                         const RngKey& key, const TensorView& y, const Stream& stream);
+void sum_rows(const TensorView& x, const TensorView& out, const Stream& stream);
+void sum_squares(const TensorView& x, const TensorView& out, const Stream& stream);
+void scale(const TensorView& x, float alpha, const Stream& stream);
+void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream);
+void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                     const TensorView& probs, const Stream& stream);
+void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
+                      const Stream& stream);
+void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream);
+void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
+                            float grad_scale, const TensorView& sums, const Stream& stream);
+void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
+               const TensorView& v, const AdamOptions& options, const Stream& stream);
 }  // namespace tfm::ops::cuda

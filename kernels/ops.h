@@ -12,8 +12,12 @@
 // - Dispatch is one switch on the device in kernels/ops.cc; implementations
 //   live in kernels/cpu/NAME.cc and kernels/cuda/NAME.cu. A CPU-only build
 //   answers a CUDA tensor with "unsupported device: cuda (built without CUDA)".
-// - CPU ops run in f32 and, for tests, f64. CUDA ops take f32, bf16 or f16
-//   storage and compute in f32.
+// - CPU ops run in f32 and, for tests, f64; all float tensors of a call share
+//   one dtype. CUDA ops take f32, bf16 or f16 storage and compute in f32;
+//   there an op's parameters (table, gamma, beta) and parameter gradients
+//   (dtable, dgamma, dbeta, sum_rows' out) may be f32 while its activations
+//   are bf16 or f16 (fp32 master weights, DESIGN.md). Saved statistics (mean,
+//   rstd) and sums are f32 (f64 for f64 inputs). Ids and lengths are i32.
 // - Work is queued on `stream`; on CUDA the call returns before it is done.
 #pragma once
 
@@ -63,5 +67,139 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
 //                                             (out =; rounding may reach hi itself)
 // The same key gives the same numbers on every device (libcore/rng.h).
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream);
+
+// ---------------------------------------------------------------- embeddings
+// ids are i32 on the tensors' device. Rows of an (R, D) tensor are tokens.
+
+// out[n, :] = scale * table[ids[n], :]                 ids (N), table (V, D), out (N, D) =
+// An id outside [0, V) throws on the CPU; on CUDA the row is written as zeros
+// (callers validate ids on the host before they reach the GPU).
+void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
+                       const TensorView& out, const Stream& stream);
+
+// dtable[ids[n], :] += scale * dout[n, :]              dout (N, D), dtable (V, D) +=
+void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
+                        const TensorView& dtable, const Stream& stream);
+
+// x[b, t, :] += table[offset + t, :]                    x (B, T, D) +=, table (P, D)
+// Positions: a learned table, or the fixed sinusoidal one (sinusoid_table in
+// libcore/model). offset + T <= P is required (offset: the decoding step).
+void position_add(const TensorView& x, const TensorView& table, int64_t offset,
+                  const Stream& stream);
+
+// dtable[offset + t, :] += sum_b dx[b, t, :]            dx (B, T, D), dtable (P, D) +=
+void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
+                       const Stream& stream);
+
+// ------------------------------------------------------------------- dropout
+// keep_i = uniform01(philox_bits(key, i)) >= p, i the flat element index.
+// The mask is never stored: backward recomputes it from the key, and a CPU
+// and a GPU run with the same key drop the same elements. p in [0, 1).
+
+// y = x * keep / (1 - p)                               (y =; y may be x; p = 0 copies)
+void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y,
+                     const Stream& stream);
+
+// dx = dy * keep / (1 - p)                             (dx =; dx may be dy)
+void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx,
+                      const Stream& stream);
+
+// ---------------------------------------------------------------- layer norm
+// Over the last dimension D of (R, D); mean and rstd = 1 / sqrt(var + eps)
+// (biased variance) are (R) in f32 (f64 when x is f64), saved for backward.
+// gamma and beta are (D) of x's dtype.
+
+// y = gamma * (x - mean) * rstd + beta                 (y =, mean =, rstd =)
+void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
+                       float eps, const TensorView& y, const TensorView& mean,
+                       const TensorView& rstd, const Stream& stream);
+
+// xhat = (x - mean) * rstd, g = gamma * dy:
+// dx = rstd * (g - mean_D(g) - xhat * mean_D(g * xhat))      (dx =; dx may be dy)
+// dgamma += sum_R dy * xhat;  dbeta += sum_R dy
+void layernorm_backward(const TensorView& x, const TensorView& gamma, const TensorView& mean,
+                        const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                        const TensorView& dgamma, const TensorView& dbeta, const Stream& stream);
+
+// The post-norm sub-layer end, fused: h = residual + dropout(s); y = LayerNorm(h)
+// residual, s, h, y (R, D); saves h, mean, rstd          (h =, y =, mean =, rstd =)
+void add_dropout_layernorm_forward(const TensorView& residual, const TensorView& s, float p,
+                                   const RngKey& key, const TensorView& gamma,
+                                   const TensorView& beta, float eps, const TensorView& h,
+                                   const TensorView& y, const TensorView& mean,
+                                   const TensorView& rstd, const Stream& stream);
+
+// Its backward: dh = layer-norm backward of dy (the residual's gradient),
+// ds = dropout_backward(dh)            (dh =, ds =; dgamma +=, dbeta +=; dh may be dy)
+void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma,
+                                    const TensorView& mean, const TensorView& rstd,
+                                    const TensorView& dy, float p, const RngKey& key,
+                                    const TensorView& dh, const TensorView& ds,
+                                    const TensorView& dgamma, const TensorView& dbeta,
+                                    const Stream& stream);
+
+// Pre-norm residual: y = residual + dropout(s)          (y =; y may be residual)
+// Its backward: the residual's gradient is dy itself; ds = dropout_backward(dy).
+void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
+                         const RngKey& key, const TensorView& y, const Stream& stream);
+
+// ---------------------------------------------------------------- reductions
+
+// out[n] += sum_r x[r, n]                               x (R, N), out (N) +=  (bias grads)
+void sum_rows(const TensorView& x, const TensorView& out, const Stream& stream);
+
+// out[0] = sum_i x[i]^2                                 x any shape, out (1) f32 (f64 for f64) =
+void sum_squares(const TensorView& x, const TensorView& out, const Stream& stream);
+
+// x *= alpha                                            (in place)
+void scale(const TensorView& x, float alpha, const Stream& stream);
+
+// ----------------------------------------------------------------- attention
+
+// y[a, c, b, d] = x[a, b, c, d]                         x (A, B, C, D), y (A, C, B, D) =
+// Splits heads, (B, T, H, K) -> (B, H, T, K), and merges them back.
+void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream);
+
+// probs[b, h, i, :] = softmax over the keys j that query i of sentence b may
+// see: j < k_lengths[b] and, when causal, j <= i. Hidden keys get 0; a row
+// that sees no key is all 0.
+// scores, probs (B, H, Tq, Tk) (probs =; may alias scores); k_lengths (B) i32
+void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                     const TensorView& probs, const Stream& stream);
+
+// dscores = probs * (dprobs - sum_j probs * dprobs)      (dscores =; may alias dprobs)
+void softmax_backward(const TensorView& probs, const TensorView& dprobs,
+                      const TensorView& dscores, const Stream& stream);
+
+// ------------------------------------------------------------- output layer
+
+// y = log_softmax(x) over the last dimension            x, y (N, V) (y =; may alias)
+void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream);
+
+// Label-smoothed cross-entropy over rows of logits (N, V), forward and
+// backward at once, in place. For a row n with target t = targets[n] >= 0:
+//   logp = log_softmax(logits[n])
+//   loss_n = (1 - eps) * -logp[t] + eps * mean_v(-logp[v])   (PyTorch's label_smoothing)
+//   logits[n, :] := grad_scale * (softmax(logits[n]) - (1 - eps) * onehot(t) - eps / V)
+// A row with t < 0 (padding) adds nothing and gets zeros. targets (N) i32.
+// sums (2) f32 (f64 for f64 logits) += {sum_n loss_n, sum_n -logp[t]}
+void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
+                            float grad_scale, const TensorView& sums, const Stream& stream);
+
+// ----------------------------------------------------------------- optimizer
+
+struct AdamOptions {
+  float lr = 0;
+  float beta1 = 0.9f, beta2 = 0.98f, eps = 1e-9f;  // the paper's
+  int64_t step = 1;          // 1-based, for bias correction
+  float grad_scale = 1.0f;   // multiplies every gradient first (clipping, loss scale)
+};
+
+// One pass over the flat buffers (P), in place:
+//   g = grad_scale * grads;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//   params -= lr * (m / (1 - b1^step)) / (sqrt(v / (1 - b2^step)) + eps)
+// params, grads, m, v: f32 (f64 on the CPU for tests), one shape.
+void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
+               const TensorView& v, const AdamOptions& options, const Stream& stream);
 
 }  // namespace tfm::ops
