@@ -48,6 +48,65 @@ int64_t batch_of(const TensorView& t) {
   return g;
 }
 
+// Rows of an (R..., C) tensor: the product of every dimension but the last.
+int64_t rows_of(const TensorView& t) {
+  int64_t r = 1;
+  for (int i = 0; i + 1 < t.rank(); ++i) r *= t.dim(i);
+  return r;
+}
+
+void require_shape(const char* op, const TensorView& t, const char* name, const Shape& want,
+                   const char* what) {
+  TFM_REQUIRE(t.shape() == want, "{}: {} is {} but must be {} ({})", op, name, t.str(),
+              want.str(), what);
+}
+
+void require_i32(const char* op, const TensorView& t, const char* name) {
+  TFM_REQUIRE(t.dtype() == DType::i32, "{}: {} is {} but must be i32", op, name,
+              dtype_name(t.dtype()));
+}
+
+// A parameter or parameter gradient beside activation x: x's dtype, or f32
+// on CUDA (fp32 master weights with bf16/f16 activations, ops.h).
+void require_param(const char* op, const TensorView& t, const char* name, const TensorView& x,
+                   const char* xname) {
+  TFM_REQUIRE(t.dtype() == x.dtype() || (x.device().is_cuda() && t.dtype() == DType::f32),
+              "{}: {} is {} but {} is {} ({} must match it{})", op, name, dtype_name(t.dtype()),
+              xname, dtype_name(x.dtype()), name, x.device().is_cuda() ? " or be f32" : "");
+}
+
+// Saved statistics and sums: f64 for f64 inputs, f32 otherwise.
+void require_stat(const char* op, const TensorView& t, const char* name, const TensorView& x,
+                  const char* xname) {
+  const DType want = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  TFM_REQUIRE(t.dtype() == want, "{}: {} is {} but must be {} for {} {}", op, name,
+              dtype_name(t.dtype()), dtype_name(want), dtype_name(x.dtype()), xname);
+}
+
+void require_p(const char* op, float p) {
+  TFM_REQUIRE(p >= 0.0f && p < 1.0f, "{}: dropout probability p = {} is outside [0, 1)", op, p);
+}
+
+// A layer-norm call: x (R, D) with D > 0, gamma and beta (D), mean and rstd (R).
+void require_layernorm(const char* op, const TensorView& x, const char* xname,
+                       const TensorView& gamma, const TensorView* beta, const TensorView& mean,
+                       const TensorView& rstd) {
+  require_float(op, x, xname);
+  TFM_REQUIRE(x.rank() >= 2 && x.dim(-1) > 0, "{}: {} is {} but must be (R, D) with D > 0", op,
+              xname, x.str());
+  const Shape d{x.dim(-1)}, r{rows_of(x)};
+  require_shape(op, gamma, "gamma", d, "D");
+  require_param(op, gamma, "gamma", x, xname);
+  if (beta) {
+    require_shape(op, *beta, "beta", d, "D");
+    require_param(op, *beta, "beta", x, xname);
+  }
+  require_shape(op, mean, "mean", r, "R");
+  require_shape(op, rstd, "rstd", r, "R");
+  require_stat(op, mean, "mean", x, xname);
+  require_stat(op, rstd, "rstd", x, xname);
+}
+
 }  // namespace
 
 void gemm(const TensorView& a, const TensorView& b, const TensorView& c, const GemmOptions& o,
@@ -142,6 +201,360 @@ void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const
   switch (stream.device().type) {
     case DeviceType::cpu: return cpu::uniform(out, key, lo, hi);
     case DeviceType::cuda: TFM_CUDA_DISPATCH(uniform(out, key, lo, hi, stream));
+  }
+}
+
+// ---------------------------------------------------------------- embeddings
+
+void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
+                       const TensorView& out, const Stream& stream) {
+  const char* op = "embedding_forward";
+  require_device(op, stream, {{"ids", &ids}, {"table", &table}, {"out", &out}});
+  require_i32(op, ids, "ids");
+  require_float(op, out, "out");
+  TFM_REQUIRE(ids.rank() == 1, "{}: ids is {} but must be (N)", op, ids.str());
+  TFM_REQUIRE(table.rank() == 2, "{}: table is {} but must be (V, D)", op, table.str());
+  require_shape(op, out, "out", Shape{ids.dim(0), table.dim(1)}, "N, D");
+  require_param(op, table, "table", out, "out");
+  if (out.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::embedding_forward(ids, table, scale, out);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(embedding_forward(ids, table, scale, out, stream));
+  }
+}
+
+void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
+                        const TensorView& dtable, const Stream& stream) {
+  const char* op = "embedding_backward";
+  require_device(op, stream, {{"ids", &ids}, {"dout", &dout}, {"dtable", &dtable}});
+  require_i32(op, ids, "ids");
+  require_float(op, dout, "dout");
+  TFM_REQUIRE(ids.rank() == 1, "{}: ids is {} but must be (N)", op, ids.str());
+  TFM_REQUIRE(dtable.rank() == 2, "{}: dtable is {} but must be (V, D)", op, dtable.str());
+  require_shape(op, dout, "dout", Shape{ids.dim(0), dtable.dim(1)}, "N, D");
+  require_param(op, dtable, "dtable", dout, "dout");
+  if (dout.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::embedding_backward(ids, dout, scale, dtable);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(embedding_backward(ids, dout, scale, dtable, stream));
+  }
+}
+
+namespace {
+// Shared by position_add and position_backward: x (B, T, D), table (P, D).
+void require_position(const char* op, const TensorView& x, const char* xname,
+                      const TensorView& table, const char* tname, int64_t offset) {
+  require_float(op, x, xname);
+  TFM_REQUIRE(x.rank() == 3, "{}: {} is {} but must be (B, T, D)", op, xname, x.str());
+  TFM_REQUIRE(table.rank() == 2 && table.dim(1) == x.dim(2),
+              "{}: {} is {} but must be (P, {}) to match {}", op, tname, table.str(), x.dim(2),
+              xname);
+  require_param(op, table, tname, x, xname);
+  TFM_REQUIRE(offset >= 0 && offset + x.dim(1) <= table.dim(0),
+              "{}: positions {} to {} are outside the table's {} rows", op, offset,
+              offset + x.dim(1) - 1, table.dim(0));
+}
+}  // namespace
+
+void position_add(const TensorView& x, const TensorView& table, int64_t offset,
+                  const Stream& stream) {
+  require_device("position_add", stream, {{"x", &x}, {"table", &table}});
+  require_position("position_add", x, "x", table, "table", offset);
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::position_add(x, table, offset);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(position_add(x, table, offset, stream));
+  }
+}
+
+void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
+                       const Stream& stream) {
+  require_device("position_backward", stream, {{"dx", &dx}, {"dtable", &dtable}});
+  require_position("position_backward", dx, "dx", dtable, "dtable", offset);
+  if (dx.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::position_backward(dx, offset, dtable);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(position_backward(dx, offset, dtable, stream));
+  }
+}
+
+// ------------------------------------------------------------------- dropout
+
+void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y,
+                     const Stream& stream) {
+  require_device("dropout_forward", stream, {{"x", &x}, {"y", &y}});
+  require_float("dropout_forward", x, "x");
+  require_same("dropout_forward", x, "x", y, "y");
+  require_p("dropout_forward", p);
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::dropout_forward(x, p, key, y);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(dropout_forward(x, p, key, y, stream));
+  }
+}
+
+void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx,
+                      const Stream& stream) {
+  require_device("dropout_backward", stream, {{"dy", &dy}, {"dx", &dx}});
+  require_float("dropout_backward", dy, "dy");
+  require_same("dropout_backward", dy, "dy", dx, "dx");
+  require_p("dropout_backward", p);
+  if (dy.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::dropout_backward(dy, p, key, dx);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(dropout_backward(dy, p, key, dx, stream));
+  }
+}
+
+void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
+                         const RngKey& key, const TensorView& y, const Stream& stream) {
+  const char* op = "add_dropout_forward";
+  require_device(op, stream, {{"residual", &residual}, {"s", &s}, {"y", &y}});
+  require_float(op, residual, "residual");
+  require_same(op, residual, "residual", s, "s");
+  require_same(op, residual, "residual", y, "y");
+  require_p(op, p);
+  if (y.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::add_dropout_forward(residual, s, p, key, y);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(add_dropout_forward(residual, s, p, key, y, stream));
+  }
+}
+
+// ---------------------------------------------------------------- layer norm
+
+void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
+                       float eps, const TensorView& y, const TensorView& mean,
+                       const TensorView& rstd, const Stream& stream) {
+  const char* op = "layernorm_forward";
+  require_device(op, stream, {{"x", &x}, {"gamma", &gamma}, {"beta", &beta}, {"y", &y},
+                              {"mean", &mean}, {"rstd", &rstd}});
+  require_layernorm(op, x, "x", gamma, &beta, mean, rstd);
+  require_same(op, x, "x", y, "y");
+  TFM_REQUIRE(eps > 0.0f, "{}: eps = {} must be positive", op, eps);
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::layernorm_forward(x, gamma, beta, eps, y, mean, rstd);
+    case DeviceType::cuda:
+      TFM_CUDA_DISPATCH(layernorm_forward(x, gamma, beta, eps, y, mean, rstd, stream));
+  }
+}
+
+void layernorm_backward(const TensorView& x, const TensorView& gamma, const TensorView& mean,
+                        const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                        const TensorView& dgamma, const TensorView& dbeta, const Stream& stream) {
+  const char* op = "layernorm_backward";
+  require_device(op, stream, {{"x", &x}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd},
+                              {"dy", &dy}, {"dx", &dx}, {"dgamma", &dgamma}, {"dbeta", &dbeta}});
+  require_layernorm(op, x, "x", gamma, nullptr, mean, rstd);
+  require_same(op, x, "x", dy, "dy");
+  require_same(op, x, "x", dx, "dx");
+  require_shape(op, dgamma, "dgamma", gamma.shape(), "D");
+  require_shape(op, dbeta, "dbeta", gamma.shape(), "D");
+  require_param(op, dgamma, "dgamma", x, "x");
+  require_param(op, dbeta, "dbeta", x, "x");
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::layernorm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+    case DeviceType::cuda:
+      TFM_CUDA_DISPATCH(layernorm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, stream));
+  }
+}
+
+void add_dropout_layernorm_forward(const TensorView& residual, const TensorView& s, float p,
+                                   const RngKey& key, const TensorView& gamma,
+                                   const TensorView& beta, float eps, const TensorView& h,
+                                   const TensorView& y, const TensorView& mean,
+                                   const TensorView& rstd, const Stream& stream) {
+  const char* op = "add_dropout_layernorm_forward";
+  require_device(op, stream, {{"residual", &residual}, {"s", &s}, {"gamma", &gamma},
+                              {"beta", &beta}, {"h", &h}, {"y", &y}, {"mean", &mean},
+                              {"rstd", &rstd}});
+  require_layernorm(op, residual, "residual", gamma, &beta, mean, rstd);
+  require_same(op, residual, "residual", s, "s");
+  require_same(op, residual, "residual", h, "h");
+  require_same(op, residual, "residual", y, "y");
+  require_p(op, p);
+  TFM_REQUIRE(eps > 0.0f, "{}: eps = {} must be positive", op, eps);
+  if (y.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu:
+      return cpu::add_dropout_layernorm_forward(residual, s, p, key, gamma, beta, eps, h, y, mean,
+                                                rstd);
+    case DeviceType::cuda:
+      TFM_CUDA_DISPATCH(add_dropout_layernorm_forward(residual, s, p, key, gamma, beta, eps, h, y,
+                                                      mean, rstd, stream));
+  }
+}
+
+void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma,
+                                    const TensorView& mean, const TensorView& rstd,
+                                    const TensorView& dy, float p, const RngKey& key,
+                                    const TensorView& dh, const TensorView& ds,
+                                    const TensorView& dgamma, const TensorView& dbeta,
+                                    const Stream& stream) {
+  const char* op = "add_dropout_layernorm_backward";
+  require_device(op, stream, {{"h", &h}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd},
+                              {"dy", &dy}, {"dh", &dh}, {"ds", &ds}, {"dgamma", &dgamma},
+                              {"dbeta", &dbeta}});
+  require_layernorm(op, h, "h", gamma, nullptr, mean, rstd);
+  require_same(op, h, "h", dy, "dy");
+  require_same(op, h, "h", dh, "dh");
+  require_same(op, h, "h", ds, "ds");
+  require_shape(op, dgamma, "dgamma", gamma.shape(), "D");
+  require_shape(op, dbeta, "dbeta", gamma.shape(), "D");
+  require_param(op, dgamma, "dgamma", h, "h");
+  require_param(op, dbeta, "dbeta", h, "h");
+  require_p(op, p);
+  if (h.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu:
+      return cpu::add_dropout_layernorm_backward(h, gamma, mean, rstd, dy, p, key, dh, ds, dgamma,
+                                                 dbeta);
+    case DeviceType::cuda:
+      TFM_CUDA_DISPATCH(add_dropout_layernorm_backward(h, gamma, mean, rstd, dy, p, key, dh, ds,
+                                                       dgamma, dbeta, stream));
+  }
+}
+
+// ---------------------------------------------------------------- reductions
+
+void sum_rows(const TensorView& x, const TensorView& out, const Stream& stream) {
+  require_device("sum_rows", stream, {{"x", &x}, {"out", &out}});
+  require_float("sum_rows", x, "x");
+  TFM_REQUIRE(x.rank() >= 2, "sum_rows: x is {} but must be (R, N)", x.str());
+  require_shape("sum_rows", out, "out", Shape{x.dim(-1)}, "N");
+  require_param("sum_rows", out, "out", x, "x");
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::sum_rows(x, out);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(sum_rows(x, out, stream));
+  }
+}
+
+void sum_squares(const TensorView& x, const TensorView& out, const Stream& stream) {
+  require_device("sum_squares", stream, {{"x", &x}, {"out", &out}});
+  require_float("sum_squares", x, "x");
+  require_shape("sum_squares", out, "out", Shape{1}, "one value");
+  require_stat("sum_squares", out, "out", x, "x");
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::sum_squares(x, out);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(sum_squares(x, out, stream));
+  }
+}
+
+void scale(const TensorView& x, float alpha, const Stream& stream) {
+  require_device("scale", stream, {{"x", &x}});
+  require_float("scale", x, "x");
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::scale(x, alpha);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(scale(x, alpha, stream));
+  }
+}
+
+// ----------------------------------------------------------------- attention
+
+void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream) {
+  require_device("permute_0213", stream, {{"x", &x}, {"y", &y}});
+  require_float("permute_0213", x, "x");
+  TFM_REQUIRE(x.rank() == 4, "permute_0213: x is {} but must be (A, B, C, D)", x.str());
+  require_shape("permute_0213", y, "y", Shape{x.dim(0), x.dim(2), x.dim(1), x.dim(3)},
+                "A, C, B, D");
+  TFM_REQUIRE(y.dtype() == x.dtype(), "permute_0213: x is {} but y is {}", x.str(), y.str());
+  TFM_REQUIRE(x.data() != y.data() || x.numel() == 0, "permute_0213: y must not be x itself");
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::permute_0213(x, y);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(permute_0213(x, y, stream));
+  }
+}
+
+void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                     const TensorView& probs, const Stream& stream) {
+  const char* op = "softmax_forward";
+  require_device(op, stream, {{"scores", &scores}, {"k_lengths", &k_lengths}, {"probs", &probs}});
+  require_float(op, scores, "scores");
+  TFM_REQUIRE(scores.rank() == 4, "{}: scores is {} but must be (B, H, Tq, Tk)", op, scores.str());
+  require_same(op, scores, "scores", probs, "probs");
+  require_i32(op, k_lengths, "k_lengths");
+  require_shape(op, k_lengths, "k_lengths", Shape{scores.dim(0)}, "B");
+  if (scores.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::softmax_forward(scores, k_lengths, causal, probs);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(softmax_forward(scores, k_lengths, causal, probs, stream));
+  }
+}
+
+void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
+                      const Stream& stream) {
+  const char* op = "softmax_backward";
+  require_device(op, stream, {{"probs", &probs}, {"dprobs", &dprobs}, {"dscores", &dscores}});
+  require_float(op, probs, "probs");
+  TFM_REQUIRE(probs.rank() == 4, "{}: probs is {} but must be (B, H, Tq, Tk)", op, probs.str());
+  require_same(op, probs, "probs", dprobs, "dprobs");
+  require_same(op, probs, "probs", dscores, "dscores");
+  if (probs.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::softmax_backward(probs, dprobs, dscores);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(softmax_backward(probs, dprobs, dscores, stream));
+  }
+}
+
+// ------------------------------------------------------------- output layer
+
+void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream) {
+  require_device("log_softmax", stream, {{"x", &x}, {"y", &y}});
+  require_float("log_softmax", x, "x");
+  TFM_REQUIRE(x.rank() >= 2 && x.dim(-1) > 0, "log_softmax: x is {} but must be (N, V) with V > 0",
+              x.str());
+  require_same("log_softmax", x, "x", y, "y");
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::log_softmax(x, y);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(log_softmax(x, y, stream));
+  }
+}
+
+void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
+                            float grad_scale, const TensorView& sums, const Stream& stream) {
+  const char* op = "smoothed_cross_entropy";
+  require_device(op, stream, {{"logits", &logits}, {"targets", &targets}, {"sums", &sums}});
+  require_float(op, logits, "logits");
+  TFM_REQUIRE(logits.rank() == 2 && logits.dim(1) > 0,
+              "{}: logits is {} but must be (N, V) with V > 0", op, logits.str());
+  require_i32(op, targets, "targets");
+  require_shape(op, targets, "targets", Shape{logits.dim(0)}, "N");
+  require_shape(op, sums, "sums", Shape{2}, "loss sum and nll sum");
+  require_stat(op, sums, "sums", logits, "logits");
+  TFM_REQUIRE(eps >= 0.0f && eps <= 1.0f, "{}: label smoothing eps = {} is outside [0, 1]", op, eps);
+  if (logits.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::smoothed_cross_entropy(logits, targets, eps, grad_scale, sums);
+    case DeviceType::cuda:
+      TFM_CUDA_DISPATCH(smoothed_cross_entropy(logits, targets, eps, grad_scale, sums, stream));
+  }
+}
+
+// ----------------------------------------------------------------- optimizer
+
+void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
+               const TensorView& v, const AdamOptions& o, const Stream& stream) {
+  const char* op = "adam_step";
+  require_device(op, stream, {{"params", &params}, {"grads", &grads}, {"m", &m}, {"v", &v}});
+  TFM_REQUIRE(params.dtype() == DType::f32 || (params.device().is_cpu() && params.dtype() == DType::f64),
+              "adam_step: params is {} but must be f32{}", dtype_name(params.dtype()),
+              params.device().is_cpu() ? " (or f64 on the cpu)" : "");
+  require_same(op, params, "params", grads, "grads");
+  require_same(op, params, "params", m, "m");
+  require_same(op, params, "params", v, "v");
+  TFM_REQUIRE(o.step >= 1, "adam_step: step {} must be 1 or more (it is 1-based)", o.step);
+  TFM_REQUIRE(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f,
+              "adam_step: beta1 = {} and beta2 = {} must be in [0, 1)", o.beta1, o.beta2);
+  if (params.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::adam_step(params, grads, m, v, o);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(adam_step(params, grads, m, v, o, stream));
   }
 }
 

@@ -19,6 +19,11 @@
 //   are bf16 or f16 (fp32 master weights, DESIGN.md). Saved statistics (mean,
 //   rstd) and sums are f32 (f64 for f64 inputs). Ids and lengths are i32.
 // - Work is queued on `stream`; on CUDA the call returns before it is done.
+// - Indices (ids, targets, lengths) out of range throw on the CPU. On CUDA,
+//   where a kernel cannot throw, they are made harmless instead: an id's row
+//   is zero (forward) or skipped (backward), a target >= V counts as
+//   padding, a length over the key count is clamped. Callers validate ids on
+//   the host before they reach a GPU (the model does).
 #pragma once
 
 #include "libcore/rng.h"
@@ -72,8 +77,6 @@ void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const
 // ids are i32 on the tensors' device. Rows of an (R, D) tensor are tokens.
 
 // out[n, :] = scale * table[ids[n], :]                 ids (N), table (V, D), out (N, D) =
-// An id outside [0, V) throws on the CPU; on CUDA the row is written as zeros
-// (callers validate ids on the host before they reach the GPU).
 void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
                        const TensorView& out, const Stream& stream);
 
@@ -107,7 +110,7 @@ void dropout_backward(const TensorView& dy, float p, const RngKey& key, const Te
 // ---------------------------------------------------------------- layer norm
 // Over the last dimension D of (R, D); mean and rstd = 1 / sqrt(var + eps)
 // (biased variance) are (R) in f32 (f64 when x is f64), saved for backward.
-// gamma and beta are (D) of x's dtype.
+// gamma and beta are (D), of x's dtype or (on CUDA) f32.
 
 // y = gamma * (x - mean) * rstd + beta                 (y =, mean =, rstd =)
 void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,

@@ -1,0 +1,97 @@
+// CPU attention pieces (ops.h): the head split/merge permutation and the
+// masked softmax with its backward. Masks come from per-sentence key lengths
+// and the causal flag, never from a mask tensor; hidden keys get exactly 0
+// and a row that sees no key is all 0 (no NaN).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/detail.h"
+
+namespace tfm::ops::cpu {
+namespace {
+
+constexpr int64_t kParallelMin = 1 << 15;
+
+template <typename F>
+void with_float(const TensorView& t, const char* op, F&& f) {
+  switch (t.dtype()) {
+    case DType::f32: return f(static_cast<float*>(t.data()));
+    case DType::f64: return f(static_cast<double*>(t.data()));
+    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
+  }
+}
+
+}  // namespace
+
+// y[a, c, b, :] = x[a, b, c, :]: whole rows of D move with memcpy.
+void permute_0213(const TensorView& x, const TensorView& y) {
+  const int64_t na = x.dim(0), nb = x.dim(1), nc = x.dim(2), d = x.dim(3);
+  const size_t row = static_cast<size_t>(d) * dtype_size(x.dtype());
+  const char* px = static_cast<const char*>(x.data());
+  char* py = static_cast<char*>(y.data());
+#pragma omp parallel for collapse(2) if (x.numel() > kParallelMin)
+  for (int64_t a = 0; a < na; ++a)
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t c = 0; c < nc; ++c)
+        std::memcpy(py + static_cast<size_t>((a * nc + c) * nb + b) * row,
+                    px + static_cast<size_t>((a * nb + b) * nc + c) * row, row);
+}
+
+void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                     const TensorView& probs) {
+  const int64_t nb = scores.dim(0), nh = scores.dim(1), tq = scores.dim(2), tk = scores.dim(3);
+  const int32_t* len = k_lengths.data_as<int32_t>();
+  for (int64_t b = 0; b < nb; ++b)
+    TFM_REQUIRE(len[b] >= 0 && len[b] <= tk,
+                "softmax_forward: k_lengths[{}] is {}, outside [0, {}] (Tk)", b, len[b], tk);
+  with_float(probs, "softmax_forward", [&](auto* pp) {
+    using T = std::remove_pointer_t<decltype(pp)>;
+    const T* ps = scores.data_as<T>();
+    const int64_t rows = nb * nh * tq;
+#pragma omp parallel for if (scores.numel() > kParallelMin)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = r % tq, b = r / (nh * tq);
+      // Keys [0, visible) are seen; the rest are hidden.
+      const int64_t visible = causal ? std::min<int64_t>(len[b], i + 1) : len[b];
+      const T* s = ps + r * tk;
+      T* p = pp + r * tk;
+      if (visible > 0) {
+        T mx = s[0];
+        for (int64_t j = 1; j < visible; ++j) mx = std::max(mx, s[j]);
+        double sum = 0;
+        for (int64_t j = 0; j < visible; ++j) {
+          const T e = std::exp(s[j] - mx);  // read s[j] before p[j] (they may alias)
+          p[j] = e;
+          sum += e;
+        }
+        const T inv = static_cast<T>(1.0 / sum);
+        for (int64_t j = 0; j < visible; ++j) p[j] *= inv;
+      }
+      for (int64_t j = std::max<int64_t>(visible, 0); j < tk; ++j) p[j] = T(0);
+    }
+  });
+}
+
+// dscores = probs * (dprobs - sum_j probs * dprobs), per row of Tk.
+void softmax_backward(const TensorView& probs, const TensorView& dprobs,
+                      const TensorView& dscores) {
+  const int64_t tk = probs.dim(-1), rows = probs.numel() / tk;
+  with_float(dscores, "softmax_backward", [&](auto* pds) {
+    using T = std::remove_pointer_t<decltype(pds)>;
+    const T* pp = probs.data_as<T>();
+    const T* pdp = dprobs.data_as<T>();
+#pragma omp parallel for if (probs.numel() > kParallelMin)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* p = pp + r * tk;
+      const T* dp = pdp + r * tk;
+      double dot = 0;
+      for (int64_t j = 0; j < tk; ++j) dot += static_cast<double>(p[j]) * dp[j];
+      const T dt = static_cast<T>(dot);
+      T* ds = pds + r * tk;
+      for (int64_t j = 0; j < tk; ++j) ds[j] = p[j] * (dp[j] - dt);
+    }
+  });
+}
+
+}  // namespace tfm::ops::cpu

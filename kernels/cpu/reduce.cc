@@ -1,0 +1,77 @@
+// CPU reductions (ops.h): column sums (bias gradients), the sum of squares
+// (gradient norms for clipping) and in-place scaling. Sums run in double in
+// a fixed order and a fixed chunking, so results do not depend on the number
+// of threads.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/detail.h"
+
+namespace tfm::ops::cpu {
+namespace {
+
+constexpr int64_t kParallelMin = 1 << 15;
+
+template <typename F>
+void with_float(const TensorView& t, const char* op, F&& f) {
+  switch (t.dtype()) {
+    case DType::f32: return f(static_cast<float*>(t.data()));
+    case DType::f64: return f(static_cast<double*>(t.data()));
+    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
+  }
+}
+
+}  // namespace
+
+void sum_rows(const TensorView& x, const TensorView& out) {
+  const int64_t n = x.dim(-1), rows = x.numel() / n;
+  with_float(out, "sum_rows", [&](auto* po) {
+    using T = std::remove_pointer_t<decltype(po)>;
+    const T* px = x.data_as<T>();
+    // Threads split the columns; each column sums its rows in order.
+    constexpr int64_t kCols = 64;
+    const int64_t blocks = (n + kCols - 1) / kCols;
+#pragma omp parallel for if (x.numel() > kParallelMin)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t j0 = blk * kCols, j1 = std::min(n, j0 + kCols);
+      double acc[kCols] = {};
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += px[r * n + j];
+      for (int64_t j = j0; j < j1; ++j) po[j] += static_cast<T>(acc[j - j0]);
+    }
+  });
+}
+
+void sum_squares(const TensorView& x, const TensorView& out) {
+  with_float(out, "sum_squares", [&](auto* po) {
+    using T = std::remove_pointer_t<decltype(po)>;
+    const T* px = x.data_as<T>();
+    const int64_t n = x.numel();
+    // Fixed chunks, each summed in order, then the chunk sums in order.
+    constexpr int64_t kChunk = 4096;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<double> part(static_cast<size_t>(chunks), 0.0);
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t c = 0; c < chunks; ++c) {
+      double acc = 0;
+      for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i)
+        acc += static_cast<double>(px[i]) * px[i];
+      part[static_cast<size_t>(c)] = acc;
+    }
+    double total = 0;
+    for (double v : part) total += v;
+    po[0] = static_cast<T>(total);
+  });
+}
+
+void scale(const TensorView& x, float alpha) {
+  with_float(x, "scale", [&](auto* px) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    const T a = static_cast<T>(alpha);
+    const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) px[i] *= a;
+  });
+}
+
+}  // namespace tfm::ops::cpu

@@ -1,0 +1,205 @@
+// CUDA layer norm (ops.h): plain, and fused with the post-norm residual and
+// dropout, forward and backward. Rows of D elements belong to one warp (D <=
+// kWarpRowMax) or one block (larger D); statistics are two-pass in f32 (mean,
+// then the centred sum of squares, which does not cancel) and saved as f32.
+// gamma, beta and their gradients are f32, bf16 or f16 (FloatRef), so 16-bit
+// activations can use f32 master parameters. dgamma and dbeta are column sums
+// over rows, done deterministically by column_sums (common.cuh) before the
+// row pass, because dx may overwrite dy.
+#include "kernels/cuda/common.cuh"
+#include "kernels/detail.h"
+#include "libcore/rng.h"
+
+namespace tfm::ops::cuda {
+namespace {
+
+// The residual branch of the fused forward: h = residual + s * keep * scale,
+// with the keep rule and rounding of dropout.cu.
+struct AddDropout {
+  RngKey key;
+  float p = 0, scale = 1;
+};
+
+// y = gamma * (x - mean) * rstd + beta per row; mean, rstd (R) f32.
+// kFused: x is first computed as h = residual + dropout(s) and stored; the
+// statistics are then those of the stored (rounded) h, which backward reads.
+template <typename T, bool kBlockPerRow, bool kFused>
+__global__ void layernorm_forward_kernel(const T* x, const T* s, T* h, AddDropout drop,
+                                         FloatRef gamma, FloatRef beta, float eps, T* y,
+                                         float* mean, float* rstd, int64_t rows, int64_t d) {
+  __shared__ float scratch[32];
+  const int64_t row = row_of_thread<kBlockPerRow>();
+  if (row >= rows) return;  // a whole warp; never in block mode
+  const int64_t base = row * d;
+  const int lane = threadIdx.x, stride = blockDim.x;
+
+  if constexpr (kFused) {
+    for (int64_t c = lane; c < d; c += stride) {
+      const int64_t i = base + c;
+      const bool keep = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i))) >= drop.p;
+      const float kept = keep ? __fmul_rn(to_float(s[i]), drop.scale) : 0.0f;
+      h[i] = from_float<T>(__fadd_rn(to_float(x[i]), kept));
+    }
+    x = h;  // each thread reads back only the elements it wrote
+  }
+
+  float sum = 0.0f;
+  for (int64_t c = lane; c < d; c += stride) sum += to_float(x[base + c]);
+  const float mu = row_sum<kBlockPerRow>(sum, scratch) / static_cast<float>(d);
+  float sq = 0.0f;
+  for (int64_t c = lane; c < d; c += stride) {
+    const float dev = to_float(x[base + c]) - mu;
+    sq += dev * dev;
+  }
+  const float var = row_sum<kBlockPerRow>(sq, scratch) / static_cast<float>(d);
+  const float rs = 1.0f / sqrtf(var + eps);
+  for (int64_t c = lane; c < d; c += stride) {
+    const float xhat = (to_float(x[base + c]) - mu) * rs;
+    y[base + c] = from_float<T>(gamma.load(c) * xhat + beta.load(c));
+  }
+  if (lane == 0) {
+    mean[row] = mu;
+    rstd[row] = rs;
+  }
+}
+
+// dx = rstd * (g - mean_D(g) - xhat * mean_D(g * xhat)), g = gamma * dy.
+// dx may be dy: each thread reads dy[i] before it writes dx[i], and only
+// after both row sums are complete. kFused also writes ds = dropout(dx as
+// stored), what dropout_backward would make of the stored dh.
+template <typename T, bool kBlockPerRow, bool kFused>
+__global__ void layernorm_backward_kernel(const T* x, FloatRef gamma, const float* mean,
+                                          const float* rstd, const T* dy, T* dx, T* ds,
+                                          AddDropout drop, int64_t rows, int64_t d) {
+  __shared__ float scratch[32];
+  const int64_t row = row_of_thread<kBlockPerRow>();
+  if (row >= rows) return;
+  const int64_t base = row * d;
+  const int lane = threadIdx.x, stride = blockDim.x;
+  const float mu = mean[row], rs = rstd[row];
+
+  float sum_g = 0.0f, sum_gx = 0.0f;
+  for (int64_t c = lane; c < d; c += stride) {
+    const float g = gamma.load(c) * to_float(dy[base + c]);
+    sum_g += g;
+    sum_gx += g * ((to_float(x[base + c]) - mu) * rs);
+  }
+  const float mean_g = row_sum<kBlockPerRow>(sum_g, scratch) / static_cast<float>(d);
+  const float mean_gx = row_sum<kBlockPerRow>(sum_gx, scratch) / static_cast<float>(d);
+  for (int64_t c = lane; c < d; c += stride) {
+    const int64_t i = base + c;
+    const float g = gamma.load(c) * to_float(dy[i]);
+    const float xhat = (to_float(x[i]) - mu) * rs;
+    const T out = from_float<T>(rs * (g - mean_g - xhat * mean_gx));
+    dx[i] = out;
+    if constexpr (kFused) {
+      const bool keep = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i))) >= drop.p;
+      ds[i] = from_float<T>(keep ? __fmul_rn(to_float(out), drop.scale) : 0.0f);
+    }
+  }
+}
+
+// dgamma[c] += sum_r dy[r, c] * xhat[r, c];  dbeta[c] += sum_r dy[r, c]
+template <typename T>
+struct ParamGradTerms {
+  const T* x;
+  const T* dy;
+  const float* mean;
+  const float* rstd;
+  int64_t d;
+  __device__ void operator()(int64_t r, int64_t c, float (&acc)[2]) const {
+    const float g = to_float(dy[r * d + c]);
+    acc[0] += g * ((to_float(x[r * d + c]) - mean[r]) * rstd[r]);
+    acc[1] += g;
+  }
+};
+
+template <bool kFused>
+void forward(const TensorView& x, const TensorView& s, const TensorView& h, AddDropout drop,
+             const TensorView& gamma, const TensorView& beta, float eps, const TensorView& y,
+             const TensorView& mean, const TensorView& rstd, const Stream& stream,
+             const char* op) {
+  activate(stream.device());
+  const int64_t d = y.dim(-1), rows = d == 0 ? 0 : y.numel() / d;
+  if (rows == 0 || d == 0) return;
+  const FloatRef g = float_ref(gamma, op), b = float_ref(beta, op);
+  with_storage_type(y.dtype(), op, [&](auto t) {
+    using T = decltype(t);
+    with_row_shape(rows, d, [&](auto block_per_row, dim3 grid, dim3 block) {
+      layernorm_forward_kernel<T, decltype(block_per_row)::value, kFused>
+          <<<grid, block, 0, native(stream)>>>(
+              static_cast<const T*>(x.data()), static_cast<const T*>(s.data()),
+              static_cast<T*>(h.data()), drop, g, b, eps, static_cast<T*>(y.data()),
+              static_cast<float*>(mean.data()), static_cast<float*>(rstd.data()), rows, d);
+      TFM_CHECK_LAUNCH();
+    });
+  });
+}
+
+template <bool kFused>
+void backward(const TensorView& x, const TensorView& gamma, const TensorView& mean,
+              const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+              const TensorView& ds, AddDropout drop, const TensorView& dgamma,
+              const TensorView& dbeta, const Stream& stream, const char* op) {
+  activate(stream.device());
+  const int64_t d = dy.dim(-1), rows = d == 0 ? 0 : dy.numel() / d;
+  if (rows == 0 || d == 0) return;
+  const FloatRef g = float_ref(gamma, op);
+  const FloatRef dg = float_ref(dgamma, op), db = float_ref(dbeta, op);
+  with_storage_type(dy.dtype(), op, [&](auto t) {
+    using T = decltype(t);
+    const T* xp = static_cast<const T*>(x.data());
+    const T* dyp = static_cast<const T*>(dy.data());
+    const float* mp = static_cast<const float*>(mean.data());
+    const float* rp = static_cast<const float*>(rstd.data());
+    // Parameter gradients first: the row pass may overwrite dy.
+    column_sums<2>(ParamGradTerms<T>{xp, dyp, mp, rp, d}, rows, d, dg, db, native(stream));
+    with_row_shape(rows, d, [&](auto block_per_row, dim3 grid, dim3 block) {
+      layernorm_backward_kernel<T, decltype(block_per_row)::value, kFused>
+          <<<grid, block, 0, native(stream)>>>(xp, g, mp, rp, dyp, static_cast<T*>(dx.data()),
+                                               static_cast<T*>(ds.data()), drop, rows, d);
+      TFM_CHECK_LAUNCH();
+    });
+  });
+}
+
+}  // namespace
+
+void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
+                       float eps, const TensorView& y, const TensorView& mean,
+                       const TensorView& rstd, const Stream& stream) {
+  forward<false>(x, {}, {}, {}, gamma, beta, eps, y, mean, rstd, stream, "layernorm_forward");
+}
+
+void layernorm_backward(const TensorView& x, const TensorView& gamma, const TensorView& mean,
+                        const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                        const TensorView& dgamma, const TensorView& dbeta, const Stream& stream) {
+  backward<false>(x, gamma, mean, rstd, dy, dx, {}, {}, dgamma, dbeta, stream,
+                  "layernorm_backward");
+}
+
+void add_dropout_layernorm_forward(const TensorView& residual, const TensorView& s, float p,
+                                   const RngKey& key, const TensorView& gamma,
+                                   const TensorView& beta, float eps, const TensorView& h,
+                                   const TensorView& y, const TensorView& mean,
+                                   const TensorView& rstd, const Stream& stream) {
+  forward<true>(residual, s, h, AddDropout{key, p, 1.0f / (1.0f - p)}, gamma, beta, eps, y, mean,
+                rstd, stream, "add_dropout_layernorm_forward");
+}
+
+void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma,
+                                    const TensorView& mean, const TensorView& rstd,
+                                    const TensorView& dy, float p, const RngKey& key,
+                                    const TensorView& dh, const TensorView& ds,
+                                    const TensorView& dgamma, const TensorView& dbeta,
+                                    const Stream& stream) {
+  backward<true>(h, gamma, mean, rstd, dy, dh, ds, AddDropout{key, p, 1.0f / (1.0f - p)}, dgamma,
+                 dbeta, stream, "add_dropout_layernorm_backward");
+}
+
+}  // namespace tfm::ops::cuda
+
+// Storage types instantiated above, closed list: activations float,
+// __nv_bfloat16, __half (through with_storage_type), each with a warp and a
+// block per row, plain and fused; gamma, beta, dgamma, dbeta f32, bf16 or
+// f16 through FloatRef, chosen at run time; statistics float.

@@ -1,0 +1,142 @@
+// CUDA output-layer ops (ops.h): log_softmax and the label-smoothed
+// cross-entropy, forward and backward at once. One block per row of V
+// logits. The row's maximum and sum of exponentials come from one online
+// pass (each thread keeps a running (max, sum) and rescales its sum when the
+// max grows), combined over the block by a fixed tree; all statistics are
+// f32. Storage f32, bf16 or f16.
+#include "kernels/cuda/common.cuh"
+#include "kernels/detail.h"
+
+namespace tfm::ops::cuda {
+namespace {
+
+struct MaxSum {
+  float m = -INFINITY;  // running maximum
+  float s = 0.0f;       // sum of exp(x - m)
+};
+
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+  const float m = fmaxf(a.m, b.m);
+  if (m == -INFINITY) return {m, 0.0f};  // both empty: avoid exp(-inf - -inf)
+  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+}
+
+__device__ __forceinline__ MaxSum push(MaxSum a, float x) {
+  if (x > a.m) return {x, a.s * expf(a.m - x) + 1.0f};
+  if (x == -INFINITY) return a;  // adds exp(-inf) = 0; avoids -inf - -inf
+  return {a.m, a.s + expf(x - a.m)};
+}
+
+__device__ __forceinline__ MaxSum warp_max_sum(MaxSum v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v = combine(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+  return v;
+}
+
+// Over a one-dimensional block; every thread gets the result (as block_reduce).
+__device__ __forceinline__ MaxSum block_max_sum(MaxSum v, float* scratch_m, float* scratch_s) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  v = warp_max_sum(v);
+  __syncthreads();
+  if (lane == 0) {
+    scratch_m[warp] = v.m;
+    scratch_s[warp] = v.s;
+  }
+  __syncthreads();
+  v = lane < (blockDim.x >> 5) ? MaxSum{scratch_m[lane], scratch_s[lane]} : MaxSum{};
+  return warp_max_sum(v);
+}
+
+// log(sum_v exp(x_v)) of row x[0 .. V), stable.
+template <typename T>
+__device__ __forceinline__ float row_logsumexp(const T* x, int64_t vocab, float* scratch_m,
+                                               float* scratch_s) {
+  MaxSum acc;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) acc = push(acc, to_float(x[v]));
+  acc = block_max_sum(acc, scratch_m, scratch_s);
+  return acc.m + logf(acc.s);
+}
+
+// y = x - logsumexp(x) per row; y may be x (each thread reads its elements
+// before it writes them, after the row's reductions).
+template <typename T>
+__global__ void log_softmax_kernel(const T* x, T* y, int64_t vocab) {
+  __shared__ float scratch_m[32], scratch_s[32];
+  const int64_t base = int64_t(blockIdx.x) * vocab;
+  const float lse = row_logsumexp(x + base, vocab, scratch_m, scratch_s);
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x)
+    y[base + v] = from_float<T>(to_float(x[base + v]) - lse);
+}
+
+// Row n with target t in [0, V):
+//   lse = logsumexp(x);  nll = lse - x[t];  mean_v(-logp[v]) = lse - mean_v(x)
+//   loss = (1 - eps) nll + eps (lse - mean_v(x))
+//   x[v] := grad_scale (exp(x[v] - lse) - (1 - eps) [v = t] - eps / V)
+// and sums += {loss, nll} by atomicAdd: rows add in any order, so the last
+// bits of the sums can differ from run to run. A row with t < 0 (padding),
+// or an invalid t >= V, adds nothing and gets zeros (targets are validated
+// on the host before they reach the GPU).
+template <typename T>
+__global__ void smoothed_cross_entropy_kernel(T* logits, const int32_t* targets, int64_t vocab,
+                                              float eps, float grad_scale, float* sums) {
+  __shared__ float scratch_m[32], scratch_s[32];
+  const int64_t base = int64_t(blockIdx.x) * vocab;
+  T* x = logits + base;
+  const int64_t t = targets[blockIdx.x];
+  if (t < 0 || t >= vocab) {  // the whole block takes this branch
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) x[v] = from_float<T>(0.0f);
+    return;
+  }
+  // Read before any thread of the block can overwrite the row (the
+  // reductions below hold barriers).
+  const float x_t = to_float(x[t]);
+  float sum_x = 0.0f;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) sum_x += to_float(x[v]);
+  sum_x = block_sum(sum_x, scratch_m);
+  const float lse = row_logsumexp(x, vocab, scratch_m, scratch_s);
+  const float nll = lse - x_t;
+  const float uniform = eps / static_cast<float>(vocab);
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+    const float p = expf(to_float(x[v]) - lse);
+    x[v] = from_float<T>(grad_scale * (p - (v == t ? 1.0f - eps : 0.0f) - uniform));
+  }
+  if (threadIdx.x == 0) {
+    const float loss = (1.0f - eps) * nll + eps * (lse - sum_x / static_cast<float>(vocab));
+    atomicAdd(sums, loss);
+    atomicAdd(sums + 1, nll);
+  }
+}
+
+}  // namespace
+
+void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream) {
+  activate(stream.device());
+  const int64_t vocab = x.dim(-1), rows = vocab == 0 ? 0 : x.numel() / vocab;
+  if (rows == 0) return;
+  with_storage_type(x.dtype(), "log_softmax", [&](auto t) {
+    using T = decltype(t);
+    log_softmax_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, native(stream)>>>(
+        static_cast<const T*>(x.data()), static_cast<T*>(y.data()), vocab);
+    TFM_CHECK_LAUNCH();
+  });
+}
+
+void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
+                            float grad_scale, const TensorView& sums, const Stream& stream) {
+  activate(stream.device());
+  const int64_t vocab = logits.dim(-1), rows = vocab == 0 ? 0 : logits.numel() / vocab;
+  if (rows == 0) return;
+  with_storage_type(logits.dtype(), "smoothed_cross_entropy", [&](auto t) {
+    using T = decltype(t);
+    smoothed_cross_entropy_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, native(stream)>>>(
+        static_cast<T*>(logits.data()), static_cast<const int32_t*>(targets.data()), vocab, eps,
+        grad_scale, static_cast<float*>(sums.data()));
+    TFM_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace tfm::ops::cuda
+
+// Storage types instantiated above, closed list: float, __nv_bfloat16, __half
+// (through with_storage_type); targets int32; statistics and sums float.
