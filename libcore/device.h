@@ -87,4 +87,10 @@ void device_copy(void* dst, Device dst_device, const void* src, Device src_devic
                  size_t bytes, void* stream);
 void device_memset_zero(void* dst, Device device, size_t bytes, void* stream);
 
+// Copies `rows` rows of `width` bytes from src (row pitch src_pitch bytes)
+// to dst (row pitch dst_pitch), both on `device`, ordered on `stream`
+// (nullptr: synchronous). Writes one time step into a KV cache, say.
+void device_copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+                    size_t rows, Device device, void* stream);
+
 }  // namespace tfm

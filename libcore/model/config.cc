@@ -1,0 +1,137 @@
+#include "libcore/model/config.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "libcore/error.h"
+
+namespace tfm {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+int64_t parse_int(std::string_view key, std::string_view v, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || end != v.data() + v.size())
+    fail("config: {} must be an integer, got '{}'", key, v);
+  if (x < lo || x > hi) fail("config: {} must be in [{}, {}], got {}", key, lo, hi, x);
+  return x;
+}
+
+float parse_float(std::string_view key, std::string_view v, double lo, double hi) {
+  // std::from_chars for floating point is in libstdc++ 12.
+  double x = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(x))
+    fail("config: {} must be a number, got '{}'", key, v);
+  if (x < lo || x > hi) fail("config: {} must be in [{}, {}], got {}", key, lo, hi, x);
+  return static_cast<float>(x);
+}
+
+bool parse_bool(std::string_view key, std::string_view v) {
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  fail("config: {} must be true or false, got '{}'", key, v);
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::preset(std::string_view name) {
+  ModelConfig c;  // the defaults are `base`
+  if (name == "base") return c;
+  if (name == "big") {
+    c.d_model = 1024;
+    c.d_ff = 4096;
+    c.heads = 16;
+    c.dropout = 0.3f;
+    return c;
+  }
+  if (name == "tiny") {
+    c.vocab_size = 64;
+    c.layers = 2;
+    c.d_model = 32;
+    c.d_ff = 64;
+    c.heads = 4;
+    c.d_k = 8;
+    c.d_v = 8;
+    c.max_positions = 256;
+    return c;
+  }
+  fail("unknown preset '{}': expected base, big or tiny", name);
+}
+
+void ModelConfig::set(std::string_view key, std::string_view v) {
+  constexpr int64_t kBig = int64_t(1) << 31;
+  if (key == "vocab_size") vocab_size = parse_int(key, v, 2, kBig);
+  else if (key == "layers") layers = parse_int(key, v, 1, 1024);
+  else if (key == "d_model") d_model = parse_int(key, v, 1, 1 << 20);
+  else if (key == "d_ff") d_ff = parse_int(key, v, 1, 1 << 22);
+  else if (key == "heads") heads = parse_int(key, v, 1, 1024);
+  else if (key == "d_k") d_k = parse_int(key, v, 1, 1 << 16);
+  else if (key == "d_v") d_v = parse_int(key, v, 1, 1 << 16);
+  else if (key == "dropout") dropout = parse_float(key, v, 0, 0.99);
+  else if (key == "attention_dropout") attention_dropout = parse_float(key, v, 0, 0.99);
+  else if (key == "label_smoothing") label_smoothing = parse_float(key, v, 0, 1);
+  else if (key == "learned_positions") learned_positions = parse_bool(key, v);
+  else if (key == "max_positions") max_positions = parse_int(key, v, 1, 1 << 20);
+  else if (key == "share_embeddings") share_embeddings = parse_bool(key, v);
+  else if (key == "pre_norm") pre_norm = parse_bool(key, v);
+  else if (key == "layer_norm_eps") layer_norm_eps = parse_float(key, v, 1e-12, 1);
+  else fail("config: unknown key '{}'", key);
+}
+
+void ModelConfig::parse(std::string_view text, std::string_view source) {
+  int line_no = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    ++line_no;
+    if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = trim(line);
+    if (line.empty() || line.front() == '[') continue;  // blank, or an INI section header
+    const size_t eq = line.find('=');
+    try {
+      if (eq == std::string_view::npos) fail("config: expected 'key = value', got '{}'", line);
+      set(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
+    } catch (const Error& e) {
+      throw Error(e.what(), fmt::format("{}:{}", source, line_no));
+    }
+  }
+}
+
+std::string ModelConfig::to_text() const {
+  return fmt::format(
+      "vocab_size = {}\nlayers = {}\nd_model = {}\nd_ff = {}\nheads = {}\nd_k = {}\nd_v = {}\n"
+      "dropout = {}\nattention_dropout = {}\nlabel_smoothing = {}\nlearned_positions = {}\n"
+      "max_positions = {}\nshare_embeddings = {}\npre_norm = {}\nlayer_norm_eps = {}\n",
+      vocab_size, layers, d_model, d_ff, heads, d_k, d_v, dropout, attention_dropout,
+      label_smoothing, learned_positions, max_positions, share_embeddings, pre_norm,
+      layer_norm_eps);
+}
+
+void ModelConfig::validate() const {
+  if (!learned_positions && d_model % 2 != 0)
+    fail("config: d_model must be even for sinusoidal positions, got {}", d_model);
+}
+
+int64_t ModelConfig::parameter_count() const {
+  const int64_t D = d_model, F = d_ff, HK = heads * d_k, HE = heads * d_v;
+  const int64_t attention = 2 * (D * HK + HK) + (D * HE + HE) + (HE * D + D);
+  const int64_t ffn = (D * F + F) + (F * D + D);
+  const int64_t norm = 2 * D;
+  const int64_t encoder_layer = attention + norm + ffn + norm;
+  const int64_t decoder_layer = 2 * (attention + norm) + ffn + norm;
+  int64_t n = layers * (encoder_layer + decoder_layer);
+  n += (share_embeddings ? 1 : 2) * vocab_size * D;
+  if (learned_positions) n += 2 * max_positions * D;
+  if (pre_norm) n += 2 * norm;
+  return n;
+}
+
+}  // namespace tfm

@@ -1,0 +1,141 @@
+#include "libcore/model/layers.h"
+
+#include <cmath>
+
+namespace tfm::model {
+
+TensorView prefix(const TensorView& buffer, Shape shape) {
+  TFM_REQUIRE(shape.numel() <= buffer.numel(), "internal: {} does not fit a planned buffer of {}",
+              shape.str(), buffer.numel());
+  return TensorView(buffer.data(), buffer.dtype(), shape, buffer.device());
+}
+
+TensorView rows(const TensorView& t, int64_t r0, int64_t n) {
+  const int64_t cols = t.dim(-1);
+  auto* base = static_cast<char*>(t.data()) + r0 * cols * static_cast<int64_t>(dtype_size(t.dtype()));
+  return TensorView(base, t.dtype(), {n, cols}, t.device());
+}
+
+void linear_forward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& y,
+                    bool relu) {
+  ops::GemmOptions o;
+  o.trans_b = true;
+  o.relu = relu;
+  ops::gemm(x, m.p(w.weight), y, o, m.stream, m.p(w.bias));
+}
+
+void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& dy,
+                     const TensorView& dx, float dx_beta) {
+  ops::GemmOptions dw;
+  dw.trans_a = true;
+  dw.beta = 1.0f;
+  ops::gemm(dy, x, m.g(w.weight), dw, m.stream);
+  ops::sum_rows(dy, m.g(w.bias), m.stream);
+  if (dx.empty()) return;
+  ops::GemmOptions dxo;
+  dxo.beta = dx_beta;
+  ops::gemm(dy, m.p(w.weight), dx, dxo, m.stream);
+}
+
+namespace {
+
+// (B*T, H*X) rows <-> (B, H, T, X) heads.
+void split_heads(const Blocks& m, const TensorView& rows_view, int64_t b, int64_t t, int64_t x,
+                 const TensorView& heads) {
+  ops::permute_0213(rows_view.reshape({b, t, m.config.heads, x}), heads, m.stream);
+}
+void merge_heads(const Blocks& m, const TensorView& heads, int64_t b, int64_t t, int64_t x,
+                 const TensorView& rows_view) {
+  ops::permute_0213(heads, rows_view.reshape({b, t, m.config.heads, x}), m.stream);
+}
+
+}  // namespace
+
+void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
+                       const TensorView& xq, const TensorView& xkv, const AttentionSaved& sv,
+                       const TensorView& s) {
+  const ModelConfig& c = m.config;
+  const int64_t B = a.batch, H = c.heads, K = c.d_k, E = c.d_v, BH = B * H;
+  TensorView proj = prefix(m.ws.proj, {B * a.tq, H * K});
+  linear_forward(m, xq, w.q, proj);
+  split_heads(m, proj, B, a.tq, K, sv.q);
+  proj = prefix(m.ws.proj, {B * a.tk, H * K});
+  linear_forward(m, xkv, w.k, proj);
+  split_heads(m, proj, B, a.tk, K, sv.k);
+  proj = prefix(m.ws.proj, {B * a.tk, H * E});
+  linear_forward(m, xkv, w.v, proj);
+  split_heads(m, proj, B, a.tk, E, sv.v);
+
+  ops::GemmOptions qk;
+  qk.trans_b = true;
+  qk.alpha = static_cast<float>(1.0 / std::sqrt(static_cast<double>(K)));
+  const TensorView scores = sv.probs.reshape({BH, a.tq, a.tk});
+  ops::gemm(sv.q.reshape({BH, a.tq, K}), sv.k.reshape({BH, a.tk, K}), scores, qk, m.stream);
+  ops::softmax_forward(sv.probs, a.k_lengths, a.causal, sv.probs, m.stream);
+  TensorView weights = sv.probs;
+  if (a.dropout > 0) {
+    weights = prefix(m.ws.scores, sv.probs.shape());
+    ops::dropout_forward(sv.probs, a.dropout, a.key, weights, m.stream);
+  }
+  const TensorView heads = prefix(m.ws.split, {B, H, a.tq, E});
+  ops::gemm(weights.reshape({BH, a.tq, a.tk}), sv.v.reshape({BH, a.tk, E}),
+            heads.reshape({BH, a.tq, E}), {}, m.stream);
+  merge_heads(m, heads, B, a.tq, E, sv.ctx);
+  linear_forward(m, sv.ctx, w.out, s);
+}
+
+void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a,
+                        const TensorView& xq, const TensorView& xkv, const AttentionSaved& sv,
+                        const TensorView& ds, const TensorView& dxq, float dxq_beta,
+                        const TensorView& dxkv) {
+  const ModelConfig& c = m.config;
+  const int64_t B = a.batch, H = c.heads, K = c.d_k, E = c.d_v, BH = B * H;
+  // Output projection, then the merge in reverse.
+  const TensorView dctx = prefix(m.ws.dproj, {B * a.tq, H * E});
+  linear_backward(m, sv.ctx, w.out, ds, dctx, 0.0f);
+  const TensorView dheads = prefix(m.ws.split, {B, H, a.tq, E});
+  split_heads(m, dctx, B, a.tq, E, dheads);
+
+  TensorView weights = sv.probs;
+  if (a.dropout > 0) {
+    weights = prefix(m.ws.scores, sv.probs.shape());
+    ops::dropout_forward(sv.probs, a.dropout, a.key, weights, m.stream);  // the same mask again
+  }
+  // dV = W^T dO;  dW = dO V^T
+  ops::GemmOptions ta;
+  ta.trans_a = true;
+  const TensorView dv = prefix(m.ws.dv, {BH, a.tk, E});
+  ops::gemm(weights.reshape({BH, a.tq, a.tk}), dheads.reshape({BH, a.tq, E}), dv, ta, m.stream);
+  ops::GemmOptions tb;
+  tb.trans_b = true;
+  const TensorView dprobs = prefix(m.ws.dprobs, {B, H, a.tq, a.tk});
+  ops::gemm(dheads.reshape({BH, a.tq, E}), sv.v.reshape({BH, a.tk, E}),
+            dprobs.reshape({BH, a.tq, a.tk}), tb, m.stream);
+  if (a.dropout > 0) ops::dropout_backward(dprobs, a.dropout, a.key, dprobs, m.stream);
+  ops::softmax_backward(sv.probs, dprobs, dprobs, m.stream);
+
+  // scores = scale q k^T:  dq = scale dS k;  dk = scale dS^T q
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(K)));
+  ops::GemmOptions dqo;
+  dqo.alpha = scale;
+  const TensorView dq = prefix(m.ws.dq, {BH, a.tq, K});
+  ops::gemm(dprobs.reshape({BH, a.tq, a.tk}), sv.k.reshape({BH, a.tk, K}), dq, dqo, m.stream);
+  ops::GemmOptions dko;
+  dko.alpha = scale;
+  dko.trans_a = true;
+  const TensorView dk = prefix(m.ws.dk, {BH, a.tk, K});
+  ops::gemm(dprobs.reshape({BH, a.tq, a.tk}), sv.q.reshape({BH, a.tq, K}), dk, dko, m.stream);
+
+  // Back through the head splits and the input projections.
+  TensorView dproj = prefix(m.ws.dproj, {B * a.tq, H * K});
+  merge_heads(m, dq.reshape({B, H, a.tq, K}), B, a.tq, K, dproj);
+  linear_backward(m, xq, w.q, dproj, dxq, dxq_beta);
+  dproj = prefix(m.ws.dproj, {B * a.tk, H * K});
+  merge_heads(m, dk.reshape({B, H, a.tk, K}), B, a.tk, K, dproj);
+  linear_backward(m, xkv, w.k, dproj, dxkv, 1.0f);
+  dproj = prefix(m.ws.dproj, {B * a.tk, H * E});
+  merge_heads(m, dv.reshape({B, H, a.tk, E}), B, a.tk, E, dproj);
+  linear_backward(m, xkv, w.v, dproj, dxkv, 1.0f);
+}
+
+}  // namespace tfm::model

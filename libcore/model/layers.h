@@ -1,0 +1,72 @@
+// The model's building blocks, forward and backward, written out over the
+// op layer: linear layers, multi-head attention and the sub-layer ends
+// (post-norm or pre-norm). Internal to libcore/model.
+#pragma once
+
+#include "kernels/ops.h"
+#include "libcore/model/config.h"
+#include "libcore/model/params.h"
+
+namespace tfm::model {
+
+// Everything a block needs to run: the stream, the parameter and gradient
+// buffers, and the workspace it may overwrite.
+struct Workspace {
+  TensorView proj;    // (R, max(HK, HE))
+  TensorView scores;  // (R * H * L) dropped attention weights
+  TensorView split;   // (R * max(HK, HE)) heads before the merge / their grads
+  TensorView dq, dk, dv;  // (R * HK), (R * HK), (R * HE)
+  TensorView dprobs;  // (R * H * L)
+  TensorView dproj;   // (R, max(HK, HE))
+};
+
+struct Blocks {
+  const Stream& stream;
+  const ModelConfig& config;
+  const ParamLayout& layout;
+  TensorView params, grads;
+  Workspace ws;
+
+  TensorView p(int id) const { return layout.view(params, id); }
+  TensorView g(int id) const { return layout.view(grads, id); }
+};
+
+// The first `shape.numel()` elements of a planned buffer, seen as `shape`.
+TensorView prefix(const TensorView& buffer, Shape shape);
+// Rows [r0, r0 + n) of a (R, C) tensor.
+TensorView rows(const TensorView& t, int64_t r0, int64_t n);
+
+// y = x W^T + b (then ReLU)                       x (R, in), y (R, out) =
+void linear_forward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& y,
+                    bool relu = false);
+// dW += dy^T x, db += sum_R dy; dx = dy W (+= when dx_beta is 1; no dx when empty)
+void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& dy,
+                     const TensorView& dx, float dx_beta);
+
+// What multi-head attention saves for backward.
+struct AttentionSaved {
+  TensorView q, k, v;  // (B, H, Tq, K), (B, H, Tk, K), (B, H, Tk, E)
+  TensorView probs;    // (B, H, Tq, Tk), before attention dropout
+  TensorView ctx;      // (B * Tq, H * E), the merged heads
+};
+
+struct AttentionShape {
+  int64_t batch, tq, tk;
+  TensorView k_lengths;  // (B) i32
+  bool causal;
+  float dropout;  // on the attention weights
+  RngKey key;
+};
+
+// s = MultiHead(xq, xkv) = Concat(head_1..head_H) W_O^T + b_O,
+// head_i = softmax(mask(q_i k_i^T / sqrt(K))) v_i.   xq (B*Tq, D), xkv (B*Tk, D), s (B*Tq, D) =
+void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
+                       const TensorView& xq, const TensorView& xkv, const AttentionSaved& saved,
+                       const TensorView& s);
+// dxq (+= or = per dxq_beta), dxkv += (dxkv may be dxq: self-attention)
+void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a,
+                        const TensorView& xq, const TensorView& xkv, const AttentionSaved& saved,
+                        const TensorView& ds, const TensorView& dxq, float dxq_beta,
+                        const TensorView& dxkv);
+
+}  // namespace tfm::model

@@ -1,0 +1,31 @@
+// A model to and from a checkpoint (libcore/io/checkpoint.h): the config as
+// text, the embedded tokenizer, and every parameter by name. Loading checks
+// the file against the model it describes: every parameter present with
+// its shape and dtype, no tensor the model does not know.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "libcore/io/checkpoint.h"
+#include "libcore/model/transformer.h"
+
+namespace tfm {
+
+// Writes the parameters (copied to the host when the model is on a GPU).
+void save_model(const std::string& path, const Transformer& model, std::string_view tokenizer = {},
+                std::span<const io::NamedSection> sections = {});
+
+// The configuration a checkpoint was written with.
+ModelConfig read_model_config(const std::string& path);
+
+// Builds the model the checkpoint describes, with `limits` on `device`, and
+// loads its parameters. `tokenizer` (optional) receives the embedded model.
+std::unique_ptr<Transformer> load_model(const std::string& path, const ModelLimits& limits,
+                                        Device device, std::string* tokenizer = nullptr);
+
+// Loads parameters into an existing model of the same configuration.
+void load_parameters(const std::string& path, Transformer& model);
+
+}  // namespace tfm

@@ -1,0 +1,127 @@
+#include "libcore/model/params.h"
+
+#include <cmath>
+
+#include "kernels/ops.h"
+
+namespace tfm {
+
+ParamLayout::ParamLayout(const ModelConfig& c) {
+  const int64_t D = c.d_model;
+  if (c.share_embeddings) {
+    src_embed = tgt_embed = add("embed.weight", {c.vocab_size, D});
+  } else {
+    src_embed = add("encoder.embed_tokens.weight", {c.vocab_size, D});
+    tgt_embed = add("decoder.embed_tokens.weight", {c.vocab_size, D});
+  }
+  if (c.learned_positions) {
+    src_pos = add("encoder.embed_positions.weight", {c.max_positions, D});
+    tgt_pos = add("decoder.embed_positions.weight", {c.max_positions, D});
+  }
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string p = fmt::format("encoder.layers.{}.", l);
+    EncoderLayerIds e;
+    e.self_attn = attention(p + "self_attn.", c);
+    e.self_attn_norm = norm(p + "self_attn_layer_norm.", D);
+    e.ffn = {linear(p + "fc1.", c.d_ff, D), linear(p + "fc2.", D, c.d_ff)};
+    e.ffn_norm = norm(p + "final_layer_norm.", D);
+    encoder.push_back(e);
+  }
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string p = fmt::format("decoder.layers.{}.", l);
+    DecoderLayerIds d;
+    d.self_attn = attention(p + "self_attn.", c);
+    d.self_attn_norm = norm(p + "self_attn_layer_norm.", D);
+    d.cross_attn = attention(p + "encoder_attn.", c);
+    d.cross_attn_norm = norm(p + "encoder_attn_layer_norm.", D);
+    d.ffn = {linear(p + "fc1.", c.d_ff, D), linear(p + "fc2.", D, c.d_ff)};
+    d.ffn_norm = norm(p + "final_layer_norm.", D);
+    decoder.push_back(d);
+  }
+  if (c.pre_norm) {
+    encoder_norm = norm("encoder.layer_norm.", D);
+    decoder_norm = norm("decoder.layer_norm.", D);
+  }
+}
+
+int ParamLayout::add(std::string name, Shape shape) {
+  entries_.push_back({std::move(name), shape, total_});
+  total_ += (shape.numel() + kAlign - 1) / kAlign * kAlign;
+  return static_cast<int>(entries_.size()) - 1;
+}
+
+LinearIds ParamLayout::linear(const std::string& prefix, int64_t out, int64_t in) {
+  return {add(prefix + "weight", {out, in}), add(prefix + "bias", {out})};
+}
+
+NormIds ParamLayout::norm(const std::string& prefix, int64_t d) {
+  return {add(prefix + "weight", {d}), add(prefix + "bias", {d})};
+}
+
+AttentionIds ParamLayout::attention(const std::string& prefix, const ModelConfig& c) {
+  const int64_t D = c.d_model, HK = c.heads * c.d_k, HE = c.heads * c.d_v;
+  return {linear(prefix + "q_proj.", HK, D), linear(prefix + "k_proj.", HK, D),
+          linear(prefix + "v_proj.", HE, D), linear(prefix + "out_proj.", D, HE)};
+}
+
+int ParamLayout::find(std::string_view name) const {
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+int64_t ParamLayout::count() const {
+  int64_t n = 0;
+  for (const ParamEntry& e : entries_) n += e.shape.numel();
+  return n;
+}
+
+TensorView ParamLayout::view(const TensorView& flat, int id) const {
+  const ParamEntry& e = entry(id);
+  auto* base = static_cast<char*>(flat.data()) + e.offset * static_cast<int64_t>(dtype_size(flat.dtype()));
+  return TensorView(base, flat.dtype(), e.shape, flat.device());
+}
+
+void init_parameters(const ParamLayout& layout, const ModelConfig& c, const TensorView& flat,
+                     uint64_t seed, const Stream& stream) {
+  device_memset_zero(flat.data(), flat.device(), flat.bytes(), stream.native());
+  for (size_t id = 0; id < layout.entries().size(); ++id) {
+    const ParamEntry& e = layout.entries()[id];
+    const TensorView t = layout.view(flat, static_cast<int>(id));
+    const RngKey key{seed, static_cast<uint32_t>(id), 0};
+    const bool is_bias = e.name.ends_with(".bias");
+    const bool is_norm = e.name.find("layer_norm.") != std::string::npos;
+    if (is_norm && e.name.ends_with(".weight")) {
+      ops::uniform(t, key, 1.0f, 1.0f, stream);  // gain 1
+    } else if (is_bias) {
+      continue;  // zeros
+    } else if (e.shape.rank() == 2 && e.name.find("embed") != std::string::npos) {
+      // std D^-1/2: uniform on [-a, a] has std a / sqrt(3).
+      const float a = static_cast<float>(std::sqrt(3.0 / static_cast<double>(c.d_model)));
+      ops::uniform(t, key, -a, a, stream);
+    } else {
+      // Xavier uniform: a = sqrt(6 / (fan_in + fan_out)).
+      const float a = static_cast<float>(std::sqrt(6.0 / static_cast<double>(e.shape[0] + e.shape[1])));
+      ops::uniform(t, key, -a, a, stream);
+    }
+  }
+}
+
+Tensor sinusoid_table(int64_t positions, int64_t d_model, DType dtype) {
+  Tensor t({positions, d_model}, dtype);
+  for (int64_t p = 0; p < positions; ++p)
+    for (int64_t i = 0; i < d_model; i += 2) {
+      const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(i) / static_cast<double>(d_model));
+      const double s = std::sin(angle), co = std::cos(angle);
+      if (dtype == DType::f64) {
+        t.data_as<double>()[p * d_model + i] = s;
+        if (i + 1 < d_model) t.data_as<double>()[p * d_model + i + 1] = co;
+      } else {
+        t.data_as<float>()[p * d_model + i] = static_cast<float>(s);
+        if (i + 1 < d_model) t.data_as<float>()[p * d_model + i + 1] = static_cast<float>(co);
+      }
+    }
+  return t;
+}
+
+}  // namespace tfm

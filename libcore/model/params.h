@@ -1,0 +1,77 @@
+// All parameters of the model in one flat buffer, with a named layout table
+// (DESIGN.md, "Flat parameter buffer"). Gradients, Adam moments and averaged
+// checkpoints use the same layout, so each of them is one pass over one
+// buffer. Names follow fairseq's, so converting checkpoints is a rename.
+//
+// Linear weights are stored (out, in), as PyTorch's nn.Linear: y = x W^T + b.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "libcore/model/config.h"
+#include "libcore/rng.h"
+#include "libcore/tensor.h"
+
+namespace tfm {
+
+struct ParamEntry {
+  std::string name;
+  Shape shape;
+  int64_t offset = 0;  // in elements, a multiple of kAlign
+};
+
+struct LinearIds { int weight = -1, bias = -1; };
+struct NormIds { int gamma = -1, beta = -1; };
+struct AttentionIds { LinearIds q, k, v, out; };
+struct FfnIds { LinearIds fc1, fc2; };
+struct EncoderLayerIds { AttentionIds self_attn; NormIds self_attn_norm; FfnIds ffn; NormIds ffn_norm; };
+struct DecoderLayerIds {
+  AttentionIds self_attn; NormIds self_attn_norm;
+  AttentionIds cross_attn; NormIds cross_attn_norm;
+  FfnIds ffn; NormIds ffn_norm;
+};
+
+class ParamLayout {
+ public:
+  static constexpr int64_t kAlign = 64;  // elements: 256 bytes in f32
+
+  explicit ParamLayout(const ModelConfig& config);
+
+  const std::vector<ParamEntry>& entries() const { return entries_; }
+  const ParamEntry& entry(int id) const { return entries_[static_cast<size_t>(id)]; }
+  int find(std::string_view name) const;  // -1 when absent
+  int64_t total() const { return total_; }       // buffer length, with alignment gaps
+  int64_t count() const;                         // parameters proper
+
+  // The view of one parameter inside a flat buffer laid out by this table.
+  TensorView view(const TensorView& flat, int id) const;
+
+  int src_embed = -1, tgt_embed = -1;   // the same id when embeddings are shared
+  int src_pos = -1, tgt_pos = -1;       // learned positions only
+  std::vector<EncoderLayerIds> encoder;
+  std::vector<DecoderLayerIds> decoder;
+  NormIds encoder_norm, decoder_norm;   // pre-norm only
+
+ private:
+  int add(std::string name, Shape shape);
+  LinearIds linear(const std::string& prefix, int64_t out, int64_t in);
+  NormIds norm(const std::string& prefix, int64_t d);
+  AttentionIds attention(const std::string& prefix, const ModelConfig& c);
+
+  std::vector<ParamEntry> entries_;
+  int64_t total_ = 0;
+};
+
+// Initial values, drawn from Philox (seed) so CPU and GPU start alike:
+// linear weights Xavier-uniform, biases 0, layer-norm gain 1 and bias 0,
+// embeddings N-like uniform with std D^-1/2, learned positions likewise.
+// `flat` is the whole buffer (f32 or f64, any device), zero-filled first.
+void init_parameters(const ParamLayout& layout, const ModelConfig& config, const TensorView& flat,
+                     uint64_t seed, const Stream& stream);
+
+// The paper's sinusoids, (P, D): PE(p, 2i) = sin(p / 10000^(2i/D)),
+// PE(p, 2i+1) = cos(p / 10000^(2i/D)), computed in double and rounded.
+Tensor sinusoid_table(int64_t positions, int64_t d_model, DType dtype);
+
+}  // namespace tfm

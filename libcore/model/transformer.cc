@@ -1,0 +1,539 @@
+#include "libcore/model/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ops.h"
+#include "libcore/model/layers.h"
+
+namespace tfm {
+
+using model::AttentionSaved;
+using model::AttentionShape;
+using model::prefix;
+using model::rows;
+
+namespace {
+
+// What one sub-layer end saves. Post-norm: h = residual + dropout(s) and
+// y = LayerNorm(h) (the block output). Pre-norm: h = LayerNorm(x) (the
+// sub-layer's input) and y = x + dropout(s) (the block output).
+struct SublayerIds { int h, y, mean, rstd; };
+struct AttentionPlanIds { int q, k, v, probs, ctx; };
+struct EncoderLayerPlan { AttentionPlanIds attn; SublayerIds a; int f; SublayerIds b; };
+struct DecoderLayerPlan {
+  AttentionPlanIds self_attn; SublayerIds a;
+  AttentionPlanIds cross_attn; SublayerIds b;
+  int f; SublayerIds c;
+};
+
+// Dropout sites: one RNG tensor id each, so no two draw the same mask.
+uint32_t site(int stack, int64_t layer, int which) {
+  return static_cast<uint32_t>((stack * 65536 + layer) * 8 + which);
+}
+
+DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+}  // namespace
+
+// The named activation table (STYLE.md rule 4): every buffer the model
+// uses, sized from (config, limits), in one MemoryPlan.
+struct Transformer::Plan {
+  MemoryPlan mem;
+  int params, grads;
+  int src, src_lengths, tgt_in, tgt_out, tgt_lengths;
+  int enc_in, dec_in;
+  std::vector<EncoderLayerPlan> enc;
+  std::vector<DecoderLayerPlan> dec;
+  SublayerIds enc_final{-1, -1, -1, -1}, dec_final{-1, -1, -1, -1};
+  // workspace
+  int proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, sums;
+
+  Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, int64_t param_elems) {
+    const int64_t R = lim.max_tokens, L = lim.max_len, D = c.d_model, F = c.d_ff, H = c.heads;
+    const int64_t HK = H * c.d_k, HE = H * c.d_v, HX = std::max(HK, HE);
+    const DType st = stats_dtype(dt);
+    auto act = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::activations, n, t, s); };
+    auto ws = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::workspace, n, t, s); };
+    auto sub = [&](const std::string& n) {
+      return SublayerIds{act(n + ".h", dt, {R, D}), act(n + ".y", dt, {R, D}),
+                         act(n + ".mean", st, {R}), act(n + ".rstd", st, {R})};
+    };
+    auto attn = [&](const std::string& n) {
+      return AttentionPlanIds{act(n + ".q", dt, {R * HK}), act(n + ".k", dt, {R * HK}),
+                              act(n + ".v", dt, {R * HE}), act(n + ".probs", dt, {R * H * L}),
+                              act(n + ".ctx", dt, {R, HE})};
+    };
+    params = mem.add(MemoryKind::parameters, "params", dt, {param_elems});
+    grads = mem.add(MemoryKind::gradients, "grads", dt, {param_elems});
+    src = mem.add(MemoryKind::io, "src", DType::i32, {R});
+    src_lengths = mem.add(MemoryKind::io, "src_lengths", DType::i32, {R});
+    tgt_in = mem.add(MemoryKind::io, "tgt_in", DType::i32, {R});
+    tgt_out = mem.add(MemoryKind::io, "tgt_out", DType::i32, {R});
+    tgt_lengths = mem.add(MemoryKind::io, "tgt_lengths", DType::i32, {R});
+    enc_in = act("encoder.input", dt, {R, D});
+    dec_in = act("decoder.input", dt, {R, D});
+    for (int64_t l = 0; l < c.layers; ++l) {
+      const std::string p = fmt::format("encoder.{}", l);
+      enc.push_back({attn(p + ".self_attn"), sub(p + ".a"), act(p + ".ffn", dt, {R, F}), sub(p + ".b")});
+    }
+    for (int64_t l = 0; l < c.layers; ++l) {
+      const std::string p = fmt::format("decoder.{}", l);
+      dec.push_back({attn(p + ".self_attn"), sub(p + ".a"), attn(p + ".cross_attn"), sub(p + ".b"),
+                     act(p + ".ffn", dt, {R, F}), sub(p + ".c")});
+    }
+    if (c.pre_norm) {
+      enc_final = sub("encoder.final");
+      dec_final = sub("decoder.final");
+    }
+    proj = ws("proj", dt, {R * HX});
+    scores = ws("scores", dt, {R * H * L});
+    split = ws("split", dt, {R * HX});
+    dq = ws("dq", dt, {R * HK});
+    dk = ws("dk", dt, {R * HK});
+    dv = ws("dv", dt, {R * HE});
+    dprobs = ws("dprobs", dt, {R * H * L});
+    dproj = ws("dproj", dt, {R * HX});
+    s = ws("s", dt, {R, D});
+    ds = ws("ds", dt, {R, D});
+    df = ws("df", dt, {R, F});
+    dln = ws("dln", dt, {R, D});
+    g_dec = ws("g_dec", dt, {R, D});
+    g_enc = ws("g_enc", dt, {R, D});
+    logits = ws("logits", dt, {std::min(lim.loss_chunk, R), c.vocab_size});
+    sums = ws("sums", st, {2});
+  }
+};
+
+Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, Device device,
+                         DType dtype)
+    : config_(config), limits_(limits), device_(device), dtype_(dtype), layout_(config) {
+  config_.validate();
+  TFM_REQUIRE(dtype == DType::f32 || (dtype == DType::f64 && device.is_cpu()),
+              "the model runs in f32 (f64 on the cpu for tests), not {}", dtype_name(dtype));
+  TFM_REQUIRE(limits.max_tokens >= 1 && limits.max_len >= 1 && limits.loss_chunk >= 1,
+              "model limits must be positive (max_tokens {}, max_len {}, loss_chunk {})",
+              limits.max_tokens, limits.max_len, limits.loss_chunk);
+  TFM_REQUIRE(limits.max_len <= config.max_positions,
+              "max_len {} is over the {} positions the model has (max_positions)", limits.max_len,
+              config.max_positions);
+  stream_ = std::make_unique<Stream>(device);
+  plan_ = std::make_unique<Plan>(config_, limits_, dtype_, layout_.total());
+  memory_ = std::make_unique<PlannedMemory>(plan_->mem, device);
+  if (!config_.learned_positions) {
+    Tensor table = sinusoid_table(limits_.max_len, config_.d_model, dtype_);
+    positions_ = Tensor(table.shape(), dtype_, device);
+    copy(positions_, table);
+  }
+  zero_grads();
+}
+
+Transformer::~Transformer() = default;
+
+TensorView Transformer::params() const { return memory_->view(plan_->params); }
+TensorView Transformer::grads() const { return memory_->view(plan_->grads); }
+
+std::string Transformer::memory_report() const { return plan_->mem.report(); }
+
+void Transformer::init(uint64_t seed) { init_parameters(layout_, config_, params(), seed, *stream_); }
+
+void Transformer::zero_grads() {
+  const TensorView g = grads();
+  device_memset_zero(g.data(), device_, g.bytes(), nullptr);
+}
+
+void Transformer::upload(const HostBatch& b) {
+  const int64_t R = limits_.max_tokens;
+  TFM_REQUIRE(b.batch >= 1 && b.src_len >= 1 && b.tgt_len >= 1, "the batch is empty");
+  TFM_REQUIRE(b.batch * b.src_len <= R && b.batch * b.tgt_len <= R,
+              "batch of {} x {} source and {} x {} target tokens is over the planned {} tokens a side",
+              b.batch, b.src_len, b.batch, b.tgt_len, R);
+  TFM_REQUIRE(b.src_len <= limits_.max_len && b.tgt_len <= limits_.max_len,
+              "a sentence of {} tokens is over the planned maximum length {}",
+              std::max(b.src_len, b.tgt_len), limits_.max_len);
+  const auto check_ids = [&](const std::vector<int32_t>& ids, bool allow_ignore, const char* what) {
+    for (int32_t id : ids)
+      TFM_REQUIRE((id >= 0 || (allow_ignore && id == -1)) && id < config_.vocab_size,
+                  "{} id {} is outside the vocabulary [0, {})", what, id, config_.vocab_size);
+  };
+  check_ids(b.src, false, "source");
+  check_ids(b.tgt_in, false, "target");
+  check_ids(b.tgt_out, true, "target");
+  B_ = b.batch;
+  S_ = b.src_len;
+  T_ = b.tgt_len;
+  tokens_ = b.target_tokens;
+  host_src_lengths_ = b.src_lengths;
+  const auto put = [&](int id, const std::vector<int32_t>& v) {
+    const TensorView dst = prefix(memory_->view(id), {static_cast<int64_t>(v.size())});
+    copy(dst, TensorView(const_cast<int32_t*>(v.data()), DType::i32, dst.shape()));
+  };
+  put(plan_->src, b.src);
+  put(plan_->src_lengths, b.src_lengths);
+  put(plan_->tgt_in, b.tgt_in);
+  put(plan_->tgt_out, b.tgt_out);
+  put(plan_->tgt_lengths, b.tgt_lengths);
+}
+
+namespace {
+
+// Runs one model pass over the planned memory. Forward and backward walk
+// the same structure in opposite orders.
+class Pass {
+ public:
+  Pass(const ModelConfig& c, const ParamLayout& layout, const Transformer::Plan& plan,
+       const PlannedMemory& mem, const Stream& stream, const TensorView& positions, int64_t B,
+       int64_t S, int64_t T, const TrainStep& step)
+      : c_(c), L_(layout), plan_(plan), mem_(mem), st_(stream), positions_(positions),
+        B_(B), S_(S), T_(T), step_(step),
+        m_{stream, c, layout, mem.view(plan.params), mem.view(plan.grads),
+           {mem.view(plan.proj), mem.view(plan.scores), mem.view(plan.split), mem.view(plan.dq),
+            mem.view(plan.dk), mem.view(plan.dv), mem.view(plan.dprobs), mem.view(plan.dproj)}} {}
+
+  TensorView v(int id, Shape s) const { return prefix(mem_.view(id), s); }
+  float p_drop() const { return step_.dropout ? c_.dropout : 0.0f; }
+  float p_attn() const { return step_.dropout ? c_.attention_dropout : 0.0f; }
+  RngKey key(uint32_t site_id) const { return {step_.seed, site_id, step_.rng_step}; }
+  int64_t rs() const { return B_ * S_; }
+  int64_t rt() const { return B_ * T_; }
+
+  TensorView positions(int pos_id) const {
+    return pos_id >= 0 ? m_.p(pos_id) : positions_;
+  }
+
+  TensorView encoder_output() const {
+    return c_.pre_norm ? v(plan_.enc_final.y, {rs(), c_.d_model})
+                       : v(plan_.enc.back().b.y, {rs(), c_.d_model});
+  }
+  TensorView decoder_output() const {
+    return c_.pre_norm ? v(plan_.dec_final.y, {rt(), c_.d_model})
+                       : v(plan_.dec.back().c.y, {rt(), c_.d_model});
+  }
+
+  TensorView encode() {
+    embed(0, plan_.src, plan_.enc_in, L_.src_embed, L_.src_pos, S_);
+    TensorView x = v(plan_.enc_in, {rs(), c_.d_model});
+    for (int64_t l = 0; l < c_.layers; ++l) x = encoder_layer(l, x);
+    if (c_.pre_norm) x = final_norm(plan_.enc_final, L_.encoder_norm, x);
+    return x;
+  }
+
+  void forward() {
+    const TensorView enc_out = encode();
+    embed(1, plan_.tgt_in, plan_.dec_in, L_.tgt_embed, L_.tgt_pos, T_);
+    TensorView x = v(plan_.dec_in, {rt(), c_.d_model});
+    for (int64_t l = 0; l < c_.layers; ++l) x = decoder_layer(l, x, enc_out);
+    if (c_.pre_norm) final_norm(plan_.dec_final, L_.decoder_norm, x);
+  }
+
+  // g: d loss / d decoder output, (B*T, D); consumed.
+  void backward(const TensorView& g_top) {
+    const int64_t D = c_.d_model;
+    TensorView g = g_top;
+    const TensorView g_enc = v(plan_.g_enc, {rs(), D});
+    device_memset_zero(g_enc.data(), g_enc.device(), g_enc.bytes(), st_.native());
+    if (c_.pre_norm) final_norm_backward(plan_.dec_final, L_.decoder_norm, decoder_block_input(c_.layers), g);
+    const TensorView enc_out = encoder_output();
+    for (int64_t l = c_.layers - 1; l >= 0; --l) decoder_layer_backward(l, g, enc_out, g_enc);
+    embed_backward(1, plan_.tgt_in, L_.tgt_embed, L_.tgt_pos, T_, g);
+
+    if (c_.pre_norm) final_norm_backward(plan_.enc_final, L_.encoder_norm, encoder_block_input(c_.layers), g_enc);
+    for (int64_t l = c_.layers - 1; l >= 0; --l) encoder_layer_backward(l, g_enc);
+    embed_backward(0, plan_.src, L_.src_embed, L_.src_pos, S_, g_enc);
+  }
+
+ private:
+  // ------------------------------------------------------------ embeddings
+  // x = dropout(sqrt(D) * E[ids] + PE[t])
+  void embed(int stack, int ids_id, int out_id, int embed_id, int pos_id, int64_t len) {
+    const int64_t R = B_ * len, D = c_.d_model;
+    const TensorView x = v(out_id, {R, D});
+    ops::embedding_forward(v(ids_id, {R}), m_.p(embed_id), embed_scale(), x, st_);
+    ops::position_add(x.reshape({B_, len, D}), positions(pos_id), 0, st_);
+    ops::dropout_forward(x, p_drop(), key(site(stack, 0, 0)), x, st_);
+  }
+  void embed_backward(int stack, int ids_id, int embed_id, int pos_id, int64_t len,
+                      const TensorView& g) {
+    const int64_t R = B_ * len, D = c_.d_model;
+    ops::dropout_backward(g, p_drop(), key(site(stack, 0, 0)), g, st_);
+    if (pos_id >= 0) ops::position_backward(g.reshape({B_, len, D}), 0, m_.g(pos_id), st_);
+    ops::embedding_backward(v(ids_id, {R}), g, embed_scale(), m_.g(embed_id), st_);
+  }
+  float embed_scale() const { return static_cast<float>(std::sqrt(static_cast<double>(c_.d_model))); }
+
+  // ------------------------------------------------------- sub-layer ends
+  // The input of a sub-layer: x itself (post-norm) or LayerNorm(x) (pre-norm).
+  TensorView sublayer_input(const SublayerIds& ids, NormIds norm, const TensorView& x) {
+    if (!c_.pre_norm) return x;
+    const int64_t R = x.dim(0);
+    const TensorView h = v(ids.h, x.shape());
+    ops::layernorm_forward(x, m_.p(norm.gamma), m_.p(norm.beta), c_.layer_norm_eps, h,
+                           v(ids.mean, {R}), v(ids.rstd, {R}), st_);
+    return h;
+  }
+  // Block output from the residual x and the sub-layer output s.
+  TensorView sublayer_end(const SublayerIds& ids, NormIds norm, const TensorView& x,
+                          const TensorView& s, uint32_t site_id) {
+    const int64_t R = x.dim(0);
+    const TensorView y = v(ids.y, x.shape());
+    if (c_.pre_norm) {
+      ops::add_dropout_forward(x, s, p_drop(), key(site_id), y, st_);
+    } else {
+      ops::add_dropout_layernorm_forward(x, s, p_drop(), key(site_id), m_.p(norm.gamma),
+                                         m_.p(norm.beta), c_.layer_norm_eps, v(ids.h, x.shape()),
+                                         y, v(ids.mean, {R}), v(ids.rstd, {R}), st_);
+    }
+    return y;
+  }
+  // g: d/d(block output) in, d/d(residual x) out (in place). Returns ds,
+  // and where the sub-layer's input gradient goes (with its beta).
+  struct SublayerGrads { TensorView ds, d_input; float beta; };
+  SublayerGrads sublayer_end_backward(const SublayerIds& ids, NormIds norm, const TensorView& g,
+                                      uint32_t site_id) {
+    const int64_t R = g.dim(0);
+    const TensorView ds = v(plan_.ds, g.shape());
+    if (c_.pre_norm) {
+      ops::dropout_backward(g, p_drop(), key(site_id), ds, st_);
+      return {ds, v(plan_.dln, g.shape()), 0.0f};
+    }
+    ops::add_dropout_layernorm_backward(v(ids.h, g.shape()), m_.p(norm.gamma), v(ids.mean, {R}),
+                                        v(ids.rstd, {R}), g, p_drop(), key(site_id), g, ds,
+                                        m_.g(norm.gamma), m_.g(norm.beta), st_);
+    return {ds, g, 1.0f};
+  }
+  // Pre-norm only: the sub-layer's input gradient (in dln) through its
+  // LayerNorm, added to g. x is the block's residual input.
+  void sublayer_input_backward(const SublayerIds& ids, NormIds norm, const TensorView& x,
+                               const TensorView& g) {
+    if (!c_.pre_norm) return;
+    const int64_t R = x.dim(0);
+    const TensorView dln = v(plan_.dln, x.shape());
+    ops::layernorm_backward(x, m_.p(norm.gamma), v(ids.mean, {R}), v(ids.rstd, {R}), dln, dln,
+                            m_.g(norm.gamma), m_.g(norm.beta), st_);
+    ops::add(g, dln, g, st_);
+  }
+
+  TensorView final_norm(const SublayerIds& ids, NormIds norm, const TensorView& x) {
+    const int64_t R = x.dim(0);
+    const TensorView y = v(ids.y, x.shape());
+    ops::layernorm_forward(x, m_.p(norm.gamma), m_.p(norm.beta), c_.layer_norm_eps, y,
+                           v(ids.mean, {R}), v(ids.rstd, {R}), st_);
+    return y;
+  }
+  void final_norm_backward(const SublayerIds& ids, NormIds norm, const TensorView& x,
+                           const TensorView& g) {
+    const int64_t R = x.dim(0);
+    ops::layernorm_backward(x, m_.p(norm.gamma), v(ids.mean, {R}), v(ids.rstd, {R}), g, g,
+                            m_.g(norm.gamma), m_.g(norm.beta), st_);
+  }
+
+  // ------------------------------------------------------------ attention
+  AttentionSaved saved(const AttentionPlanIds& a, int64_t tq, int64_t tk) const {
+    const int64_t H = c_.heads;
+    return {v(a.q, {B_, H, tq, c_.d_k}), v(a.k, {B_, H, tk, c_.d_k}), v(a.v, {B_, H, tk, c_.d_v}),
+            v(a.probs, {B_, H, tq, tk}), v(a.ctx, {B_ * tq, H * c_.d_v})};
+  }
+  AttentionShape shape(int64_t tq, int64_t tk, int lengths_id, bool causal, uint32_t site_id) const {
+    return {B_, tq, tk, v(lengths_id, {B_}), causal, p_attn(), key(site_id)};
+  }
+
+  // ------------------------------------------------------------------ FFN
+  void ffn_forward(FfnIds w, int f_id, const TensorView& in, const TensorView& s) {
+    const TensorView f = v(f_id, {in.dim(0), c_.d_ff});
+    model::linear_forward(m_, in, w.fc1, f, /*relu=*/true);
+    model::linear_forward(m_, f, w.fc2, s);
+  }
+  void ffn_backward(FfnIds w, int f_id, const TensorView& in, const TensorView& ds,
+                    const TensorView& d_in, float beta) {
+    const int64_t R = in.dim(0);
+    const TensorView f = v(f_id, {R, c_.d_ff});
+    const TensorView df = v(plan_.df, {R, c_.d_ff});
+    model::linear_backward(m_, f, w.fc2, ds, df, 0.0f);
+    ops::relu_backward(f, df, df, st_);
+    model::linear_backward(m_, in, w.fc1, df, d_in, beta);
+  }
+
+  // --------------------------------------------------------------- layers
+  TensorView encoder_block_input(int64_t l) const {
+    return l == 0 ? v(plan_.enc_in, {rs(), c_.d_model}) : v(plan_.enc[l - 1].b.y, {rs(), c_.d_model});
+  }
+  TensorView decoder_block_input(int64_t l) const {
+    return l == 0 ? v(plan_.dec_in, {rt(), c_.d_model}) : v(plan_.dec[l - 1].c.y, {rt(), c_.d_model});
+  }
+
+  TensorView encoder_layer(int64_t l, const TensorView& x) {
+    const EncoderLayerIds& w = L_.encoder[static_cast<size_t>(l)];
+    const EncoderLayerPlan& p = plan_.enc[static_cast<size_t>(l)];
+    const TensorView s = v(plan_.s, x.shape());
+    const TensorView in_a = sublayer_input(p.a, w.self_attn_norm, x);
+    model::attention_forward(m_, w.self_attn, shape(S_, S_, plan_.src_lengths, false, site(0, l + 1, 1)),
+                             in_a, in_a, saved(p.attn, S_, S_), s);
+    const TensorView y_a = sublayer_end(p.a, w.self_attn_norm, x, s, site(0, l + 1, 2));
+    const TensorView in_b = sublayer_input(p.b, w.ffn_norm, y_a);
+    ffn_forward(w.ffn, p.f, in_b, s);
+    return sublayer_end(p.b, w.ffn_norm, y_a, s, site(0, l + 1, 3));
+  }
+
+  void encoder_layer_backward(int64_t l, const TensorView& g) {
+    const EncoderLayerIds& w = L_.encoder[static_cast<size_t>(l)];
+    const EncoderLayerPlan& p = plan_.enc[static_cast<size_t>(l)];
+    const TensorView x = encoder_block_input(l);
+    const TensorView y_a = v(p.a.y, x.shape());
+    SublayerGrads b = sublayer_end_backward(p.b, w.ffn_norm, g, site(0, l + 1, 3));
+    ffn_backward(w.ffn, p.f, c_.pre_norm ? v(p.b.h, x.shape()) : y_a, b.ds, b.d_input, b.beta);
+    sublayer_input_backward(p.b, w.ffn_norm, y_a, g);
+    SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g, site(0, l + 1, 2));
+    const TensorView in_a = c_.pre_norm ? v(p.a.h, x.shape()) : x;
+    model::attention_backward(m_, w.self_attn, shape(S_, S_, plan_.src_lengths, false, site(0, l + 1, 1)),
+                              in_a, in_a, saved(p.attn, S_, S_), a.ds, a.d_input, a.beta, a.d_input);
+    sublayer_input_backward(p.a, w.self_attn_norm, x, g);
+  }
+
+  TensorView decoder_layer(int64_t l, const TensorView& x, const TensorView& enc_out) {
+    const DecoderLayerIds& w = L_.decoder[static_cast<size_t>(l)];
+    const DecoderLayerPlan& p = plan_.dec[static_cast<size_t>(l)];
+    const TensorView s = v(plan_.s, x.shape());
+    const TensorView in_a = sublayer_input(p.a, w.self_attn_norm, x);
+    model::attention_forward(m_, w.self_attn, shape(T_, T_, plan_.tgt_lengths, true, site(1, l + 1, 1)),
+                             in_a, in_a, saved(p.self_attn, T_, T_), s);
+    const TensorView y_a = sublayer_end(p.a, w.self_attn_norm, x, s, site(1, l + 1, 2));
+    const TensorView in_b = sublayer_input(p.b, w.cross_attn_norm, y_a);
+    model::attention_forward(m_, w.cross_attn, shape(T_, S_, plan_.src_lengths, false, site(1, l + 1, 3)),
+                             in_b, enc_out, saved(p.cross_attn, T_, S_), s);
+    const TensorView y_b = sublayer_end(p.b, w.cross_attn_norm, y_a, s, site(1, l + 1, 4));
+    const TensorView in_c = sublayer_input(p.c, w.ffn_norm, y_b);
+    ffn_forward(w.ffn, p.f, in_c, s);
+    return sublayer_end(p.c, w.ffn_norm, y_b, s, site(1, l + 1, 5));
+  }
+
+  void decoder_layer_backward(int64_t l, const TensorView& g, const TensorView& enc_out,
+                              const TensorView& g_enc) {
+    const DecoderLayerIds& w = L_.decoder[static_cast<size_t>(l)];
+    const DecoderLayerPlan& p = plan_.dec[static_cast<size_t>(l)];
+    const TensorView x = decoder_block_input(l);
+    const TensorView y_a = v(p.a.y, x.shape()), y_b = v(p.b.y, x.shape());
+
+    SublayerGrads c = sublayer_end_backward(p.c, w.ffn_norm, g, site(1, l + 1, 5));
+    ffn_backward(w.ffn, p.f, c_.pre_norm ? v(p.c.h, x.shape()) : y_b, c.ds, c.d_input, c.beta);
+    sublayer_input_backward(p.c, w.ffn_norm, y_b, g);
+
+    SublayerGrads b = sublayer_end_backward(p.b, w.cross_attn_norm, g, site(1, l + 1, 4));
+    const TensorView in_b = c_.pre_norm ? v(p.b.h, x.shape()) : y_a;
+    model::attention_backward(m_, w.cross_attn, shape(T_, S_, plan_.src_lengths, false, site(1, l + 1, 3)),
+                              in_b, enc_out, saved(p.cross_attn, T_, S_), b.ds, b.d_input, b.beta, g_enc);
+    sublayer_input_backward(p.b, w.cross_attn_norm, y_a, g);
+
+    SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g, site(1, l + 1, 2));
+    const TensorView in_a = c_.pre_norm ? v(p.a.h, x.shape()) : x;
+    model::attention_backward(m_, w.self_attn, shape(T_, T_, plan_.tgt_lengths, true, site(1, l + 1, 1)),
+                              in_a, in_a, saved(p.self_attn, T_, T_), a.ds, a.d_input, a.beta, a.d_input);
+    sublayer_input_backward(p.a, w.self_attn_norm, x, g);
+  }
+
+  const ModelConfig& c_;
+  const ParamLayout& L_;
+  const Transformer::Plan& plan_;
+  const PlannedMemory& mem_;
+  const Stream& st_;
+  TensorView positions_;
+  int64_t B_, S_, T_;
+  TrainStep step_;
+  model::Blocks m_;
+};
+
+}  // namespace
+
+void Transformer::forward(const TrainStep& step) {
+  Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step).forward();
+}
+
+void Transformer::backward(const TrainStep& step) {
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step);
+  pass.backward(prefix(memory_->view(plan_->g_dec), {B_ * T_, config_.d_model}));
+}
+
+// The shared output projection and the label-smoothed loss, chunk by chunk
+// over target rows, so that only (chunk, V) logits ever exist. With grads,
+// each chunk's logits become d loss / d logits in place, which flow into the
+// decoder output's gradient (g_dec) and into the embedding's gradient.
+LossSums Transformer::output_loss(const TrainStep& step, bool with_grads) {
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step);
+  const TensorView y = pass.decoder_output();
+  const TensorView E = param(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
+  const TensorView targets = prefix(memory_->view(plan_->tgt_out), {B_ * T_});
+  const TensorView g = prefix(memory_->view(plan_->g_dec), {B_ * T_, config_.d_model});
+  const TensorView sums = memory_->view(plan_->sums);
+  device_memset_zero(sums.data(), device_, sums.bytes(), stream_->native());
+  const int64_t R = B_ * T_, chunk = memory_->view(plan_->logits).dim(0);
+  for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+    const int64_t n = std::min(chunk, R - r0);
+    const TensorView logits = prefix(memory_->view(plan_->logits), {n, config_.vocab_size});
+    ops::GemmOptions tb;
+    tb.trans_b = true;
+    ops::gemm(rows(y, r0, n), E, logits, tb, *stream_);
+    const TensorView t = TensorView(static_cast<int32_t*>(targets.data()) + r0, DType::i32, {n}, device_);
+    ops::smoothed_cross_entropy(logits, t, config_.label_smoothing, step.grad_scale, sums, *stream_);
+    if (!with_grads) continue;
+    ops::gemm(logits, E, rows(g, r0, n), {}, *stream_);
+    ops::GemmOptions ta;
+    ta.trans_a = true;
+    ta.beta = 1.0f;
+    ops::gemm(logits, rows(y, r0, n), dE, ta, *stream_);
+  }
+  double host[2] = {0, 0};
+  if (sums.dtype() == DType::f64) {
+    copy(TensorView(host, DType::f64, {2}), sums, stream_.get());
+  } else {
+    float f[2];
+    copy(TensorView(f, DType::f32, {2}), sums, stream_.get());
+    host[0] = f[0];
+    host[1] = f[1];
+  }
+  return {host[0], host[1], tokens_};
+}
+
+LossSums Transformer::forward_backward(const HostBatch& batch, const TrainStep& step) {
+  upload(batch);
+  forward(step);
+  const LossSums sums = output_loss(step, true);
+  backward(step);
+  return sums;
+}
+
+LossSums Transformer::evaluate(const HostBatch& batch) {
+  TrainStep step;
+  step.dropout = false;
+  upload(batch);
+  forward(step);
+  return output_loss(step, false);
+}
+
+TensorView Transformer::encode(const HostBatch& batch) {
+  TrainStep step;
+  step.dropout = false;
+  upload(batch);
+  return Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step).encode();
+}
+
+Tensor Transformer::log_probs(const HostBatch& batch) {
+  TrainStep step;
+  step.dropout = false;
+  upload(batch);
+  forward(step);
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step);
+  const TensorView y = pass.decoder_output();
+  const int64_t R = B_ * T_, V = config_.vocab_size, chunk = memory_->view(plan_->logits).dim(0);
+  Tensor out({R, V}, dtype_);
+  for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+    const int64_t n = std::min(chunk, R - r0);
+    const TensorView logits = prefix(memory_->view(plan_->logits), {n, V});
+    ops::GemmOptions tb;
+    tb.trans_b = true;
+    ops::gemm(rows(y, r0, n), param(layout_.tgt_embed), logits, tb, *stream_);
+    ops::log_softmax(logits, logits, *stream_);
+    copy(rows(out.view(), r0, n), logits, stream_.get());
+  }
+  return out;
+}
+
+}  // namespace tfm

@@ -1,0 +1,107 @@
+// The Transformer of PAPER.md, section "Model": encoder-decoder, explicit
+// forward and backward (no autograd), all parameters in one flat buffer.
+//
+// Memory is planned at construction from (config, limits): a named table of
+// every saved activation and workspace buffer, sized for the largest batch
+// the limits allow, one block per kind; report() prints the totals. A batch
+// over the limits is an error, never a reallocation.
+//
+// Shapes: B batch, S source length, T target length, D d_model, H heads,
+// K d_k, E d_v, F d_ff, V vocabulary. Activations are token-major rows:
+// (B * S, D) for the encoder, (B * T, D) for the decoder.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libcore/memory.h"
+#include "libcore/model/batch.h"
+#include "libcore/model/config.h"
+#include "libcore/model/params.h"
+#include "libcore/stream.h"
+
+namespace tfm {
+
+struct ModelLimits {
+  int64_t max_tokens = 4096;  // padded tokens on each side of a batch: B*S and B*T
+  int64_t max_len = 256;      // longest sentence on either side (S, T; positions too)
+  int64_t loss_chunk = 1024;  // target rows whose logits exist at once (C x V)
+};
+
+struct TrainStep {
+  bool dropout = true;      // false: evaluation (every dropout is identity)
+  uint64_t seed = 1;        // dropout masks are keyed by (seed, site, rng_step)
+  uint32_t rng_step = 0;    // the step (and micro-batch) number
+  float grad_scale = 1.0f;  // gradients are of grad_scale * (sum of token losses)
+};
+
+struct LossSums {
+  double loss = 0;     // sum of label-smoothed token losses
+  double nll = 0;      // sum of -log p(target): perplexity = exp(nll / tokens)
+  int64_t tokens = 0;  // target tokens (eos included, padding excluded)
+};
+
+class Transformer {
+ public:
+  // dtype of parameters and activations: f32 (f64 on the CPU for tests).
+  Transformer(const ModelConfig& config, const ModelLimits& limits, Device device,
+              DType dtype = DType::f32);
+  ~Transformer();
+  Transformer(const Transformer&) = delete;
+  Transformer& operator=(const Transformer&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  const ModelLimits& limits() const { return limits_; }
+  const ParamLayout& layout() const { return layout_; }
+  Device device() const { return device_; }
+  DType dtype() const { return dtype_; }
+  const Stream& stream() const { return *stream_; }
+
+  // The flat buffers (layout()): parameters and their gradients.
+  TensorView params() const;
+  TensorView grads() const;
+  TensorView param(int id) const { return layout_.view(params(), id); }
+  TensorView grad(int id) const { return layout_.view(grads(), id); }
+
+  // "parameters 242.1 MiB, gradients 242.1 MiB, activations ..., total ..."
+  std::string memory_report() const;
+
+  void init(uint64_t seed);
+  void zero_grads();
+
+  // Forward and backward: grads += d(grad_scale * loss) / d(params).
+  LossSums forward_backward(const HostBatch& batch, const TrainStep& step);
+  // Forward only, no dropout.
+  LossSums evaluate(const HostBatch& batch);
+  // log p(y_t | y_<t, x) for every target position: (B * T, V), forward
+  // only, no dropout; a host tensor of the model's dtype.
+  Tensor log_probs(const HostBatch& batch);
+
+  // The encoder alone, no dropout, for the sources of `batch` (its targets
+  // are not read): (B * S, D) on the device, valid until the next call.
+  TensorView encode(const HostBatch& batch);
+
+  struct Plan;  // the named activation table (transformer.cc)
+
+ private:
+  void upload(const HostBatch& batch);
+  void forward(const TrainStep& step);
+  void backward(const TrainStep& step);
+  LossSums output_loss(const TrainStep& step, bool with_grads);
+
+  ModelConfig config_;
+  ModelLimits limits_;
+  Device device_;
+  DType dtype_;
+  ParamLayout layout_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<Plan> plan_;
+  std::unique_ptr<PlannedMemory> memory_;
+  Tensor positions_;  // sinusoid table on the device (sinusoidal positions)
+  int64_t B_ = 0, S_ = 0, T_ = 0;  // the current batch
+  int64_t tokens_ = 0;
+  std::vector<int32_t> host_src_lengths_;
+};
+
+}  // namespace tfm

@@ -1,0 +1,53 @@
+#include "libcore/train/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "libcore/stream.h"
+
+namespace tfm {
+
+double noam_learning_rate(int64_t step, int64_t d_model, int64_t warmup, double scale) {
+  TFM_REQUIRE(step >= 1 && d_model >= 1 && warmup >= 1,
+              "learning rate: step, d_model and warmup must be positive (got {}, {}, {})", step,
+              d_model, warmup);
+  const double s = static_cast<double>(step), w = static_cast<double>(warmup);
+  return scale * std::pow(static_cast<double>(d_model), -0.5) * std::min(std::pow(s, -0.5), s * std::pow(w, -1.5));
+}
+
+double gradient_norm(const TensorView& grads, const Stream& stream) {
+  const DType st = grads.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Tensor sum({1}, st, grads.device());
+  ops::sum_squares(grads, sum, stream);
+  double host = 0;
+  if (st == DType::f64) {
+    copy(TensorView(&host, DType::f64, {1}), sum, &stream);
+  } else {
+    float f = 0;
+    copy(TensorView(&f, DType::f32, {1}), sum, &stream);
+    host = f;
+  }
+  return std::sqrt(host);
+}
+
+float clip_factor(double norm, double max_norm) {
+  if (max_norm <= 0 || !(norm > max_norm)) return 1.0f;
+  return static_cast<float>(max_norm / (norm + 1e-6));
+}
+
+Adam::Adam(Shape shape, DType dtype, Device device, AdamConfig config)
+    : config_(config), m_(Tensor::zeros(shape, dtype, device)), v_(Tensor::zeros(shape, dtype, device)) {}
+
+void Adam::step(const TensorView& params, const TensorView& grads, double lr, int64_t step,
+                float grad_scale, const Stream& stream) {
+  ops::AdamOptions o;
+  o.lr = static_cast<float>(lr);
+  o.beta1 = config_.beta1;
+  o.beta2 = config_.beta2;
+  o.eps = config_.eps;
+  o.step = step;
+  o.grad_scale = grad_scale;
+  ops::adam_step(params, grads, m_, v_, o, stream);
+}
+
+}  // namespace tfm

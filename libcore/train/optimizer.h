@@ -1,0 +1,46 @@
+// The paper's optimizer (PAPER.md, "Training"): Adam (0.9, 0.98, 1e-9) over
+// the flat parameter buffer, the warm-up / inverse-square-root schedule, and
+// gradient-norm clipping. Moments live in one buffer of the parameters'
+// layout, so a step is one pass (ops::adam_step).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/ops.h"
+#include "libcore/tensor.h"
+
+namespace tfm {
+
+// lrate = scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step >= 1.
+double noam_learning_rate(int64_t step, int64_t d_model, int64_t warmup, double scale = 1.0);
+
+// ||grads||_2 over the whole buffer (one reduction, read back to the host).
+double gradient_norm(const TensorView& grads, const Stream& stream);
+
+// The factor that brings a gradient of norm `norm` down to `max_norm`
+// (1 when it is already within it, or when max_norm <= 0: no clipping).
+float clip_factor(double norm, double max_norm);
+
+struct AdamConfig {
+  float beta1 = 0.9f, beta2 = 0.98f, eps = 1e-9f;
+};
+
+class Adam {
+ public:
+  // Moments for a flat buffer of `shape`, zeroed, on `device`.
+  Adam(Shape shape, DType dtype, Device device, AdamConfig config = {});
+
+  // One update of `params` from `grads` at `step` (1-based) with `lr`;
+  // gradients are multiplied by grad_scale first (clipping, loss scaling).
+  void step(const TensorView& params, const TensorView& grads, double lr, int64_t step,
+            float grad_scale, const Stream& stream);
+
+  const TensorView& m() const { return m_.view(); }
+  const TensorView& v() const { return v_.view(); }
+
+ private:
+  AdamConfig config_;
+  Tensor m_, v_;
+};
+
+}  // namespace tfm

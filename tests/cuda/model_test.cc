@@ -1,0 +1,107 @@
+// The whole model on CUDA against the whole model on the CPU: one training
+// step (forward, backward, Adam) in fp32 from the same Philox
+// initialization, with dropout on (the masks are the same on both devices),
+// and the incremental decoder's log-probabilities.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "libcore/model/incremental.h"
+#include "libcore/model/transformer.h"
+#include "libcore/train/optimizer.h"
+#include "tests/support.h"
+
+using namespace tfm;
+
+namespace {
+
+ModelConfig config_for(bool pre_norm) {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.vocab_size = 97;
+  c.d_model = 48;
+  c.d_ff = 80;
+  c.heads = 3;
+  c.d_k = 20;
+  c.d_v = 12;
+  c.attention_dropout = 0.1f;
+  c.pre_norm = pre_norm;
+  return c;
+}
+
+HostBatch batch() {
+  return HostBatch::from_pairs({{5, 6, 7, 8, 9, 10, 11}, {12, 13}, {14, 15, 16, 17}},
+                               {{20, 21, 22}, {23, 24, 25, 26, 27, 28}, {96}});
+}
+
+// ||a - b|| / ||b||, norm-wise over a whole buffer.
+double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    ref += b[i] * b[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
+}
+
+}  // namespace
+
+TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
+  ModelLimits limits;
+  limits.max_tokens = 64;
+  limits.max_len = 16;
+  limits.loss_chunk = 8;
+  for (bool pre_norm : {false, true}) {
+    const ModelConfig c = config_for(pre_norm);
+    Transformer cpu(c, limits, Device::cpu()), gpu(c, limits, Device::cuda(0));
+    cpu.init(5);
+    gpu.init(5);
+    REQUIRE(test::to_f64(cpu.params()) == test::to_f64(gpu.params()));  // Philox: bit-identical
+
+    TrainStep step;
+    step.seed = 17;
+    step.rng_step = 1;
+    step.grad_scale = 0.1f;
+    const LossSums a = cpu.forward_backward(batch(), step);
+    const LossSums b = gpu.forward_backward(batch(), step);
+    gpu.stream().synchronize();
+    INFO((pre_norm ? "pre-norm" : "post-norm") << ": loss cpu " << a.loss << " cuda " << b.loss);
+    CHECK(std::abs(a.loss - b.loss) <= 1e-5 * std::abs(a.loss));
+    CHECK(std::abs(a.nll - b.nll) <= 1e-5 * std::abs(a.nll));
+    const double grad_err = relative_error(test::to_f64(gpu.grads()), test::to_f64(cpu.grads()));
+    INFO("gradient relative error " << grad_err);
+    CHECK(grad_err < 1e-4);
+
+    Adam adam_cpu(cpu.params().shape(), DType::f32, Device::cpu());
+    Adam adam_gpu(gpu.params().shape(), DType::f32, Device::cuda(0));
+    adam_cpu.step(cpu.params(), cpu.grads(), 1e-3, 1, 1.0f, cpu.stream());
+    adam_gpu.step(gpu.params(), gpu.grads(), 1e-3, 1, 1.0f, gpu.stream());
+    gpu.stream().synchronize();
+    const double param_err = relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
+    INFO("parameters after Adam, relative error " << param_err);
+    CHECK(param_err < 1e-5);
+  }
+}
+
+TEST_CASE("the incremental decoder on cuda matches the cpu", "[model]") {
+  ModelLimits limits;
+  limits.max_tokens = 64;
+  limits.max_len = 16;
+  const ModelConfig c = config_for(false);
+  Transformer cpu(c, limits, Device::cpu()), gpu(c, limits, Device::cuda(0));
+  cpu.init(8);
+  gpu.init(8);
+  const std::vector<std::vector<int32_t>> sources = {{5, 6, 7}, {8, 9, 10, 11, 12}};
+  IncrementalDecoder dc(cpu, 2, 8, 10), dg(gpu, 2, 8, 10);
+  dc.start(sources);
+  dg.start(sources);
+  std::vector<int32_t> tokens = {kBosId, kBosId};
+  for (int t = 0; t < 6; ++t) {
+    const std::vector<double> a = test::to_f64(dc.step(tokens));
+    const TensorView on_gpu = dg.step(tokens);
+    gpu.stream().synchronize();
+    const std::vector<double> b = test::to_f64(on_gpu);
+    INFO("step " << t);
+    test::require_close({{"log-probs", TensorView(const_cast<double*>(b.data()), DType::f64, {static_cast<int64_t>(b.size())}), a, {1e-4, 1e-5}}});
+    tokens = {static_cast<int32_t>(20 + t), static_cast<int32_t>(40 + t)};
+  }
+}

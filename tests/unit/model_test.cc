@@ -1,0 +1,224 @@
+// The model as a whole: parameter counts against the paper's Table 3, the
+// gradient of the loss against finite differences in double, and the
+// incremental decoder against the full forward pass.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+
+#include "libcore/model/incremental.h"
+#include "libcore/model/transformer.h"
+#include "tests/support.h"
+
+using namespace tfm;
+
+namespace {
+
+struct Row {
+  const char* name;
+  const char* overrides;  // the Table 3 cells that differ from base
+  double paper_millions;  // 0 where the paper gives no figure
+  int64_t pinned;         // the closed-form count with V = 37,000
+};
+
+// Pinned from the closed form (ModelConfig::parameter_count): shared
+// embedding V x D once; per layer Q, K, V, O with biases, the two
+// feed-forward layers, two (encoder) or three (decoder) layer norms.
+const Row kTable3[] = {
+    {"base", "", 65, 63082496},
+    {"A h=1", "heads = 1\nd_k = 512\nd_v = 512", 0, 63082496},
+    {"A h=4", "heads = 4\nd_k = 128\nd_v = 128", 0, 63082496},
+    {"A h=16", "heads = 16\nd_k = 32\nd_v = 32", 0, 63082496},
+    {"A h=32", "heads = 32\nd_k = 16\nd_v = 16", 0, 63082496},
+    {"B d_k=16", "d_k = 16", 58, 55990784},
+    {"B d_k=32", "d_k = 32", 60, 58354688},
+    {"C N=2", "layers = 2", 36, 33656832},
+    {"C N=4", "layers = 4", 50, 48369664},
+    {"C N=8", "layers = 8", 80, 77795328},
+    {"C d_model=256", "d_model = 256\nd_k = 32\nd_v = 32", 28, 26834944},
+    {"C d_model=1024", "d_model = 1024\nd_k = 128\nd_v = 128", 168, 163889152},
+    {"C d_ff=1024", "d_ff = 1024", 53, 50487296},
+    {"C d_ff=4096", "d_ff = 4096", 90, 88272896},
+    {"E learned positions", "learned_positions = true", 0, 64131072},
+    {"big", "d_model = 1024\nd_ff = 4096\nheads = 16\ndropout = 0.3", 213, 214245376},
+};
+
+}  // namespace
+
+TEST_CASE("parameter counts of every Table 3 row match the closed form", "[model]") {
+  for (const Row& row : kTable3) {
+    ModelConfig c = ModelConfig::preset("base");
+    c.parse(row.overrides);
+    const ParamLayout layout(c);
+    std::printf("  %-22s %11lld parameters (%6.1fM)  paper %s\n", row.name,
+                static_cast<long long>(layout.count()), layout.count() / 1e6,
+                row.paper_millions > 0 ? fmt::format("{}M", row.paper_millions).c_str() : "-");
+    INFO(row.name);
+    CHECK(layout.count() == c.parameter_count());
+    CHECK(layout.count() == row.pinned);
+    if (row.paper_millions > 0) CHECK(std::abs(layout.count() / 1e6 - row.paper_millions) / row.paper_millions < 0.1);
+  }
+  // The presets the paper names.
+  CHECK(ParamLayout(ModelConfig::preset("big")).count() == 214245376);
+}
+
+TEST_CASE("configs round-trip through text and reject what they do not know", "[model]") {
+  ModelConfig c = ModelConfig::preset("big");
+  c.pre_norm = true;
+  c.attention_dropout = 0.2f;
+  ModelConfig back = ModelConfig::preset("tiny");
+  back.parse(c.to_text());
+  CHECK(back == c);
+  ModelConfig d;
+  REQUIRE_THROWS_WITH(d.parse("layers = 2\nwidth = 3\n", "x.ini"), Catch::Contains("unknown key 'width'"));
+  try {
+    d.parse("layers = 2\n\nheads = zero\n", "x.ini");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("heads must be an integer") != std::string::npos);
+    CHECK(e.where() == "x.ini:3");
+  }
+  REQUIRE_THROWS_WITH(d.set("dropout", "1.5"), Catch::Contains("dropout must be in [0, 0.99]"));
+  REQUIRE_THROWS_WITH(ModelConfig::preset("huge"), Catch::Contains("expected base, big or tiny"));
+}
+
+namespace {
+
+ModelConfig tiny_variant(int variant) {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.vocab_size = 23;
+  c.d_model = 12;
+  c.d_ff = 20;
+  c.heads = 3;
+  c.d_k = 5;  // d_k, d_v independent of d_model / heads (Table 3 row B)
+  c.d_v = 3;
+  c.max_positions = 16;
+  c.dropout = 0.1f;
+  c.attention_dropout = 0.1f;
+  c.label_smoothing = 0.1f;
+  if (variant == 1) c.pre_norm = true;
+  if (variant == 2) c.learned_positions = true;
+  if (variant == 3) c.share_embeddings = false;
+  return c;
+}
+
+const char* kVariantNames[] = {"post-norm", "pre-norm", "learned positions", "separate embeddings"};
+
+HostBatch test_batch(int64_t vocab) {
+  // Odd lengths on both sides, padding in every sentence but one.
+  const std::vector<std::vector<int32_t>> src = {{5, 6, 7, 8, 9}, {10, 4}, {11, 12, 13}};
+  const std::vector<std::vector<int32_t>> tgt = {{14, 15}, {16, 17, 18, 19}, {static_cast<int32_t>(vocab - 1)}};
+  return HostBatch::from_pairs(src, tgt);
+}
+
+}  // namespace
+
+TEST_CASE("the loss gradient equals finite differences in double", "[model]") {
+  ModelLimits limits;
+  limits.max_tokens = 64;
+  limits.max_len = 16;
+  limits.loss_chunk = 4;  // several chunks of the output layer
+  for (int variant = 0; variant < 4; ++variant) {
+    const ModelConfig c = tiny_variant(variant);
+    Transformer model(c, limits, Device::cpu(), DType::f64);
+    model.init(7);
+    const HostBatch batch = test_batch(c.vocab_size);
+    TrainStep step;
+    step.seed = 99;
+    step.rng_step = 3;
+    model.zero_grads();
+    const LossSums sums = model.forward_backward(batch, step);
+    REQUIRE(sums.tokens == batch.target_tokens);
+    REQUIRE(std::isfinite(sums.loss));
+    const std::vector<double> grads = test::to_f64(model.grads());
+    double* p = model.params().data_as<double>();
+    auto loss = [&] { return model.forward_backward(batch, step).loss; };  // grads are ignored
+
+    // Two elements of every tensor, central differences.
+    double worst = 0;
+    std::string worst_name;
+    uint64_t pick = 12345;
+    for (const ParamEntry& e : model.layout().entries()) {
+      for (int k = 0; k < 2; ++k) {
+        pick = pick * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t index = e.offset + static_cast<int64_t>((pick >> 33) % static_cast<uint64_t>(e.shape.numel()));
+        if (e.name.find("embed_tokens") != std::string::npos || e.name == "embed.weight")
+          index = e.offset + 14 * c.d_model + k;  // a row the batch uses
+        const double keep = p[index], h = 1e-5;
+        p[index] = keep + h;
+        const double up = loss();
+        p[index] = keep - h;
+        const double down = loss();
+        p[index] = keep;
+        const double numeric = (up - down) / (2 * h);
+        const double analytic = grads[static_cast<size_t>(index)];
+        REQUIRE(std::isfinite(numeric));
+        REQUIRE(std::isfinite(analytic));
+        const double err = std::abs(numeric - analytic) / std::max(1e-3, std::abs(numeric));
+        if (err > worst) {
+          worst = err;
+          worst_name = fmt::format("{}[{}]: analytic {:.10g} numeric {:.10g}", e.name,
+                                   index - e.offset, analytic, numeric);
+        }
+      }
+    }
+    INFO(kVariantNames[variant] << ": worst " << worst_name);
+    CHECK(worst < 1e-5);
+  }
+}
+
+TEST_CASE("the incremental decoder gives the full forward pass's log-probabilities", "[model]") {
+  ModelLimits limits;
+  limits.max_tokens = 64;
+  limits.max_len = 16;
+  for (int variant = 0; variant < 4; ++variant) {
+    const ModelConfig c = tiny_variant(variant);
+    Transformer model(c, limits, Device::cpu(), DType::f64);
+    model.init(11);
+    const HostBatch batch = test_batch(c.vocab_size);
+    const Tensor full = model.log_probs(batch);  // (B * T, V)
+    const std::vector<double> want = test::to_f64(full);
+
+    IncrementalDecoder dec(model, batch.batch, 8, 12);
+    std::vector<std::vector<int32_t>> sources;
+    for (int64_t b = 0; b < batch.batch; ++b)
+      sources.emplace_back(batch.src.begin() + b * batch.src_len,
+                           batch.src.begin() + b * batch.src_len + batch.src_lengths[static_cast<size_t>(b)]);
+    dec.start(sources);
+    double worst = 0;
+    for (int64_t t = 0; t < batch.tgt_len; ++t) {
+      std::vector<int32_t> tokens;
+      for (int64_t b = 0; b < batch.batch; ++b) tokens.push_back(batch.tgt_in[static_cast<size_t>(b * batch.tgt_len + t)]);
+      const std::vector<double> got = test::to_f64(dec.step(tokens));
+      for (int64_t b = 0; b < batch.batch; ++b) {
+        if (t >= batch.tgt_lengths[static_cast<size_t>(b)]) continue;  // padding: no prediction
+        for (int64_t v = 0; v < c.vocab_size; ++v) {
+          const double a = got[static_cast<size_t>(b * c.vocab_size + v)];
+          const double e = want[static_cast<size_t>((b * batch.tgt_len + t) * c.vocab_size + v)];
+          REQUIRE(std::isfinite(a));
+          REQUIRE(std::isfinite(e));
+          worst = std::max(worst, std::abs(a - e));
+        }
+      }
+    }
+    INFO(kVariantNames[variant]);
+    CHECK(worst < 1e-10);
+  }
+}
+
+TEST_CASE("the model plans its memory and refuses batches over the plan", "[model]") {
+  ModelLimits limits;
+  limits.max_tokens = 32;
+  limits.max_len = 8;
+  Transformer model(ModelConfig::preset("tiny"), limits, Device::cpu());
+  const std::string report = model.memory_report();
+  for (const char* kind : {"parameters", "gradients", "activations", "workspace", "total"})
+    CHECK(report.find(kind) != std::string::npos);
+  const HostBatch long_one = HostBatch::from_pairs({std::vector<int32_t>(9, 5)}, {{6}});
+  REQUIRE_THROWS_WITH(model.evaluate(long_one), Catch::Contains("over the planned maximum length 8"));
+  const HostBatch bad_id = HostBatch::from_pairs({{5, 64}}, {{6}});
+  REQUIRE_THROWS_WITH(model.evaluate(bad_id), Catch::Contains("source id 64 is outside the vocabulary [0, 64)"));
+  limits.max_len = 2000;
+  REQUIRE_THROWS_WITH(Transformer(ModelConfig::preset("tiny"), limits, Device::cpu()),
+                      Catch::Contains("positions"));
+}
