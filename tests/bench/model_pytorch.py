@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+# tests/bench/model_pytorch.py: the reference for tests/bench/model. Times
+# forward + backward of the same Transformer in PyTorch, on a batch of the
+# same shape and padding as tfm's, and prints one machine-readable line:
+#
+#   RESULT tokens_per_s=X seconds=X steps=N tokens=N params=N threads=N torch=VERSION device=D
+#
+# The architecture follows libcore/model (PAPER.md, "Model"): one embedding
+# shared by source, target and the output projection, scaled by sqrt(D);
+# sinusoidal positions; post-norm layers (no final norm unless --pre-norm);
+# dropout on embeddings + positions and on every sub-layer output;
+# label-smoothed cross-entropy summed over target tokens (padding excluded).
+#
+# When torch cannot be imported it prints "NO_TORCH <reason>" and exits 4,
+# so the caller can say so in one line. Run with /usr/bin/python3 (Debian's
+# python3-torch); other interpreters on PATH may lack torch.
+import argparse
+import math
+import os
+import sys
+import time
+
+EXIT_NO_TORCH = 4
+
+
+def parse_lengths(text):
+    lengths = [int(x) for x in text.split(",") if x]
+    if not lengths or min(lengths) < 1:
+        raise SystemExit("model_pytorch.py: lengths must be positive integers")
+    return lengths
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description="PyTorch reference for tests/bench/model")
+    p.add_argument("--vocab", type=int, default=37000)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--d-ff", type=int, default=2048)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--pre-norm", action="store_true")
+    # Per-sentence lengths, comma-separated: sources (S_i) and decoder
+    # inputs (T_i = target words + 1, bos in, eos out), as tfm's HostBatch.
+    p.add_argument("--src-lengths", type=parse_lengths, required=True)
+    p.add_argument("--tgt-lengths", type=parse_lengths, required=True)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=int, default=1)
+    return p.parse_args()
+
+
+def main():
+    args = parse_args()
+    try:
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+    except Exception as e:  # ImportError, or a broken install raising anything
+        print(f"NO_TORCH {type(e).__name__}: {e}")
+        return EXIT_NO_TORCH
+
+    if len(args.src_lengths) != len(args.tgt_lengths):
+        raise SystemExit("model_pytorch.py: --src-lengths and --tgt-lengths differ in count")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("model_pytorch.py: this torch build has no usable CUDA device")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    D, V = args.d_model, args.vocab
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(V, D, padding_idx=0)
+            nn.init.normal_(self.embed.weight, 0.0, D ** -0.5)
+            pe = torch.zeros(4096, D)
+            pos = torch.arange(4096, dtype=torch.float).unsqueeze(1)
+            div = torch.exp(torch.arange(0, D, 2, dtype=torch.float) * (-math.log(10000.0) / D))
+            pe[:, 0::2] = torch.sin(pos * div)
+            pe[:, 1::2] = torch.cos(pos * div)
+            self.register_buffer("pe", pe)
+            self.drop = nn.Dropout(args.dropout)
+
+            def norm():
+                return nn.LayerNorm(D) if args.pre_norm else None
+
+            enc_layer = nn.TransformerEncoderLayer(D, args.heads, args.d_ff, args.dropout,
+                                                   batch_first=True, norm_first=args.pre_norm)
+            dec_layer = nn.TransformerDecoderLayer(D, args.heads, args.d_ff, args.dropout,
+                                                   batch_first=True, norm_first=args.pre_norm)
+            self.transformer = nn.Transformer(
+                d_model=D, nhead=args.heads, dim_feedforward=args.d_ff, dropout=args.dropout,
+                batch_first=True, norm_first=args.pre_norm,
+                custom_encoder=nn.TransformerEncoder(enc_layer, args.layers, norm=norm()),
+                custom_decoder=nn.TransformerDecoder(dec_layer, args.layers, norm=norm()))
+
+        def embed_positions(self, ids):
+            x = self.embed(ids) * math.sqrt(D) + self.pe[: ids.shape[1]]
+            return self.drop(x)
+
+        def forward(self, src, tgt_in, src_pad, tgt_pad, causal):
+            h = self.transformer(self.embed_positions(src), self.embed_positions(tgt_in),
+                                 tgt_mask=causal, src_key_padding_mask=src_pad,
+                                 tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
+            return h @ self.embed.weight.t()  # tied output projection: (B, T, V)
+
+    model = Model().to(device).train()
+    params = sum(p.numel() for p in model.parameters())
+
+    # The batch: ids in [4, V) (0..3 are pad, unk, bos, eos), padded after
+    # each sentence to the longest one; targets past the end are -1 (ignored).
+    B = len(args.src_lengths)
+    S, T = max(args.src_lengths), max(args.tgt_lengths)
+    src = torch.randint(4, V, (B, S))
+    tgt_in = torch.randint(4, V, (B, T))
+    tgt_out = torch.randint(4, V, (B, T))
+    src_len = torch.tensor(args.src_lengths).unsqueeze(1)
+    tgt_len = torch.tensor(args.tgt_lengths).unsqueeze(1)
+    src_pad = torch.arange(S).unsqueeze(0) >= src_len  # (B, S), True = padding
+    tgt_pad = torch.arange(T).unsqueeze(0) >= tgt_len  # (B, T)
+    src[src_pad] = 0
+    tgt_in[tgt_pad] = 0
+    tgt_out[tgt_pad] = -1
+    tokens = int(sum(args.tgt_lengths))
+    src, tgt_in, tgt_out = src.to(device), tgt_in.to(device), tgt_out.to(device)
+    src_pad, tgt_pad = src_pad.to(device), tgt_pad.to(device)
+    causal = nn.Transformer.generate_square_subsequent_mask(T).to(device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def step():
+        model.zero_grad(set_to_none=False)  # as tfm's zero_grads: a memset
+        logits = model(src, tgt_in, src_pad, tgt_pad, causal)
+        loss = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=-1,
+                               label_smoothing=args.label_smoothing, reduction="sum")
+        loss.backward()
+
+    for _ in range(args.warmup):
+        step()
+    sync()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    sync()
+    seconds = time.perf_counter() - start
+    print(f"RESULT tokens_per_s={tokens * args.steps / seconds:.1f} seconds={seconds:.3f} "
+          f"steps={args.steps} tokens={tokens} params={params} threads={torch.get_num_threads()} "
+          f"torch={torch.__version__} device={device}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
