@@ -70,16 +70,28 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
         std::fill(x, x + v, T(0));
         continue;
       }
-      const double lse = log_sum_exp(x, v);
+      // Pass 1: max, sum of x and x[t]. Pass 2: x := exp(x - max) in T (one
+      // exp per element, in float for f32), summed in double. Pass 3: x :=
+      // grad_scale * (softmax - target).
+      T mx = x[0];
       double sum_x = 0;
-      for (int64_t j = 0; j < v; ++j) sum_x += x[j];
-      const double row_nll = lse - x[t];
+      for (int64_t j = 0; j < v; ++j) {
+        mx = std::max(mx, x[j]);
+        sum_x += x[j];
+      }
+      const double x_t = x[t];
+      double sum_exp = 0;
+      for (int64_t j = 0; j < v; ++j) {
+        x[j] = std::exp(x[j] - mx);
+        sum_exp += x[j];
+      }
+      const double lse = mx + std::log(sum_exp);
+      const double row_nll = lse - x_t;
       nll[static_cast<size_t>(r)] = row_nll;
       loss[static_cast<size_t>(r)] = (1 - e) * row_nll + e * (lse - sum_x / static_cast<double>(v));
-      for (int64_t j = 0; j < v; ++j) {
-        const double target = (j == t ? 1 - e : 0.0) + uniform;
-        x[j] = static_cast<T>(gs * (std::exp(static_cast<double>(x[j]) - lse) - target));
-      }
+      const T inv = static_cast<T>(gs / sum_exp), off = static_cast<T>(gs * uniform);
+      for (int64_t j = 0; j < v; ++j) x[j] = x[j] * inv - off;
+      x[t] -= static_cast<T>(gs * (1 - e));
     }
     double loss_sum = 0, nll_sum = 0;
     for (int64_t r = 0; r < n; ++r) {

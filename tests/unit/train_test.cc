@@ -64,12 +64,13 @@ TEST_CASE("a tiny model learns to copy with the paper's optimizer", "[train]") {
     if (step == 1) first = nll;
     last = nll;
     const float clip = clip_factor(gradient_norm(model.grads(), model.stream()), 1.0);
-    adam.step(model.params(), model.grads(), noam_learning_rate(step, c.d_model, 30, 2.0), step, clip,
+    adam.step(model.params(), model.grads(), noam_learning_rate(step, c.d_model, 30), step, clip,
               model.stream());
   }
+  // With label smoothing 0.1 over 16 words the best NLL is -log(0.9 + 0.1 / 16) = 0.099.
   INFO("per-token NLL " << first << " -> " << last);
   CHECK(first > 2.0);
-  CHECK(last < 0.25 * first);
+  CHECK(last < 0.13);
 }
 
 TEST_CASE("a model survives the trip through a checkpoint", "[train]") {
