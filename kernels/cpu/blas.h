@@ -31,6 +31,7 @@ struct Blas {
   std::string config;       // openblas_get_config()
   std::string core_source;  // why this core: chosen by tfm, set by the user, ...
   int threads = 0;
+  bool openmp = false;      // the OpenMP build: safe to call from a parallel region
 };
 
 // Loads OpenBLAS on first call (thread-safe) and returns it. Throws Error

@@ -12,6 +12,9 @@
 namespace tfm::ops::cpu {
 namespace {
 
+// m * n * k at or below which a batched GEMM runs its matrices in parallel.
+constexpr int64_t kSmallGemm = 64 * 64 * 64;
+
 template <typename T>
 void call_blas(const Blas& blas, bool ta, bool tb, int m, int n, int k, T alpha, const T* a,
                int lda, const T* b, int ldb, T beta, T* c, int ldc) {
@@ -34,6 +37,12 @@ void gemm_typed(const GemmShape& s, const T* a, const T* b, T* c, const T* bias,
     for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * s.n, bias, sizeof(T) * s.n);
     beta = 1;
   }
+  // Many small matrices (attention's B*H heads): one thread per matrix
+  // beats OpenBLAS splitting each tiny product. Only with the OpenMP build
+  // of OpenBLAS, which runs single-threaded inside a parallel region.
+  const bool small = s.m * s.n * s.k <= kSmallGemm;
+  const bool by_batch = s.batch > 1 && small && lib.openmp;
+#pragma omp parallel for schedule(static) if (by_batch)
   for (int64_t g = 0; g < s.batch; ++g) {
     call_blas<T>(lib, o.trans_a, o.trans_b, static_cast<int>(s.m), static_cast<int>(s.n),
                  static_cast<int>(s.k), static_cast<T>(o.alpha), a + g * s.stride_a,
