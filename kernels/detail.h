@@ -26,6 +26,7 @@ void add(const TensorView& a, const TensorView& b, const TensorView& y);
 void relu_forward(const TensorView& x, const TensorView& y);
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx);
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi);
+void cast(const TensorView& x, const TensorView& y);
 void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
                        const TensorView& out);
 void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
@@ -75,6 +76,7 @@ void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx,
                    const Stream& stream);
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream);
+void cast(const TensorView& x, const TensorView& y, const Stream& stream);
 void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
                        const TensorView& out, const Stream& stream);
 void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,

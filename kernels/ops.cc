@@ -194,6 +194,21 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
   }
 }
 
+void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
+  require_device("cast", stream, {{"x", &x}, {"y", &y}});
+  for (const auto& [t, name] : {std::pair{&x, "x"}, std::pair{&y, "y"}}) {
+    const bool ok = t->dtype() == DType::f32 || t->dtype() == DType::bf16 ||
+                    t->dtype() == DType::f16 || (t->device().is_cpu() && t->dtype() == DType::f64);
+    TFM_REQUIRE(ok, "cast: {} is {}, not a float dtype cast supports here", name, t->str());
+  }
+  TFM_REQUIRE(x.shape() == y.shape(), "cast: x is {} but y is {}", x.str(), y.str());
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::cast(x, y);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(cast(x, y, stream));
+  }
+}
+
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream) {
   require_device("uniform", stream, {{"out", &out}});
   require_float("uniform", out, "out");

@@ -68,6 +68,11 @@ void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx,
                    const Stream& stream);
 
+// y = x converted to y's dtype, rounding to nearest even   (same shape; y =)
+// Any float dtypes, on the CPU too (f32 <-> bf16 / f16 / f64): the bridge
+// between fp32 master weights and 16-bit compute.
+void cast(const TensorView& x, const TensorView& y, const Stream& stream);
+
 // out[i] = lo + (hi - lo) * u_i, u_i = uniform01(philox_bits(key, i)) in [0, 1)
 //                                             (out =; rounding may reach hi itself)
 // The same key gives the same numbers on every device (libcore/rng.h).

@@ -54,6 +54,36 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
   });
 }
 
+namespace {
+// Every float dtype as double and back (tfm::bf16 / f16 round to nearest even).
+double load(const TensorView& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::f32: return static_cast<const float*>(t.data())[i];
+    case DType::f64: return static_cast<const double*>(t.data())[i];
+    case DType::bf16: return static_cast<float>(static_cast<const bf16*>(t.data())[i]);
+    case DType::f16: return static_cast<float>(static_cast<const f16*>(t.data())[i]);
+    default: return 0;
+  }
+}
+void store(const TensorView& t, int64_t i, double v) {
+  switch (t.dtype()) {
+    case DType::f32: static_cast<float*>(t.data())[i] = static_cast<float>(v); break;
+    case DType::f64: static_cast<double*>(t.data())[i] = v; break;
+    // Through float first: the same rounding as the GPU's __float2bfloat16_rn
+    // of an f32 value (f64 sources are rare: tests only).
+    case DType::bf16: static_cast<bf16*>(t.data())[i] = bf16(static_cast<float>(v)); break;
+    case DType::f16: static_cast<f16*>(t.data())[i] = f16(static_cast<float>(v)); break;
+    default: break;
+  }
+}
+}  // namespace
+
+void cast(const TensorView& x, const TensorView& y) {
+  const int64_t n = x.numel();
+#pragma omp parallel for if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) store(y, i, load(x, i));
+}
+
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi) {
   with_float(out, "uniform", [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;

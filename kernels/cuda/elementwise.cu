@@ -42,6 +42,13 @@ __global__ void uniform_kernel(T* out, int64_t n, RngKey key, float lo, float sp
   }
 }
 
+template <typename X, typename Y>
+__global__ void cast_kernel(const X* x, Y* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = from_float<Y>(to_float(x[i]));
+}
+
 template <typename T, typename B>
 __global__ void bias_relu_kernel(T* c, int64_t rows, int64_t n, const B* bias, bool relu) {
   const int64_t total = rows * n;
@@ -104,6 +111,20 @@ void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const
     uniform_kernel<T><<<grid_for((n + 3) / 4), kThreads, 0, native(stream)>>>(
         static_cast<T*>(out.data()), n, key, lo, hi - lo);
     TFM_CHECK_LAUNCH();
+  });
+}
+
+void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
+  activate(stream.device());
+  const int64_t n = x.numel();
+  with_storage_type(x.dtype(), "cast", [&](auto xt) {
+    with_storage_type(y.dtype(), "cast", [&](auto yt) {
+      using X = decltype(xt);
+      using Y = decltype(yt);
+      cast_kernel<X, Y><<<grid_for(n), kThreads, 0, native(stream)>>>(
+          static_cast<const X*>(x.data()), static_cast<Y*>(y.data()), n);
+      TFM_CHECK_LAUNCH();
+    });
   });
 }
 

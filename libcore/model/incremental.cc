@@ -25,8 +25,8 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, int64_t rows, int64_t
               "decoding {} steps needs more than the {} learned positions", max_steps,
               c.max_positions);
   const int64_t N = rows, H = c.heads, K = c.d_k, E = c.d_v, D = c.d_model;
-  const DType dt = model.dtype();
-  const DType st = dt == DType::f64 ? DType::f64 : DType::f32;
+  const DType dt = model.dtype(), pt = model.param_dtype();
+  const DType st = pt;  // statistics and log-probs: f32 (f64 for f64 models)
   ids_ = std::make_unique<Ids>();
   Ids& i = *ids_;
   auto io = [&](const char* n) { return plan_.add(MemoryKind::io, n, DType::i32, {N}); };
@@ -56,12 +56,12 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, int64_t rows, int64_t
   i.scores = act("scores", {N * H * std::max(max_steps, max_src_len)});
   i.ctx = act("ctx", {N, H * E});
   i.f = act("f", {N, c.d_ff});
-  i.logits = act("logits", {N, c.vocab_size});
+  i.logits = plan_.add(MemoryKind::activations, "logits", pt, {N, c.vocab_size});
   i.proj = plan_.add(MemoryKind::workspace, "proj", dt, {N * max_src_len * H * std::max(K, E)});
   mem_ = std::make_unique<PlannedMemory>(plan_, model.device());
   if (!c.learned_positions) {
-    Tensor table = sinusoid_table(max_steps, D, dt);
-    positions_ = Tensor(table.shape(), dt, model.device());
+    Tensor table = sinusoid_table(max_steps, D, pt);
+    positions_ = Tensor(table.shape(), pt, model.device());
     copy(positions_, table);
   }
 }
@@ -88,7 +88,7 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources)
   device_memset_zero(mem_->block(MemoryKind::kv_cache), model_.device(),
                      plan_.bytes(MemoryKind::kv_cache), st.native());
 
-  const model::Blocks m{st, c, model_.layout(), model_.params(), model_.grads(), {}};
+  const model::Blocks m{st, c, model_.layout(), model_.weights(), model_.grads(), {}};
   const int64_t N = rows_, H = c.heads, K = c.d_k, E = c.d_v;
   for (int64_t l = 0; l < c.layers; ++l) {
     const AttentionIds& w = model_.layout().decoder[static_cast<size_t>(l)].cross_attn;
@@ -113,7 +113,7 @@ TensorView IncrementalDecoder::step(const std::vector<int32_t>& tokens) {
                 c.vocab_size);
   const int64_t N = rows_, H = c.heads, K = c.d_k, E = c.d_v, D = c.d_model;
   const size_t el = dtype_size(model_.dtype());
-  const model::Blocks m{st, c, L, model_.params(), model_.grads(), {}};
+  const model::Blocks m{st, c, L, model_.weights(), model_.grads(), {}};
   const Ids& i = *ids_;
   auto view = [&](int id) { return mem_->view(id); };
 
@@ -198,7 +198,7 @@ TensorView IncrementalDecoder::step(const std::vector<int32_t>& tokens) {
   }
   ops::GemmOptions tb;
   tb.trans_b = true;
-  ops::gemm(x, model_.param(L.tgt_embed), view(i.logits), tb, st);
+  ops::gemm(x, model_.weight(L.tgt_embed), view(i.logits), tb, st);
   ops::log_softmax(view(i.logits), view(i.logits), st);
   ++t_;
   return view(i.logits);

@@ -8,7 +8,7 @@ namespace {
 // The flat parameter buffer on the host: the buffer itself on the CPU, a
 // staging copy for a GPU model.
 Tensor host_params(const Transformer& model) {
-  Tensor host(model.params().shape(), model.dtype());
+  Tensor host(model.params().shape(), model.param_dtype());
   copy(host, model.params(), &model.stream());
   return host;
 }
@@ -50,9 +50,9 @@ void load_parameters(const std::string& path, Transformer& model) {
     const auto it = wanted.find(t.name);
     TFM_REQUIRE(it != wanted.end(), "{} has a tensor '{}' that the model does not have", path, t.name);
     const ParamEntry& e = layout.entry(it->second);
-    TFM_REQUIRE(t.shape == e.shape && t.dtype == model.dtype(),
+    TFM_REQUIRE(t.shape == e.shape && t.dtype == model.param_dtype(),
                 "{}: tensor '{}' is {} {} but the model needs {} {}", path, t.name,
-                dtype_name(t.dtype), t.shape.str(), dtype_name(model.dtype()), e.shape.str());
+                dtype_name(t.dtype), t.shape.str(), dtype_name(model.param_dtype()), e.shape.str());
   }
   for (const ParamEntry& e : layout.entries())
     TFM_REQUIRE(info.find(e.name), "{} has no tensor '{}'", path, e.name);
@@ -60,7 +60,7 @@ void load_parameters(const std::string& path, Transformer& model) {
   Tensor staging;
   TensorView flat = model.params();
   if (!model.device().is_cpu()) {
-    staging = Tensor(flat.shape(), model.dtype());
+    staging = Tensor(flat.shape(), model.param_dtype());
     flat = staging.view();
   }
   io::read_checkpoint_tensors(path, [&](const io::TensorInfo& t) {

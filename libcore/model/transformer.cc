@@ -47,12 +47,14 @@ struct Transformer::Plan {
   std::vector<DecoderLayerPlan> dec;
   SublayerIds enc_final{-1, -1, -1, -1}, dec_final{-1, -1, -1, -1};
   // workspace
-  int proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, sums;
+  int shadow = -1;  // the 16-bit copy of the parameters (16-bit compute only)
+  int proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
 
-  Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, int64_t param_elems) {
+  // dt: compute dtype; pt: parameters, gradients, logits and loss.
+  Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, DType pt, int64_t param_elems) {
     const int64_t R = lim.max_tokens, L = lim.max_len, D = c.d_model, F = c.d_ff, H = c.heads;
     const int64_t HK = H * c.d_k, HE = H * c.d_v, HX = std::max(HK, HE);
-    const DType st = stats_dtype(dt);
+    const DType st = stats_dtype(pt);
     auto act = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::activations, n, t, s); };
     auto ws = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::workspace, n, t, s); };
     auto sub = [&](const std::string& n) {
@@ -64,8 +66,9 @@ struct Transformer::Plan {
                               act(n + ".v", dt, {R * HE}), act(n + ".probs", dt, {R * H * L}),
                               act(n + ".ctx", dt, {R, HE})};
     };
-    params = mem.add(MemoryKind::parameters, "params", dt, {param_elems});
-    grads = mem.add(MemoryKind::gradients, "grads", dt, {param_elems});
+    params = mem.add(MemoryKind::parameters, "params", pt, {param_elems});
+    if (dt != pt) shadow = mem.add(MemoryKind::parameters, "params.compute", dt, {param_elems});
+    grads = mem.add(MemoryKind::gradients, "grads", pt, {param_elems});
     src = mem.add(MemoryKind::io, "src", DType::i32, {R});
     src_lengths = mem.add(MemoryKind::io, "src_lengths", DType::i32, {R});
     tgt_in = mem.add(MemoryKind::io, "tgt_in", DType::i32, {R});
@@ -100,17 +103,22 @@ struct Transformer::Plan {
     dln = ws("dln", dt, {R, D});
     g_dec = ws("g_dec", dt, {R, D});
     g_enc = ws("g_enc", dt, {R, D});
-    logits = ws("logits", dt, {std::min(lim.loss_chunk, R), c.vocab_size});
+    const int64_t chunk = std::min(lim.loss_chunk, R);
+    logits = ws("logits", pt, {chunk, c.vocab_size});
+    logits16 = dt != pt ? ws("logits.compute", dt, {chunk, c.vocab_size}) : logits;
     sums = ws("sums", st, {2});
   }
 };
 
 Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, Device device,
                          DType dtype)
-    : config_(config), limits_(limits), device_(device), dtype_(dtype), layout_(config) {
+    : config_(config), limits_(limits), device_(device), dtype_(dtype),
+      param_dtype_(dtype == DType::f64 ? DType::f64 : DType::f32), layout_(config) {
   config_.validate();
-  TFM_REQUIRE(dtype == DType::f32 || (dtype == DType::f64 && device.is_cpu()),
-              "the model runs in f32 (f64 on the cpu for tests), not {}", dtype_name(dtype));
+  const bool ok = dtype == DType::f32 || (device.is_cpu() && dtype == DType::f64) ||
+                  (device.is_cuda() && (dtype == DType::bf16 || dtype == DType::f16));
+  TFM_REQUIRE(ok, "the model computes in f32 (f64 on the cpu for tests, bf16 or f16 on cuda), not {} on {}",
+              dtype_name(dtype), device.str());
   TFM_REQUIRE(limits.max_tokens >= 1 && limits.max_len >= 1 && limits.loss_chunk >= 1,
               "model limits must be positive (max_tokens {}, max_len {}, loss_chunk {})",
               limits.max_tokens, limits.max_len, limits.loss_chunk);
@@ -118,11 +126,11 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
               "max_len {} is over the {} positions the model has (max_positions)", limits.max_len,
               config.max_positions);
   stream_ = std::make_unique<Stream>(device);
-  plan_ = std::make_unique<Plan>(config_, limits_, dtype_, layout_.total());
+  plan_ = std::make_unique<Plan>(config_, limits_, dtype_, param_dtype_, layout_.total());
   memory_ = std::make_unique<PlannedMemory>(plan_->mem, device);
   if (!config_.learned_positions) {
-    Tensor table = sinusoid_table(limits_.max_len, config_.d_model, dtype_);
-    positions_ = Tensor(table.shape(), dtype_, device);
+    Tensor table = sinusoid_table(limits_.max_len, config_.d_model, param_dtype_);
+    positions_ = Tensor(table.shape(), param_dtype_, device);
     copy(positions_, table);
   }
   zero_grads();
@@ -132,6 +140,9 @@ Transformer::~Transformer() = default;
 
 TensorView Transformer::params() const { return memory_->view(plan_->params); }
 TensorView Transformer::grads() const { return memory_->view(plan_->grads); }
+TensorView Transformer::weights() const {
+  return plan_->shadow >= 0 ? memory_->view(plan_->shadow) : params();
+}
 
 std::string Transformer::memory_report() const { return plan_->mem.report(); }
 
@@ -159,6 +170,9 @@ void Transformer::upload(const HostBatch& b) {
   check_ids(b.src, false, "source");
   check_ids(b.tgt_in, false, "target");
   check_ids(b.tgt_out, true, "target");
+  // Every pass starts from the current parameters (an optimizer step may
+  // have changed them): refresh the 16-bit copy the GEMMs read.
+  if (plan_->shadow >= 0) ops::cast(params(), weights(), *stream_);
   B_ = b.batch;
   S_ = b.src_len;
   T_ = b.tgt_len;
@@ -186,7 +200,9 @@ class Pass {
        int64_t S, int64_t T, const TrainStep& step)
       : c_(c), L_(layout), plan_(plan), mem_(mem), st_(stream), positions_(positions),
         B_(B), S_(S), T_(T), step_(step),
-        m_{stream, c, layout, mem.view(plan.params), mem.view(plan.grads),
+        master_(mem.view(plan.params)),
+        m_{stream, c, layout, plan.shadow >= 0 ? mem.view(plan.shadow) : mem.view(plan.params),
+           mem.view(plan.grads),
            {mem.view(plan.proj), mem.view(plan.scores), mem.view(plan.split), mem.view(plan.dq),
             mem.view(plan.dk), mem.view(plan.dv), mem.view(plan.dprobs), mem.view(plan.dproj)}} {}
 
@@ -197,8 +213,12 @@ class Pass {
   int64_t rs() const { return B_ * S_; }
   int64_t rt() const { return B_ * T_; }
 
+  // The f32 master of a parameter that is not a GEMM operand (embedding
+  // tables, positions, layer-norm gains and biases: ops take them in f32).
+  TensorView pm(int id) const { return L_.view(master_, id); }
+
   TensorView positions(int pos_id) const {
-    return pos_id >= 0 ? m_.p(pos_id) : positions_;
+    return pos_id >= 0 ? pm(pos_id) : positions_;
   }
 
   TensorView encoder_output() const {
@@ -248,7 +268,7 @@ class Pass {
   void embed(int stack, int ids_id, int out_id, int embed_id, int pos_id, int64_t len) {
     const int64_t R = B_ * len, D = c_.d_model;
     const TensorView x = v(out_id, {R, D});
-    ops::embedding_forward(v(ids_id, {R}), m_.p(embed_id), embed_scale(), x, st_);
+    ops::embedding_forward(v(ids_id, {R}), pm(embed_id), embed_scale(), x, st_);
     ops::position_add(x.reshape({B_, len, D}), positions(pos_id), 0, st_);
     ops::dropout_forward(x, p_drop(), key(site(stack, 0, 0)), x, st_);
   }
@@ -267,7 +287,7 @@ class Pass {
     if (!c_.pre_norm) return x;
     const int64_t R = x.dim(0);
     const TensorView h = v(ids.h, x.shape());
-    ops::layernorm_forward(x, m_.p(norm.gamma), m_.p(norm.beta), c_.layer_norm_eps, h,
+    ops::layernorm_forward(x, pm(norm.gamma), pm(norm.beta), c_.layer_norm_eps, h,
                            v(ids.mean, {R}), v(ids.rstd, {R}), st_);
     return h;
   }
@@ -279,8 +299,8 @@ class Pass {
     if (c_.pre_norm) {
       ops::add_dropout_forward(x, s, p_drop(), key(site_id), y, st_);
     } else {
-      ops::add_dropout_layernorm_forward(x, s, p_drop(), key(site_id), m_.p(norm.gamma),
-                                         m_.p(norm.beta), c_.layer_norm_eps, v(ids.h, x.shape()),
+      ops::add_dropout_layernorm_forward(x, s, p_drop(), key(site_id), pm(norm.gamma),
+                                         pm(norm.beta), c_.layer_norm_eps, v(ids.h, x.shape()),
                                          y, v(ids.mean, {R}), v(ids.rstd, {R}), st_);
     }
     return y;
@@ -296,7 +316,7 @@ class Pass {
       ops::dropout_backward(g, p_drop(), key(site_id), ds, st_);
       return {ds, v(plan_.dln, g.shape()), 0.0f};
     }
-    ops::add_dropout_layernorm_backward(v(ids.h, g.shape()), m_.p(norm.gamma), v(ids.mean, {R}),
+    ops::add_dropout_layernorm_backward(v(ids.h, g.shape()), pm(norm.gamma), v(ids.mean, {R}),
                                         v(ids.rstd, {R}), g, p_drop(), key(site_id), g, ds,
                                         m_.g(norm.gamma), m_.g(norm.beta), st_);
     return {ds, g, 1.0f};
@@ -308,7 +328,7 @@ class Pass {
     if (!c_.pre_norm) return;
     const int64_t R = x.dim(0);
     const TensorView dln = v(plan_.dln, x.shape());
-    ops::layernorm_backward(x, m_.p(norm.gamma), v(ids.mean, {R}), v(ids.rstd, {R}), dln, dln,
+    ops::layernorm_backward(x, pm(norm.gamma), v(ids.mean, {R}), v(ids.rstd, {R}), dln, dln,
                             m_.g(norm.gamma), m_.g(norm.beta), st_);
     ops::add(g, dln, g, st_);
   }
@@ -316,14 +336,14 @@ class Pass {
   TensorView final_norm(const SublayerIds& ids, NormIds norm, const TensorView& x) {
     const int64_t R = x.dim(0);
     const TensorView y = v(ids.y, x.shape());
-    ops::layernorm_forward(x, m_.p(norm.gamma), m_.p(norm.beta), c_.layer_norm_eps, y,
+    ops::layernorm_forward(x, pm(norm.gamma), pm(norm.beta), c_.layer_norm_eps, y,
                            v(ids.mean, {R}), v(ids.rstd, {R}), st_);
     return y;
   }
   void final_norm_backward(const SublayerIds& ids, NormIds norm, const TensorView& x,
                            const TensorView& g) {
     const int64_t R = x.dim(0);
-    ops::layernorm_backward(x, m_.p(norm.gamma), v(ids.mean, {R}), v(ids.rstd, {R}), g, g,
+    ops::layernorm_backward(x, pm(norm.gamma), v(ids.mean, {R}), v(ids.rstd, {R}), g, g,
                             m_.g(norm.gamma), m_.g(norm.beta), st_);
   }
 
@@ -438,6 +458,7 @@ class Pass {
   TensorView positions_;
   int64_t B_, S_, T_;
   TrainStep step_;
+  TensorView master_;
   model::Blocks m_;
 };
 
@@ -459,7 +480,7 @@ void Transformer::backward(const TrainStep& step) {
 LossSums Transformer::output_loss(const TrainStep& step, bool with_grads) {
   Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step);
   const TensorView y = pass.decoder_output();
-  const TensorView E = param(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
+  const TensorView E = weight(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
   const TensorView targets = prefix(memory_->view(plan_->tgt_out), {B_ * T_});
   const TensorView g = prefix(memory_->view(plan_->g_dec), {B_ * T_, config_.d_model});
   const TensorView sums = memory_->view(plan_->sums);
@@ -474,11 +495,17 @@ LossSums Transformer::output_loss(const TrainStep& step, bool with_grads) {
     const TensorView t = TensorView(static_cast<int32_t*>(targets.data()) + r0, DType::i32, {n}, device_);
     ops::smoothed_cross_entropy(logits, t, config_.label_smoothing, step.grad_scale, sums, *stream_);
     if (!with_grads) continue;
-    ops::gemm(logits, E, rows(g, r0, n), {}, *stream_);
+    // d loss / d logits, in the compute dtype for the two GEMMs.
+    TensorView dlogits = logits;
+    if (plan_->logits16 != plan_->logits) {
+      dlogits = prefix(memory_->view(plan_->logits16), logits.shape());
+      ops::cast(logits, dlogits, *stream_);
+    }
+    ops::gemm(dlogits, E, rows(g, r0, n), {}, *stream_);
     ops::GemmOptions ta;
     ta.trans_a = true;
     ta.beta = 1.0f;
-    ops::gemm(logits, rows(y, r0, n), dE, ta, *stream_);
+    ops::gemm(dlogits, rows(y, r0, n), dE, ta, *stream_);
   }
   double host[2] = {0, 0};
   if (sums.dtype() == DType::f64) {
@@ -523,13 +550,13 @@ Tensor Transformer::log_probs(const HostBatch& batch) {
   Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step);
   const TensorView y = pass.decoder_output();
   const int64_t R = B_ * T_, V = config_.vocab_size, chunk = memory_->view(plan_->logits).dim(0);
-  Tensor out({R, V}, dtype_);
+  Tensor out({R, V}, param_dtype_);
   for (int64_t r0 = 0; r0 < R; r0 += chunk) {
     const int64_t n = std::min(chunk, R - r0);
     const TensorView logits = prefix(memory_->view(plan_->logits), {n, V});
     ops::GemmOptions tb;
     tb.trans_b = true;
-    ops::gemm(rows(y, r0, n), param(layout_.tgt_embed), logits, tb, *stream_);
+    ops::gemm(rows(y, r0, n), weight(layout_.tgt_embed), logits, tb, *stream_);
     ops::log_softmax(logits, logits, *stream_);
     copy(rows(out.view(), r0, n), logits, stream_.get());
   }

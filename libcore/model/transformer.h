@@ -44,7 +44,10 @@ struct LossSums {
 
 class Transformer {
  public:
-  // dtype of parameters and activations: f32 (f64 on the CPU for tests).
+  // dtype: the compute dtype of activations and matrix products. f32 on
+  // either device; f64 on the CPU (tests); bf16 or f16 on CUDA, where the
+  // parameters and gradients stay f32 (master weights) and a 16-bit copy of
+  // the parameters feeds the GEMMs, refreshed at the start of every pass.
   Transformer(const ModelConfig& config, const ModelLimits& limits, Device device,
               DType dtype = DType::f32);
   ~Transformer();
@@ -55,7 +58,8 @@ class Transformer {
   const ModelLimits& limits() const { return limits_; }
   const ParamLayout& layout() const { return layout_; }
   Device device() const { return device_; }
-  DType dtype() const { return dtype_; }
+  DType dtype() const { return dtype_; }              // compute
+  DType param_dtype() const { return param_dtype_; }  // parameters and gradients
   const Stream& stream() const { return *stream_; }
 
   // The flat buffers (layout()): parameters and their gradients.
@@ -63,6 +67,10 @@ class Transformer {
   TensorView grads() const;
   TensorView param(int id) const { return layout_.view(params(), id); }
   TensorView grad(int id) const { return layout_.view(grads(), id); }
+  // What the GEMMs read: the 16-bit copy of the parameters, or the
+  // parameters themselves when compute and parameter dtypes agree.
+  TensorView weights() const;
+  TensorView weight(int id) const { return layout_.view(weights(), id); }
 
   // "parameters 242.1 MiB, gradients 242.1 MiB, activations ..., total ..."
   std::string memory_report() const;
@@ -75,7 +83,7 @@ class Transformer {
   // Forward only, no dropout.
   LossSums evaluate(const HostBatch& batch);
   // log p(y_t | y_<t, x) for every target position: (B * T, V), forward
-  // only, no dropout; a host tensor of the model's dtype.
+  // only, no dropout; a host tensor of the parameters' dtype.
   Tensor log_probs(const HostBatch& batch);
 
   // The encoder alone, no dropout, for the sources of `batch` (its targets
@@ -93,12 +101,12 @@ class Transformer {
   ModelConfig config_;
   ModelLimits limits_;
   Device device_;
-  DType dtype_;
+  DType dtype_, param_dtype_;
   ParamLayout layout_;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<Plan> plan_;
   std::unique_ptr<PlannedMemory> memory_;
-  Tensor positions_;  // sinusoid table on the device (sinusoidal positions)
+  Tensor positions_;  // sinusoid table on the device (sinusoidal positions), param dtype
   int64_t B_ = 0, S_ = 0, T_ = 0;  // the current batch
   int64_t tokens_ = 0;
   std::vector<int32_t> host_src_lengths_;

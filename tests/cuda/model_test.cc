@@ -82,6 +82,43 @@ TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
   }
 }
 
+TEST_CASE("one bf16 and one f16 training step on cuda match the fp32 cpu step", "[model]") {
+  // 16-bit compute with f32 master weights: activations and GEMM operands
+  // are rounded to 8 (bf16) or 11 (f16) bits, so the tolerances are those of
+  // the storage, not of the arithmetic.
+  ModelLimits limits;
+  limits.max_tokens = 64;
+  limits.max_len = 16;
+  limits.loss_chunk = 8;
+  struct Mode { DType dtype; double loss_tol, grad_tol; };
+  for (const Mode& mode : {Mode{DType::bf16, 2e-2, 8e-2}, Mode{DType::f16, 4e-3, 2e-2}}) {
+    const ModelConfig c = config_for(false);
+    Transformer cpu(c, limits, Device::cpu()), gpu(c, limits, Device::cuda(0), mode.dtype);
+    REQUIRE(gpu.param_dtype() == DType::f32);
+    cpu.init(5);
+    gpu.init(5);
+    TrainStep step;
+    step.seed = 17;
+    step.rng_step = 1;
+    const LossSums a = cpu.forward_backward(batch(), step);
+    const LossSums b = gpu.forward_backward(batch(), step);
+    gpu.stream().synchronize();
+    INFO(dtype_name(mode.dtype) << ": loss cpu " << a.loss << " cuda " << b.loss);
+    CHECK(std::abs(a.loss - b.loss) <= mode.loss_tol * std::abs(a.loss));
+    const double grad_err = relative_error(test::to_f64(gpu.grads()), test::to_f64(cpu.grads()));
+    INFO("gradient relative error " << grad_err);
+    CHECK(grad_err < mode.grad_tol);
+
+    // The optimizer updates the f32 masters; the next pass sees them.
+    Adam adam(gpu.params().shape(), DType::f32, Device::cuda(0));
+    adam.step(gpu.params(), gpu.grads(), 1e-3, 1, 1.0f, gpu.stream());
+    const LossSums after = gpu.evaluate(batch());
+    gpu.stream().synchronize();
+    CHECK(std::isfinite(after.loss));
+    CHECK(after.loss != b.loss);
+  }
+}
+
 TEST_CASE("the incremental decoder on cuda matches the cpu", "[model]") {
   ModelLimits limits;
   limits.max_tokens = 64;

@@ -91,3 +91,22 @@ TEST_CASE("elementwise ops reject mismatched tensors", "[elementwise]") {
   Tensor d({3, 4}, DType::f64);
   REQUIRE_THROWS_WITH(ops::relu_backward(a, d, a, cpu), Catch::Contains("dy is f64"));
 }
+
+TEST_CASE("cast rounds to nearest even between every float dtype", "[elementwise]") {
+  Stream cpu(Device::cpu());
+  Tensor x = test::random({3, 37}, DType::f32, 77, -300.0f, 300.0f);
+  for (DType to : {DType::f64, DType::bf16, DType::f16, DType::f32}) {
+    Tensor y(x.shape(), to), back(x.shape(), DType::f32);
+    ops::cast(x, y, cpu);
+    ops::cast(y, back, cpu);
+    std::vector<double> want = test::to_f64(x);
+    for (size_t i = 0; i < want.size(); ++i) {
+      const float f = static_cast<float>(want[i]);
+      want[i] = to == DType::bf16 ? static_cast<float>(bf16(f)) : to == DType::f16 ? static_cast<float>(f16(f)) : f;
+    }
+    INFO(dtype_name(to));
+    test::require_close({{"x -> y -> f32", back, want, {0, 0}}});
+  }
+  Tensor i({3, 37}, DType::i32);
+  REQUIRE_THROWS_WITH(ops::cast(x, i, cpu), Catch::Contains("cast: y is i32"));
+}
