@@ -3,12 +3,11 @@
 // The corrections 1 - beta^step are computed once in double.
 #include <cmath>
 
+#include "kernels/cpu/common.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
-
-constexpr int64_t kParallelMin = 1 << 15;
 
 template <typename T>
 void adam_typed(T* p, const T* grads, T* m, T* v, int64_t n, const AdamOptions& o) {

@@ -6,23 +6,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/common.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
-namespace {
-
-constexpr int64_t kParallelMin = 1 << 15;
-
-template <typename F>
-void with_float(const TensorView& t, const char* op, F&& f) {
-  switch (t.dtype()) {
-    case DType::f32: return f(static_cast<float*>(t.data()));
-    case DType::f64: return f(static_cast<double*>(t.data()));
-    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
-  }
-}
-
-}  // namespace
 
 // y[a, c, b, :] = x[a, b, c, :]: whole rows of D move with memcpy.
 void permute_0213(const TensorView& x, const TensorView& y) {

@@ -4,21 +4,11 @@
 // both come from libcore/rng.h.
 #include <cstring>
 
+#include "kernels/cpu/common.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
-
-constexpr int64_t kParallelMin = 1 << 15;
-
-template <typename F>
-void with_float(const TensorView& t, const char* op, F&& f) {
-  switch (t.dtype()) {
-    case DType::f32: return f(static_cast<float*>(t.data()));
-    case DType::f64: return f(static_cast<double*>(t.data()));
-    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
-  }
-}
 
 // out_i = base_i + x_i * keep_i * inv (base null: no add). One Philox block
 // gives four elements. out may alias x or base element by element.

@@ -2,25 +2,10 @@
 // One templated loop each, run in f32 or f64; OpenMP splits large tensors.
 #include <algorithm>
 
+#include "kernels/cpu/common.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
-namespace {
-
-// Below this many elements a parallel region costs more than it saves.
-constexpr int64_t kParallelMin = 1 << 15;
-
-// Calls f(T*) with the tensor's typed pointer; CPU float dtypes only.
-template <typename F>
-void with_float(const TensorView& t, const char* op, F&& f) {
-  switch (t.dtype()) {
-    case DType::f32: return f(static_cast<float*>(t.data()));
-    case DType::f64: return f(static_cast<double*>(t.data()));
-    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
-  }
-}
-
-}  // namespace
 
 void add(const TensorView& a, const TensorView& b, const TensorView& y) {
   with_float(y, "add", [&](auto* py) {

@@ -5,21 +5,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/common.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
-
-constexpr int64_t kParallelMin = 1 << 15;
-
-template <typename F>
-void with_float(const TensorView& t, const char* op, F&& f) {
-  switch (t.dtype()) {
-    case DType::f32: return f(static_cast<float*>(t.data()));
-    case DType::f64: return f(static_cast<double*>(t.data()));
-    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
-  }
-}
 
 // The CPU reads ids directly, so a bad one is an Error, not a stray write.
 void check_ids(const char* op, const TensorView& ids, int64_t vocab) {

@@ -4,21 +4,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/common.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
-
-constexpr int64_t kParallelMin = 1 << 15;
-
-template <typename F>
-void with_float(const TensorView& t, const char* op, F&& f) {
-  switch (t.dtype()) {
-    case DType::f32: return f(static_cast<float*>(t.data()));
-    case DType::f64: return f(static_cast<double*>(t.data()));
-    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
-  }
-}
 
 // x, y (R, D); mean, rstd (R) of T. y may alias x (each row is read first).
 template <typename T>

@@ -5,23 +5,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/common.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
-namespace {
-
-constexpr int64_t kParallelMin = 1 << 15;
-
-template <typename F>
-void with_float(const TensorView& t, const char* op, F&& f) {
-  switch (t.dtype()) {
-    case DType::f32: return f(static_cast<float*>(t.data()));
-    case DType::f64: return f(static_cast<double*>(t.data()));
-    default: fail("{}: {} is not supported on the cpu", op, dtype_name(t.dtype()));
-  }
-}
-
-}  // namespace
 
 void sum_rows(const TensorView& x, const TensorView& out) {
   const int64_t n = x.dim(-1), rows = x.numel() / n;
