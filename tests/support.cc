@@ -112,6 +112,29 @@ void require_close(std::initializer_list<Check> checks) {
   }
 }
 
+std::vector<double> finite_difference(const Tensor& x, const std::function<double()>& loss) {
+  const double h = 1e-6;
+  double* p = x.data_as<double>();
+  std::vector<double> g(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double keep = p[i];
+    p[i] = keep + h;
+    const double up = loss();
+    p[i] = keep - h;
+    const double down = loss();
+    p[i] = keep;
+    g[static_cast<size_t>(i)] = (up - down) / (2 * h);
+  }
+  return g;
+}
+
+double weighted_sum(const TensorView& w, const TensorView& y) {
+  const std::vector<double> a = to_f64(w), b = to_f64(y);
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
 std::vector<double> gemm_reference(const TensorView& a, const TensorView& b, const TensorView& c0,
                                    bool trans_a, bool trans_b, double alpha, double beta,
                                    const TensorView& bias, bool relu) {

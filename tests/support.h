@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -53,6 +54,13 @@ Verdict compare(const Check& check);
 
 // Runs every check; on failure REQUIREs with the worst element of each.
 void require_close(std::initializer_list<Check> checks);
+
+// d loss / d x by central differences (h = 1e-6), perturbing the f64 CPU
+// tensor x in place, one element at a time.
+std::vector<double> finite_difference(const Tensor& x, const std::function<double()>& loss);
+
+// sum_i w_i * y_i in float64: the scalar loss whose gradient wrt y is w.
+double weighted_sum(const TensorView& w, const TensorView& y);
 
 // C = act(alpha * op(A) op(B) + beta * C0 + bias) in float64, row-major,
 // batched over the leading dimension (G, ...), broadcasting rank-2 A or B.

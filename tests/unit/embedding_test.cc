@@ -19,29 +19,6 @@ Tensor random_ids(int64_t n, int64_t vocab, uint64_t seed) {
   return test::from_f64(u, {n}, DType::i32);
 }
 
-std::vector<double> finite_diff(const Tensor& x, const std::function<double()>& loss) {
-  const double h = 1e-6;
-  double* p = x.data_as<double>();
-  std::vector<double> g(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const double keep = p[i];
-    p[i] = keep + h;
-    const double up = loss();
-    p[i] = keep - h;
-    const double down = loss();
-    p[i] = keep;
-    g[static_cast<size_t>(i)] = (up - down) / (2 * h);
-  }
-  return g;
-}
-
-double weighted_sum(const TensorView& w, const TensorView& y) {
-  const std::vector<double> a = test::to_f64(w), b = test::to_f64(y);
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("embedding forward and backward match float64", "[embedding]") {
@@ -109,7 +86,7 @@ TEST_CASE("embedding and position backward equal finite differences in double", 
   ops::embedding_backward(ids, w, scale, dtable, cpu);
   auto loss = [&] {
     ops::embedding_forward(ids, table, scale, out, cpu);
-    return weighted_sum(w, out);
+    return test::weighted_sum(w, out);
   };
   // L = sum(w * (x + table[offset + t])) with x = 0 each time.
   const int64_t b = 2, t = 3, p = 6, offset = 2;
@@ -119,10 +96,10 @@ TEST_CASE("embedding and position backward equal finite differences in double", 
   auto ploss = [&] {
     std::fill_n(x.data_as<double>(), x.numel(), 0.0);
     ops::position_add(x, ptable, offset, cpu);
-    return weighted_sum(pw, x);
+    return test::weighted_sum(pw, x);
   };
-  test::require_close({{"dtable vs finite differences", dtable, finite_diff(table, loss), {1e-8, 1e-7}},
-                       {"position dtable vs finite differences", dptable, finite_diff(ptable, ploss),
+  test::require_close({{"dtable vs finite differences", dtable, test::finite_difference(table, loss), {1e-8, 1e-7}},
+                       {"position dtable vs finite differences", dptable, test::finite_difference(ptable, ploss),
                         {1e-8, 1e-7}}});
 }
 

@@ -54,30 +54,6 @@ LnRef ln_reference(const std::vector<double>& x, const std::vector<double>& gamm
   return r;
 }
 
-// dL/dx by central differences, perturbing the f64 tensor x in place.
-std::vector<double> finite_diff(const Tensor& x, const std::function<double()>& loss) {
-  const double h = 1e-6;
-  double* p = x.data_as<double>();
-  std::vector<double> g(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const double keep = p[i];
-    p[i] = keep + h;
-    const double up = loss();
-    p[i] = keep - h;
-    const double down = loss();
-    p[i] = keep;
-    g[static_cast<size_t>(i)] = (up - down) / (2 * h);
-  }
-  return g;
-}
-
-double weighted_sum(const TensorView& w, const TensorView& y) {
-  const std::vector<double> a = test::to_f64(w), b = test::to_f64(y);
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
 const test::Tolerance kFd{1e-7, 1e-6};
 
 }  // namespace
@@ -129,11 +105,11 @@ TEST_CASE("layernorm backward equals finite differences in double", "[layernorm]
   ops::layernorm_backward(x, gamma, mean, rstd, w, dx, dgamma, dbeta, cpu);
   auto loss = [&] {
     ops::layernorm_forward(x, gamma, beta, eps, y, mean, rstd, cpu);
-    return weighted_sum(w, y);
+    return test::weighted_sum(w, y);
   };
-  test::require_close({{"dx vs finite differences", dx, finite_diff(x, loss), kFd},
-                       {"dgamma vs finite differences", dgamma, finite_diff(gamma, loss), kFd},
-                       {"dbeta vs finite differences", dbeta, finite_diff(beta, loss), kFd}});
+  test::require_close({{"dx vs finite differences", dx, test::finite_difference(x, loss), kFd},
+                       {"dgamma vs finite differences", dgamma, test::finite_difference(gamma, loss), kFd},
+                       {"dbeta vs finite differences", dbeta, test::finite_difference(beta, loss), kFd}});
 }
 
 TEST_CASE("add_dropout_layernorm matches its parts and float64", "[layernorm]") {
@@ -197,12 +173,12 @@ TEST_CASE("add_dropout_layernorm backward equals finite differences in double", 
   ops::add_dropout_layernorm_backward(h, gamma, mean, rstd, w, p, key, dh, ds, dgamma, dbeta, cpu);
   auto loss = [&] {
     ops::add_dropout_layernorm_forward(res, s, p, key, gamma, beta, eps, h, y, mean, rstd, cpu);
-    return weighted_sum(w, y);
+    return test::weighted_sum(w, y);
   };
-  test::require_close({{"dh (d residual) vs finite differences", dh, finite_diff(res, loss), kFd},
-                       {"ds vs finite differences", ds, finite_diff(s, loss), kFd},
-                       {"dgamma vs finite differences", dgamma, finite_diff(gamma, loss), kFd},
-                       {"dbeta vs finite differences", dbeta, finite_diff(beta, loss), kFd}});
+  test::require_close({{"dh (d residual) vs finite differences", dh, test::finite_difference(res, loss), kFd},
+                       {"ds vs finite differences", ds, test::finite_difference(s, loss), kFd},
+                       {"dgamma vs finite differences", dgamma, test::finite_difference(gamma, loss), kFd},
+                       {"dbeta vs finite differences", dbeta, test::finite_difference(beta, loss), kFd}});
   // Some of s is dropped (its gradient is exactly 0), some kept.
   int dropped = 0;
   for (double v : test::to_f64(ds)) dropped += v == 0.0;
