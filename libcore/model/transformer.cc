@@ -40,7 +40,7 @@ DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
 // uses, sized from (config, limits), in one MemoryPlan.
 struct Transformer::Plan {
   MemoryPlan mem;
-  int params, grads;
+  int params, grads, adam_m, adam_v;
   int src, src_lengths, tgt_in, tgt_out, tgt_lengths;
   int enc_in, dec_in;
   std::vector<EncoderLayerPlan> enc;
@@ -69,6 +69,8 @@ struct Transformer::Plan {
     params = mem.add(MemoryKind::parameters, "params", pt, {param_elems});
     if (dt != pt) shadow = mem.add(MemoryKind::parameters, "params.compute", dt, {param_elems});
     grads = mem.add(MemoryKind::gradients, "grads", pt, {param_elems});
+    adam_m = mem.add(MemoryKind::optimizer, "adam.m", pt, {param_elems});
+    adam_v = mem.add(MemoryKind::optimizer, "adam.v", pt, {param_elems});
     src = mem.add(MemoryKind::io, "src", DType::i32, {R});
     src_lengths = mem.add(MemoryKind::io, "src_lengths", DType::i32, {R});
     tgt_in = mem.add(MemoryKind::io, "tgt_in", DType::i32, {R});
@@ -134,12 +136,19 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
     copy(positions_, table);
   }
   zero_grads();
+  const auto [m, v] = optimizer_state();
+  device_memset_zero(m.data(), device_, m.bytes(), nullptr);
+  device_memset_zero(v.data(), device_, v.bytes(), nullptr);
 }
 
 Transformer::~Transformer() = default;
 
 TensorView Transformer::params() const { return memory_->view(plan_->params); }
 TensorView Transformer::grads() const { return memory_->view(plan_->grads); }
+std::pair<TensorView, TensorView> Transformer::optimizer_state() const {
+  return {memory_->view(plan_->adam_m), memory_->view(plan_->adam_v)};
+}
+
 TensorView Transformer::weights() const {
   return plan_->shadow >= 0 ? memory_->view(plan_->shadow) : params();
 }

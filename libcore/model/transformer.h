@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "libcore/memory.h"
@@ -67,12 +68,16 @@ class Transformer {
   TensorView grads() const;
   TensorView param(int id) const { return layout_.view(params(), id); }
   TensorView grad(int id) const { return layout_.view(grads(), id); }
+  // Adam's first and second moments, in the parameters' layout (zeroed at
+  // construction): the optimizer's share of the planned memory.
+  std::pair<TensorView, TensorView> optimizer_state() const;
   // What the GEMMs read: the 16-bit copy of the parameters, or the
   // parameters themselves when compute and parameter dtypes agree.
   TensorView weights() const;
   TensorView weight(int id) const { return layout_.view(weights(), id); }
 
-  // "parameters 242.1 MiB, gradients 242.1 MiB, activations ..., total ..."
+  // "parameters 240.6 MiB, gradients 240.6 MiB, optimizer 481.3 MiB,
+  // activations ..., workspace ..., total ..."
   std::string memory_report() const;
 
   void init(uint64_t seed);

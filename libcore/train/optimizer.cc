@@ -36,7 +36,10 @@ float clip_factor(double norm, double max_norm) {
 }
 
 Adam::Adam(Shape shape, DType dtype, Device device, AdamConfig config)
-    : config_(config), m_(Tensor::zeros(shape, dtype, device)), v_(Tensor::zeros(shape, dtype, device)) {}
+    : config_(config), owned_m_(Tensor::zeros(shape, dtype, device)),
+      owned_v_(Tensor::zeros(shape, dtype, device)), m_(owned_m_.view()), v_(owned_v_.view()) {}
+
+Adam::Adam(TensorView m, TensorView v, AdamConfig config) : config_(config), m_(m), v_(v) {}
 
 void Adam::step(const TensorView& params, const TensorView& grads, double lr, int64_t step,
                 float grad_scale, const Stream& stream) {

@@ -29,18 +29,21 @@ class Adam {
  public:
   // Moments for a flat buffer of `shape`, zeroed, on `device`.
   Adam(Shape shape, DType dtype, Device device, AdamConfig config = {});
+  // Over moment buffers planned elsewhere (Transformer::optimizer_state()).
+  Adam(TensorView m, TensorView v, AdamConfig config = {});
 
   // One update of `params` from `grads` at `step` (1-based) with `lr`;
   // gradients are multiplied by grad_scale first (clipping, loss scaling).
   void step(const TensorView& params, const TensorView& grads, double lr, int64_t step,
             float grad_scale, const Stream& stream);
 
-  const TensorView& m() const { return m_.view(); }
-  const TensorView& v() const { return v_.view(); }
+  const TensorView& m() const { return m_; }
+  const TensorView& v() const { return v_; }
 
  private:
   AdamConfig config_;
-  Tensor m_, v_;
+  Tensor owned_m_, owned_v_;  // empty when the moments are planned elsewhere
+  TensorView m_, v_;
 };
 
 }  // namespace tfm

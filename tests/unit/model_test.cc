@@ -212,7 +212,7 @@ TEST_CASE("the model plans its memory and refuses batches over the plan", "[mode
   limits.max_len = 8;
   Transformer model(ModelConfig::preset("tiny"), limits, Device::cpu());
   const std::string report = model.memory_report();
-  for (const char* kind : {"parameters", "gradients", "activations", "workspace", "total"})
+  for (const char* kind : {"parameters", "gradients", "optimizer", "activations", "workspace", "total"})
     CHECK(report.find(kind) != std::string::npos);
   const HostBatch long_one = HostBatch::from_pairs({std::vector<int32_t>(9, 5)}, {{6}});
   REQUIRE_THROWS_WITH(model.evaluate(long_one), Catch::Contains("over the planned maximum length 8"));

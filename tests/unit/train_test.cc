@@ -40,7 +40,8 @@ TEST_CASE("a tiny model learns to copy with the paper's optimizer", "[train]") {
   limits.max_len = 12;
   Transformer model(c, limits, Device::cpu());
   model.init(3);
-  Adam adam(model.params().shape(), model.dtype(), model.device());
+  const auto [m, v] = model.optimizer_state();
+  Adam adam(m, v);
   std::vector<std::vector<int32_t>> src, tgt;
   uint64_t r = 42;
   for (int i = 0; i < 16; ++i) {
