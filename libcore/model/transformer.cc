@@ -186,7 +186,6 @@ void Transformer::upload(const HostBatch& b) {
   S_ = b.src_len;
   T_ = b.tgt_len;
   tokens_ = b.target_tokens;
-  host_src_lengths_ = b.src_lengths;
   const auto put = [&](int id, const std::vector<int32_t>& v) {
     const TensorView dst = prefix(memory_->view(id), {static_cast<int64_t>(v.size())});
     copy(dst, TensorView(const_cast<int32_t*>(v.data()), DType::i32, dst.shape()));

@@ -114,7 +114,6 @@ class Transformer {
   Tensor positions_;  // sinusoid table on the device (sinusoidal positions), param dtype
   int64_t B_ = 0, S_ = 0, T_ = 0;  // the current batch
   int64_t tokens_ = 0;
-  std::vector<int32_t> host_src_lengths_;
 };
 
 }  // namespace tfm
