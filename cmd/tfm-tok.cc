@@ -1,0 +1,111 @@
+// tfm-tok: the shared SentencePiece vocabulary: train it, and tokenize with it.
+//
+//   tfm-tok train -o spm.model train.en train.de    one model for both sides
+//   tfm-tok -m spm.model < text > pieces            encode (the default)
+//   tfm-tok -m spm.model --ids < text > ids         ids instead of pieces
+//   tfm-tok -d -m model.bin < pieces > text         decode; a checkpoint works too
+//
+// Encoding and decoding are byte-identical to spm_encode/spm_decode, stream
+// in chunks encoded in parallel, and keep the order of the lines.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "libcore/app.h"
+#include "libcore/data/tokenize.h"
+#include "libcore/data/vocab.h"
+
+namespace {
+
+struct Options {
+  tfm::CommonOptions common;
+  std::string model;
+  bool decode = false;
+  bool ids = false;
+  int threads = 0;
+  std::vector<std::string> files;
+  tfm::data::TrainOptions train;
+  std::vector<std::string> train_files;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  // "tfm-tok encode ..." and "tfm-tok decode ..." are spelled-out modes of the
+  // filter; "train" is a subcommand with options of its own.
+  std::vector<char*> args(argv, argv + argc);
+  if (argc > 1 && (std::strcmp(argv[1], "encode") == 0 || std::strcmp(argv[1], "decode") == 0)) {
+    o.decode = argv[1][0] == 'd';
+    args.erase(args.begin() + 1);
+  }
+
+  CLI::App app{
+      "Encode text into SentencePiece pieces or ids (the default, or 'encode'), decode them\n"
+      "back ('decode' or -d), or train the shared model ('train'; see tfm-tok train --help).\n"
+      "One line in, one line out; FILE... or stdin to stdout."};
+  tfm::add_common_options(app, o.common);
+  app.add_option("-m,--model", o.model,
+                 "SentencePiece model or tfm checkpoint (default: $TFM_MODEL)");
+  app.add_flag("-d,--decode", o.decode, "Decode pieces (or, with --ids, ids) back to text");
+  app.add_flag("--ids", o.ids, "Write ids instead of pieces (read ids when decoding)");
+  app.add_option("--threads", o.threads, "Threads to use (default 0: every core)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("FILE", o.files, "Input files, plain or gzip (default or '-': stdin)");
+
+  CLI::App* train = app.add_subcommand("train", "Train one shared model from every FILE");
+  train->fallthrough();
+  train->add_option("-o,--output", o.train.output, "Where to write the model (OUT.model)")
+      ->required();
+  train->add_option("--vocab-size", o.train.vocab_size, "Pieces in the vocabulary")
+      ->default_val(37000)
+      ->check(CLI::PositiveNumber);
+  train->add_option("--model-type", o.train.model_type, "bpe or unigram")
+      ->default_val("bpe")
+      ->check(CLI::IsMember({"bpe", "unigram"}));
+  train->add_option("--character-coverage", o.train.character_coverage,
+                    "Share of characters the model covers (0.9995 is typical for CJK)")
+      ->default_val(1.0)
+      ->check(CLI::Range(0.0, 1.0));
+  train->add_option("--max-sentences", o.train.max_sentences,
+                    "Train on a random sample of this many lines (default 0: all)")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--seed", o.train.seed, "Random seed for the sampling")
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--user-symbols", o.train.user_symbols,
+                    "Pieces never split, comma-separated (a,b,c)")
+      ->delimiter(',');
+  train->add_option("--threads", o.train.threads, "Threads to use (default 0: every core)")
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("FILE", o.train_files, "Training text, plain or gzip ('-': stdin)")
+      ->required();
+
+  app.callback([&] {
+    if (*train) return;
+    if (o.model.empty()) {
+      const char* env = std::getenv("TFM_MODEL");
+      if (env == nullptr || *env == '\0')
+        throw CLI::ValidationError("no model: pass -m MODEL or set TFM_MODEL");
+      o.model = env;
+    }
+  });
+
+  return tfm::run_program("tfm-tok", app, static_cast<int>(args.size()), args.data(), o.common,
+                          [&] {
+                            if (*train) {
+                              o.train.verbose = o.common.verbose > 0;
+                              tfm::data::train_vocab(o.train_files, o.train);
+                              return;
+                            }
+                            const tfm::Vocab vocab = tfm::Vocab::load(o.model);
+                            tfm::data::StreamOptions stream;
+                            stream.mode = o.decode ? tfm::data::TokMode::decode
+                                                   : tfm::data::TokMode::encode;
+                            stream.ids = o.ids;
+                            stream.threads = o.threads;
+                            tfm::data::tokenize_stream(vocab, o.files, stdout, stream);
+                          });
+}

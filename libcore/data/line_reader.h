@@ -1,0 +1,53 @@
+// Reading text line by line from a file or stdin ("-"), plain or gzip
+// (detected by its magic bytes, not by the name; concatenated gzip members
+// are read as one stream). Lines are returned without their '\n'; a last
+// line without one is still a line. Memory is bounded by the longest line
+// plus one read buffer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tfm::data {
+
+class LineReader {
+ public:
+  // Opens `path` ("-" is stdin); throws Error naming it when it cannot.
+  explicit LineReader(const std::string& path);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // Reads the next line into `line`; false at the end of the input.
+  bool next(std::string& line);
+
+  // Appends up to `max_lines` lines to `lines`. Blocks only until at least
+  // one line is there: when the input is a pipe that has no more data yet,
+  // it returns what it has (so a filter stays interactive). Returns the
+  // number appended; 0 at the end of the input.
+  size_t next_chunk(std::vector<std::string>& lines, size_t max_lines);
+
+  const std::string& path() const { return path_; }
+  // Lines returned so far (the 1-based number of the last one).
+  int64_t line_number() const { return line_number_; }
+
+ private:
+  bool fill();  // more bytes into buf_; false at the end
+  bool take_line(std::string& line, bool at_end);
+
+  struct Gzip;
+  std::string path_;
+  int fd_ = -1;
+  bool owns_fd_ = false;
+  bool eof_ = false;
+  std::unique_ptr<Gzip> gz_;
+  std::string raw_;  // bytes read but not yet inflated (gzip only)
+  std::string buf_;  // decoded bytes not yet returned
+  size_t pos_ = 0;   // start of the unreturned part of buf_
+  int64_t line_number_ = 0;
+};
+
+}  // namespace tfm::data

@@ -1,0 +1,127 @@
+# tfm-tok: train, encode, decode, every option's effect, and bad input.
+source "$(dirname "$0")/common.bash"
+unset TFM_MODEL
+DATA=/work/shared/data/multi30k/task1/raw
+if [ -f "$DATA/train.en.gz" ]; then
+  zcat "$DATA/train.en.gz" | head -n 2000 >"$TMP/text.en"
+  zcat "$DATA/train.de.gz" | head -n 2000 >"$TMP/text.de"
+else  # a small synthetic corpus where the data is not there
+  for i in $(seq 1 400); do echo "the cat $i sat on the mat number $((i * 7)) and a dog ran"; done >"$TMP/text.en"
+  for i in $(seq 1 400); do echo "die Katze $i sass auf der Matte Nummer $((i * 3)) und ein Hund lief"; done >"$TMP/text.de"
+fi
+gzip -c "$TMP/text.de" >"$TMP/text.de.gz"
+M="$TMP/m.model"
+
+run tfm-tok --help
+expect_rc 0 "--help"
+grep -q "^Usage: tfm-tok" "$TMP/out" || fail "--help: no usage line"
+run tfm-tok train --help
+expect_rc 0 "train --help"
+grep -q -- "--vocab-size" "$TMP/out" || fail "train --help: no --vocab-size"
+run tfm-tok --version
+grep -q "^tfm-tok tfm [0-9]" "$TMP/out" || fail "--version: got '$(cat "$TMP/out")'"
+
+# train: one model from a plain and a gzip file; progress on stderr, -q silences it.
+run tfm-tok train -o "$M" --vocab-size 500 "$TMP/text.en" "$TMP/text.de.gz"
+expect_rc 0 "train"
+[ -s "$M" ] || fail "train: no model written"
+grep -q "wrote" "$TMP/err" || fail "train: no progress on stderr"
+[ "$(ls "$TMP" | grep -c tmp)" -eq 0 ] || fail "train: temporary file left"
+run tfm-tok train -q -o "$TMP/q.model" --vocab-size 500 "$TMP/text.en"
+expect_rc 0 "train -q"
+[ -s "$TMP/err" ] && fail "train -q: stderr not silent: $(cat "$TMP/err")"
+run tfm-tok train -v -o "$TMP/v.model" --vocab-size 500 "$TMP/text.en"
+grep -q "trainer_interface" "$TMP/err" || fail "train -v: SentencePiece's log not shown"
+
+# reserved pieces and the vocabulary size
+printf '<pad>\n<unk>\n<s>\n</s>\n' >"$TMP/reserved"
+"$TFM_BIN/tfm-tok" -m "$M" "$TMP/reserved" >/dev/null || fail "encode reserved"
+echo "<s> </s>" | "$TFM_BIN/tfm-tok" -d -m "$M" >/dev/null || fail "decode reserved"
+printf '0 1 2 3 499\n' | "$TFM_BIN/tfm-tok" -d --ids -m "$M" >/dev/null || fail "decode id 499"
+printf '500\n' | "$TFM_BIN/tfm-tok" -d --ids -m "$M" >/dev/null 2>&1 && fail "decode id 500 accepted with vocab 500"
+
+# --model-type unigram, --user-symbols, --max-sentences, --seed, --character-coverage
+run tfm-tok train -o "$TMP/u.model" --vocab-size 400 --model-type unigram --user-symbols '<sep>,<2de>' \
+  --max-sentences 300 --seed 7 --character-coverage 0.9995 "$TMP/text.en"
+expect_rc 0 "train unigram"
+grep -q "300 lines\|unigram" "$TMP/err" || fail "train unigram: $(cat "$TMP/err")"
+out=$(echo "a<sep>b <2de>" | "$TFM_BIN/tfm-tok" -m "$TMP/u.model")
+echo "$out" | grep -q " <sep> " || fail "--user-symbols: <sep> split: $out"
+echo "$out" | grep -q "<2de>" || fail "--user-symbols: <2de> split: $out"
+"$TFM_BIN/tfm-tok" train -q -o "$TMP/s1.model" --vocab-size 300 --max-sentences 200 --seed 1 "$TMP/text.en"
+"$TFM_BIN/tfm-tok" train -q -o "$TMP/s1b.model" --vocab-size 300 --max-sentences 200 --seed 1 "$TMP/text.en"
+cmp -s "$TMP/s1.model" "$TMP/s1b.model" || fail "--seed: the same seed gave different models"
+
+# encode: pieces by default, --ids, 'encode' spelled out, stdin, FILE..., TFM_MODEL
+printf 'A man rides a bike.\n\nZwei Hunde spielen.\n' >"$TMP/in"
+"$TFM_BIN/tfm-tok" -m "$M" <"$TMP/in" >"$TMP/p1" || fail "encode stdin"
+[ "$(wc -l <"$TMP/p1")" -eq 3 ] || fail "encode: not one line per line"
+[ -z "$(sed -n 2p "$TMP/p1")" ] || fail "encode: empty line not kept empty"
+grep -q "▁" "$TMP/p1" || fail "encode: no pieces"
+"$TFM_BIN/tfm-tok" encode -m "$M" "$TMP/in" >"$TMP/p2"
+cmp -s "$TMP/p1" "$TMP/p2" || fail "encode FILE differs from stdin"
+TFM_MODEL="$M" "$TFM_BIN/tfm-tok" - <"$TMP/in" >"$TMP/p3"
+cmp -s "$TMP/p1" "$TMP/p3" || fail "TFM_MODEL not used"
+"$TFM_BIN/tfm-tok" -m "$M" --ids "$TMP/in" >"$TMP/i1"
+grep -qE '^[0-9]+( [0-9]+)*$' "$TMP/i1" || fail "--ids: not ids"
+"$TFM_BIN/tfm-tok" -m "$M" "$TMP/in" "$TMP/in" | cmp -s - <(cat "$TMP/p1" "$TMP/p1") || fail "two FILEs"
+
+# decode: -d and 'decode', pieces and --ids, back to the text
+"$TFM_BIN/tfm-tok" -d -m "$M" "$TMP/p1" | cmp -s - "$TMP/in" || fail "decode pieces"
+"$TFM_BIN/tfm-tok" decode --ids -m "$M" "$TMP/i1" | cmp -s - "$TMP/in" || fail "decode --ids"
+
+# order and content kept across chunks and threads
+"$TFM_BIN/tfm-tok" -m "$M" --threads 1 "$TMP/text.en" >"$TMP/t1"
+"$TFM_BIN/tfm-tok" -m "$M" --threads 2 "$TMP/text.en" >"$TMP/t2"
+cmp -s "$TMP/t1" "$TMP/t2" || fail "--threads 2 differs from --threads 1"
+"$TFM_BIN/tfm-tok" -d -m "$M" "$TMP/t2" | cmp -s - "$TMP/text.en" || fail "round trip of the corpus"
+
+# Bad usage: exit 2, one error line.
+run tfm-tok "$TMP/in"
+expect_rc 2 "no model"
+expect_one_error_line tfm-tok "no model"
+grep -q "TFM_MODEL" "$TMP/err" || fail "no model: does not mention TFM_MODEL"
+for bad in "--bogus" "-m $M --threads -1" "train -o $TMP/x.model --model-type word $TMP/text.en" \
+  "train $TMP/text.en" "train -o $TMP/x.model" "train -o $TMP/x.model --vocab-size 0 $TMP/text.en" \
+  "train -o $TMP/x.model --character-coverage 2 $TMP/text.en"; do
+  # shellcheck disable=SC2086
+  run tfm-tok $bad
+  expect_rc 2 "$bad"
+  expect_one_error_line tfm-tok "$bad"
+done
+
+# Bad input: exit 1, one error line naming the problem, no output file.
+run tfm-tok train -o "$TMP/x.model" --vocab-size 100000 "$TMP/text.en"
+expect_rc 1 "vocab too large"
+expect_one_error_line tfm-tok "vocab too large"
+grep -q "too high" "$TMP/err" || fail "vocab too large: $(cat "$TMP/err")"
+run tfm-tok train -o "$TMP/x.model" --vocab-size 300 "$TMP/text.en" "$TMP/missing.txt"
+expect_rc 1 "missing training input"
+grep -q "missing.txt" "$TMP/err" || fail "missing training input not named"
+printf '\x1f\x8bgarbage' >"$TMP/bad.gz"
+run tfm-tok train -o "$TMP/x.model" --vocab-size 300 "$TMP/bad.gz"
+expect_rc 1 "corrupt gzip"
+expect_one_error_line tfm-tok "corrupt gzip"
+[ -e "$TMP/x.model" ] && fail "a failed train left $TMP/x.model"
+ls "$TMP" | grep -q 'x.model' && fail "a failed train left a temporary file"
+run tfm-tok -m "$TMP/none.model" "$TMP/in"
+expect_rc 1 "missing model"
+grep -q "none.model" "$TMP/err" || fail "missing model not named"
+run tfm-tok -m "$TMP/in" "$TMP/in"
+expect_rc 1 "garbage model"
+expect_one_error_line tfm-tok "garbage model"
+run tfm-tok -m "$M" "$TMP/missing.txt"
+expect_rc 1 "missing input"
+grep -q "missing.txt" "$TMP/err" || fail "missing input not named"
+printf '5 6\n7 99999\n' >"$TMP/badids"
+run tfm-tok -d --ids -m "$M" "$TMP/badids"
+expect_rc 1 "id out of range"
+expect_one_error_line tfm-tok "id out of range"
+grep -q "badids:2" "$TMP/err" || fail "id out of range: no FILE:LINE: $(cat "$TMP/err")"
+[ "$(wc -l <"$TMP/out")" -eq 1 ] || fail "id out of range: lines before it not written"
+printf '5 x\n' >"$TMP/notids"
+run tfm-tok -d --ids -m "$M" "$TMP/notids"
+expect_rc 1 "not an id"
+grep -q "notids:1" "$TMP/err" || fail "not an id: no FILE:LINE"
+
+finish
