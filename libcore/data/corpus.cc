@@ -1,0 +1,393 @@
+// .tfmb writer and reader; the byte layout is man/tfm-batch.1, "FILE FORMAT":
+//   header (128 bytes, CRC-32) | block index | batch table | blocks
+// The index and batch table share one CRC-32 in the header; every block has
+// a CRC-32 of its stored (zstd) bytes and one of its decompressed bytes.
+#include "libcore/data/corpus.h"
+
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "libcore/error.h"
+#include "libcore/io/atomic_file.h"
+#include "libcore/io/checkpoint_format.h"
+
+namespace tfm {
+
+using io::detail::crc32;
+using io::detail::get;
+using io::detail::put;
+
+namespace {
+
+constexpr std::array<unsigned char, 8> kMagic = {0x89, 'T', 'F', 'M', 'B', 'A', 'T', 'C'};
+constexpr size_t kHeaderBytes = 128;
+constexpr size_t kFingerprintBytes = 44;  // header bytes 80..123
+constexpr size_t kIndexEntry = 32, kBatchEntry = 8;
+constexpr uint32_t kBlockPairs = 4096;    // pairs per zstd block
+constexpr uint64_t kZstdMaxRatio = io::detail::kZstdMaxRatio;
+
+template <typename... Args>
+[[noreturn]] void corrupt(const std::string& path, fmt::format_string<Args...> format,
+                          Args&&... args) {
+  fail("{} is corrupt: {}", path, fmt::format(format, std::forward<Args>(args)...));
+}
+
+}  // namespace
+
+// ---- writing ----
+
+void write_corpus(const std::string& path, const CorpusMeta& meta, std::vector<TokenPair> pairs) {
+  TFM_REQUIRE(meta.fingerprint.size() < kFingerprintBytes,
+              "cannot write {}: vocabulary fingerprint '{}' is longer than {} bytes", path,
+              meta.fingerprint, kFingerprintBytes - 1);
+  TFM_REQUIRE(meta.max_len >= 1 && meta.max_len <= kCorpusMaxLen,
+              "cannot write {}: max length {} is outside 1..{}", path, meta.max_len, kCorpusMaxLen);
+  TFM_REQUIRE(meta.max_tokens >= 1, "cannot write {}: max tokens must be positive", path);
+  TFM_REQUIRE(meta.vocab_size >= 4 && meta.vocab_size <= INT32_MAX,
+              "cannot write {}: vocabulary size {} is out of range", path, meta.vocab_size);
+  TFM_REQUIRE(pairs.size() < UINT32_MAX, "cannot write {}: too many pairs", path);
+  std::vector<PairLength> lengths(pairs.size());
+  uint64_t src_tokens = 0, tgt_tokens = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    for (const auto* side : {&pairs[i].src, &pairs[i].tgt}) {
+      TFM_REQUIRE(!side->empty() && side->size() <= size_t(meta.max_len),
+                  "cannot write {}: pair {} has a side of {} tokens, outside 1..{}", path, i,
+                  side->size(), meta.max_len);
+      for (int32_t id : *side)
+        TFM_REQUIRE(id >= 0 && id < meta.vocab_size,
+                    "cannot write {}: pair {} holds id {}, outside the vocabulary of {}", path, i,
+                    id, meta.vocab_size);
+    }
+    lengths[i] = {int32_t(pairs[i].src.size()), int32_t(pairs[i].tgt.size())};
+    src_tokens += pairs[i].src.size();
+    tgt_tokens += pairs[i].tgt.size();
+  }
+  const std::vector<uint32_t> order = bucket_order(lengths);
+  std::vector<PairLength> sorted(order.size());
+  for (size_t k = 0; k < order.size(); ++k) sorted[k] = lengths[order[k]];
+  const std::vector<BatchRange> batches = pack_batches(sorted, meta.max_tokens);
+
+  const uint32_t block_count = uint32_t((order.size() + kBlockPairs - 1) / kBlockPairs);
+  std::string index, blocks;
+  const uint64_t data_start = kHeaderBytes + kIndexEntry * block_count + kBatchEntry * batches.size();
+  for (uint32_t b = 0; b < block_count; ++b) {
+    const size_t lo = size_t{b} * kBlockPairs, hi = std::min(order.size(), lo + kBlockPairs);
+    std::string raw;
+    for (size_t k = lo; k < hi; ++k) {
+      put<uint32_t>(raw, uint32_t(sorted[k].src));
+      put<uint32_t>(raw, uint32_t(sorted[k].tgt));
+    }
+    for (size_t k = lo; k < hi; ++k) {
+      for (int32_t id : pairs[order[k]].src) put<uint32_t>(raw, uint32_t(id));
+      for (int32_t id : pairs[order[k]].tgt) put<uint32_t>(raw, uint32_t(id));
+    }
+    std::string stored(ZSTD_compressBound(raw.size()), '\0');
+    const size_t n = ZSTD_compress(stored.data(), stored.size(), raw.data(), raw.size(), 3);
+    if (ZSTD_isError(n)) fail("cannot write {}: zstd: {}", path, ZSTD_getErrorName(n));
+    stored.resize(n);
+    put<uint64_t>(index, data_start + blocks.size());
+    put<uint64_t>(index, stored.size());
+    put<uint32_t>(index, uint32_t(raw.size()));
+    put<uint32_t>(index, uint32_t(hi - lo));
+    put<uint32_t>(index, crc32(0, stored.data(), stored.size()));
+    put<uint32_t>(index, crc32(0, raw.data(), raw.size()));
+    blocks += stored;
+  }
+  for (const BatchRange& r : batches) {
+    put<uint32_t>(index, r.first);
+    put<uint32_t>(index, r.count);
+  }
+  std::string out;
+  out.append(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
+  put<uint32_t>(out, kCorpusVersion);
+  put<uint32_t>(out, 0);
+  put<uint64_t>(out, data_start + blocks.size());
+  put<uint64_t>(out, order.size());
+  put<uint64_t>(out, src_tokens);
+  put<uint64_t>(out, tgt_tokens);
+  put<uint64_t>(out, uint64_t(meta.vocab_size));
+  put<uint64_t>(out, uint64_t(meta.max_tokens));
+  put<uint32_t>(out, uint32_t(meta.max_len));
+  put<uint32_t>(out, block_count);
+  put<uint32_t>(out, uint32_t(batches.size()));
+  put<uint32_t>(out, crc32(0, index.data(), index.size()));
+  out += meta.fingerprint;
+  out.resize(kHeaderBytes - 4, '\0');
+  put<uint32_t>(out, crc32(0, out.data(), out.size()));
+  out += index;
+  out += blocks;
+  io::write_file_atomic(path, out);
+}
+
+// ---- reading ----
+
+namespace {
+
+std::string read_whole(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail("cannot read {}: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail("cannot read {}: it is not a regular file", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read {}: {}", path, std::strerror(errno));
+  std::string bytes(size_t(st.st_size), '\0');
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  if (size_t(in.gcount()) != bytes.size()) fail("{} is truncated: it shrank while being read", path);
+  return bytes;
+}
+
+}  // namespace
+
+Corpus Corpus::read(const std::string& path) {
+  const std::string file = read_whole(path);
+  const auto* p = reinterpret_cast<const unsigned char*>(file.data());
+  const size_t have = file.size();
+  if (have == 0) fail("{} is empty, not a tfm corpus (.tfmb)", path);
+  if (std::memcmp(p, kMagic.data(), std::min(have, kMagic.size())) != 0)
+    fail("{} is not a tfm corpus (.tfmb)", path);
+  if (have < 12) fail("{} is truncated: it ends inside its header", path);
+  Corpus c;
+  c.version_ = get<uint32_t>(p + 8);
+  if (c.version_ != kCorpusVersion)
+    fail("{} is a tfm corpus of format version {}, but this tfm reads only version {}", path,
+         c.version_, kCorpusVersion);
+  if (have < kHeaderBytes) fail("{} is truncated: it ends inside its header", path);
+  if (crc32(0, p, kHeaderBytes - 4) != get<uint32_t>(p + kHeaderBytes - 4))
+    corrupt(path, "its header fails its checksum");
+  const uint64_t file_bytes = get<uint64_t>(p + 16), pairs = get<uint64_t>(p + 24);
+  const uint64_t src_tokens = get<uint64_t>(p + 32), tgt_tokens = get<uint64_t>(p + 40);
+  const uint64_t vocab_size = get<uint64_t>(p + 48), max_tokens = get<uint64_t>(p + 56);
+  const uint32_t max_len = get<uint32_t>(p + 64), block_count = get<uint32_t>(p + 68);
+  const uint32_t batch_count = get<uint32_t>(p + 72), table_crc = get<uint32_t>(p + 76);
+  if (get<uint32_t>(p + 12) != 0) corrupt(path, "its header has reserved bytes that are not zero");
+  if (have < file_bytes)
+    fail("{} is truncated: it has {} bytes, but its header says {}", path, have, file_bytes);
+  if (have > file_bytes) corrupt(path, "it has {} bytes, but its header says {}", have, file_bytes);
+  if (vocab_size < 4 || vocab_size > INT32_MAX) corrupt(path, "its vocabulary size {} is out of range", vocab_size);
+  if (max_len < 1 || max_len > uint32_t(kCorpusMaxLen)) corrupt(path, "its max length {} is outside 1..{}", max_len, kCorpusMaxLen);
+  if (max_tokens < 1 || max_tokens > INT64_MAX) corrupt(path, "its max tokens {} is out of range", max_tokens);
+  if (pairs >= UINT32_MAX || block_count != (pairs + kBlockPairs - 1) / kBlockPairs ||
+      batch_count > pairs)
+    corrupt(path, "its counts of pairs ({}), blocks ({}) and batches ({}) do not fit together",
+            pairs, block_count, batch_count);
+  const char* fp = file.data() + 80;
+  const size_t fp_len = strnlen(fp, kFingerprintBytes);
+  if (fp_len == kFingerprintBytes || std::any_of(fp + fp_len, fp + kFingerprintBytes, [](char ch) { return ch; }))
+    corrupt(path, "its vocabulary fingerprint is not a NUL-padded string");
+  c.meta_ = CorpusMeta{std::string(fp, fp_len), int64_t(vocab_size), int32_t(max_len), int64_t(max_tokens)};
+  const uint64_t table_bytes = kIndexEntry * uint64_t{block_count} + kBatchEntry * uint64_t{batch_count};
+  if (table_bytes > file_bytes - kHeaderBytes)
+    corrupt(path, "its block index and batch table run past its end");
+  if (crc32(0, p + kHeaderBytes, size_t(table_bytes)) != table_crc)
+    corrupt(path, "its block index or batch table fails its checksum");
+
+  c.lengths_.reserve(size_t(pairs));
+  c.offsets_.reserve(size_t(pairs));
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!dctx) fail("cannot read {}: out of memory for zstd", path);
+  uint64_t next = kHeaderBytes + table_bytes, seen = 0, src_seen = 0, tgt_seen = 0;
+  std::string raw;
+  for (uint32_t b = 0; b < block_count; ++b) {
+    const unsigned char* e = p + kHeaderBytes + kIndexEntry * b;
+    const uint64_t offset = get<uint64_t>(e), stored = get<uint64_t>(e + 8);
+    const uint32_t raw_bytes = get<uint32_t>(e + 16), n = get<uint32_t>(e + 20);
+    if (offset != next || stored > file_bytes - next)
+      corrupt(path, "block {} does not lie right after the one before it", b);
+    next += stored;
+    const uint32_t want_n = b + 1 < block_count ? kBlockPairs : uint32_t(pairs - seen);
+    if (n != want_n) corrupt(path, "block {} holds {} pairs instead of {}", b, n, want_n);
+    if (raw_bytes > uint64_t{n} * (8 + 8 * uint64_t{max_len}) || raw_bytes / kZstdMaxRatio > stored)
+      corrupt(path, "block {} claims {} bytes, more than it can hold", b, raw_bytes);
+    if (crc32(0, p + offset, size_t(stored)) != get<uint32_t>(e + 24))
+      corrupt(path, "block {} fails its checksum", b);
+    raw.assign(raw_bytes, '\0');
+    const size_t got = ZSTD_decompressDCtx(dctx.get(), raw.data(), raw.size(), p + offset, size_t(stored));
+    if (ZSTD_isError(got))
+      corrupt(path, "block {} cannot be decompressed (zstd: {})", b, ZSTD_getErrorName(got));
+    if (got != raw_bytes) corrupt(path, "block {} does not decompress to the {} bytes its index says", b, raw_bytes);
+    if (crc32(0, raw.data(), raw.size()) != get<uint32_t>(e + 28))
+      corrupt(path, "block {} fails its checksum after decompression", b);
+    const auto* r = reinterpret_cast<const unsigned char*>(raw.data());
+    if (raw_bytes < uint64_t{n} * 8) corrupt(path, "block {} is too short for its lengths", b);
+    uint64_t ids = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t s = get<uint32_t>(r + 8 * k), t = get<uint32_t>(r + 8 * k + 4);
+      if (s < 1 || s > max_len || t < 1 || t > max_len)
+        corrupt(path, "pair {} has lengths {} and {}, outside 1..{}", seen + k, s, t, max_len);
+      ids += s + t;
+      src_seen += s;
+      tgt_seen += t;
+    }
+    if (raw_bytes != uint64_t{n} * 8 + ids * 4)
+      corrupt(path, "block {} holds {} bytes, but its lengths need {}", b, raw_bytes, n * 8 + ids * 4);
+    const size_t base = c.ids_.size();
+    c.ids_.resize(base + size_t(ids));
+    for (uint64_t k = 0; k < ids; ++k) {
+      const uint32_t id = get<uint32_t>(r + uint64_t{n} * 8 + 4 * k);
+      if (id >= vocab_size) corrupt(path, "block {} holds id {}, outside the vocabulary of {}", b, id, vocab_size);
+      c.ids_[base + size_t(k)] = int32_t(id);
+    }
+    uint64_t off = base;
+    for (uint32_t k = 0; k < n; ++k) {
+      const PairLength len{int32_t(get<uint32_t>(r + 8 * k)), int32_t(get<uint32_t>(r + 8 * k + 4))};
+      if (!c.lengths_.empty()) {
+        const PairLength& prev = c.lengths_.back();
+        if (len.tgt < prev.tgt || (len.tgt == prev.tgt && len.src < prev.src))
+          corrupt(path, "pair {} is out of length order", seen + k);
+      }
+      c.lengths_.push_back(len);
+      c.offsets_.push_back(off);
+      off += uint64_t(len.src + len.tgt);
+    }
+    seen += n;
+  }
+  if (next != file_bytes) corrupt(path, "its blocks do not reach its end");
+  if (src_seen != src_tokens || tgt_seen != tgt_tokens)
+    corrupt(path, "it holds {} + {} tokens, but its header says {} + {}", src_seen, tgt_seen,
+            src_tokens, tgt_tokens);
+  c.src_tokens_ = int64_t(src_tokens);
+  c.tgt_tokens_ = int64_t(tgt_tokens);
+  uint64_t expect = 0;
+  for (uint32_t i = 0; i < batch_count; ++i) {
+    const unsigned char* e = p + kHeaderBytes + kIndexEntry * block_count + kBatchEntry * i;
+    const BatchRange r{get<uint32_t>(e), get<uint32_t>(e + 4)};
+    if (r.first != expect || r.count == 0 || r.count > pairs - expect)
+      corrupt(path, "batch {} does not start where batch {} ends", i, i == 0 ? 0 : i - 1);
+    const BatchCost cost = batch_cost(c.lengths_, r);
+    if (r.count > 1 && (uint64_t(cost.src) > max_tokens || uint64_t(cost.tgt) > max_tokens))
+      corrupt(path, "batch {} holds more than its max tokens of {}", i, max_tokens);
+    c.batches_.push_back(r);
+    expect += r.count;
+  }
+  if (expect != pairs) corrupt(path, "its batches cover {} of its {} pairs", expect, pairs);
+  c.file_bytes_ = file_bytes;
+  return c;
+}
+
+std::span<const int32_t> Corpus::src(size_t i) const {
+  return {ids_.data() + offsets_.at(i), size_t(lengths_[i].src)};
+}
+std::span<const int32_t> Corpus::tgt(size_t i) const {
+  return {ids_.data() + offsets_.at(i) + lengths_[i].src, size_t(lengths_[i].tgt)};
+}
+
+// ---- tokenized text -> pairs ----
+
+bool valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+    else return false;
+    if (n - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (p[i + k] & 0x3F);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are invalid.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+namespace {
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read {}: {}", path, std::strerror(errno));
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  if (in.bad()) fail("cannot read {}: {}", path, std::strerror(errno));
+  return lines;
+}
+
+std::vector<int32_t> to_ids(std::string_view text, const PieceToId& to_id, int64_t& unk) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t j = i;
+    while (j < text.size() && text[j] != ' ') ++j;
+    if (j > i) {
+      ids.push_back(to_id(text.substr(i, j - i)));
+      unk += ids.back() == 1;  // kUnkId
+    }
+    i = j;
+  }
+  return ids;
+}
+
+// Filters one pair into `out`; *_where name the lines for messages.
+void add_pair(std::string_view src, std::string_view tgt, const std::string& src_where,
+              const std::string& tgt_where, const PieceToId& to_id, const TextFilter& f,
+              TextPairs& out) {
+  FilterCounts& n = out.counts;
+  ++n.lines;
+  for (const auto& [text, where] : {std::pair{src, &src_where}, std::pair{tgt, &tgt_where}}) {
+    if (valid_utf8(text)) continue;
+    if (f.strict) throw Error("the line is not valid UTF-8", *where);
+    ++n.invalid_utf8;
+    n.invalid_where.push_back(*where);
+    return;
+  }
+  TokenPair p{to_ids(src, to_id, n.src_unk), to_ids(tgt, to_id, n.tgt_unk)};
+  const double s = double(p.src.size()), t = double(p.tgt.size());
+  if (p.src.empty() || p.tgt.empty()) ++n.empty;
+  else if (s > f.max_len || t > f.max_len) ++n.too_long;
+  else if (s > f.max_ratio * t || t > f.max_ratio * s) ++n.ratio;
+  else {
+    ++n.kept;
+    out.pairs.push_back(std::move(p));
+  }
+}
+
+}  // namespace
+
+TextPairs read_text_pairs(const std::string& src_path, const std::string& tgt_path,
+                          const PieceToId& to_id, const TextFilter& filter) {
+  const std::vector<std::string> src = read_lines(src_path), tgt = read_lines(tgt_path);
+  if (src.size() != tgt.size())
+    fail("{} has {} lines but {} has {}: source and target must pair line by line", src_path,
+         src.size(), tgt_path, tgt.size());
+  TextPairs out;
+  for (size_t i = 0; i < src.size(); ++i)
+    add_pair(src[i], tgt[i], fmt::format("{}:{}", src_path, i + 1),
+             fmt::format("{}:{}", tgt_path, i + 1), to_id, filter, out);
+  return out;
+}
+
+TextPairs read_tsv_pairs(const std::string& path, const PieceToId& to_id,
+                         const TextFilter& filter) {
+  const std::vector<std::string> lines = read_lines(path);
+  TextPairs out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string where = fmt::format("{}:{}", path, i + 1);
+    const size_t tab = lines[i].find('\t');
+    if (tab == std::string::npos || lines[i].find('\t', tab + 1) != std::string::npos)
+      throw Error("a --tsv line must hold exactly one TAB between source and target", where);
+    const std::string_view line(lines[i]);
+    add_pair(line.substr(0, tab), line.substr(tab + 1), where, where, to_id, filter, out);
+  }
+  return out;
+}
+
+}  // namespace tfm
