@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include "kernels/ops.h"
 
@@ -110,6 +112,28 @@ void require_close(std::initializer_list<Check> checks) {
     INFO(v.report);
     CHECK(v.ok);
   }
+}
+
+Tensor i32(const std::vector<int>& values) {
+  Tensor t({static_cast<int64_t>(values.size())}, DType::i32);
+  for (size_t i = 0; i < values.size(); ++i) t.data_as<int32_t>()[i] = values[i];
+  return t;
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/tfm-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+size_t TempDir::entries() const {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(path_),
+                                           std::filesystem::directory_iterator()));
 }
 
 std::vector<double> finite_difference(const Tensor& x, const std::function<double()>& loss) {

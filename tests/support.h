@@ -55,6 +55,24 @@ Verdict compare(const Check& check);
 // Runs every check; on failure REQUIREs with the worst element of each.
 void require_close(std::initializer_list<Check> checks);
 
+// A CPU i32 tensor (ids, lengths, targets) holding `values`.
+Tensor i32(const std::vector<int>& values);
+
+// A fresh directory under /tmp, removed with everything in it.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  size_t entries() const;  // files and folders directly inside
+
+ private:
+  std::string path_;
+};
+
 // d loss / d x by central differences (h = 1e-6), perturbing the f64 CPU
 // tensor x in place, one element at a time.
 std::vector<double> finite_difference(const Tensor& x, const std::function<double()>& loss);

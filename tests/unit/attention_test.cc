@@ -30,11 +30,6 @@ std::vector<double> softmax_reference(const std::vector<double>& s, const std::v
   return p;
 }
 
-Tensor lengths(const std::vector<int>& len) {
-  return test::from_f64(std::vector<double>(len.begin(), len.end()), {static_cast<int64_t>(len.size())},
-                        DType::i32);
-}
-
 }  // namespace
 
 TEST_CASE("permute_0213 moves rows and round-trips exactly", "[attention]") {
@@ -65,7 +60,7 @@ TEST_CASE("masked softmax forward and backward match float64", "[attention]") {
   uint64_t seed = 1100;
   const int64_t nb = 3, nh = 2, tq = 5, tk = 7;
   const std::vector<int> len = {7, 3, 0};  // the last sentence shows no key at all
-  Tensor k_len = lengths(len);
+  Tensor k_len = test::i32(len);
   for (DType dtype : {DType::f32, DType::f64})
     for (bool causal : {false, true}) {
       const Shape shape{nb, nh, tq, tk};
@@ -104,7 +99,7 @@ TEST_CASE("masked softmax forward and backward match float64", "[attention]") {
 TEST_CASE("masked softmax backward equals finite differences in double", "[attention]") {
   Stream cpu(Device::cpu());
   const int64_t nb = 2, nh = 2, tq = 4, tk = 5;
-  Tensor k_len = lengths({3, 5});
+  Tensor k_len = test::i32({3, 5});
   for (bool causal : {false, true}) {
     const Shape shape{nb, nh, tq, tk};
     Tensor s = test::random(shape, DType::f64, causal ? 61 : 62, -2, 2);
@@ -138,7 +133,7 @@ TEST_CASE("masked softmax backward equals finite differences in double", "[atten
 TEST_CASE("attention ops reject bad shapes, dtypes and lengths", "[attention]") {
   Stream cpu(Device::cpu());
   Tensor s({2, 1, 3, 4}, DType::f32), p({2, 1, 3, 4}, DType::f32);
-  Tensor len = lengths({4, 5}), len1 = lengths({4}), flen({2}, DType::f32);
+  Tensor len = test::i32({4, 5}), len1 = test::i32({4}), flen({2}, DType::f32);
   REQUIRE_THROWS_WITH(ops::softmax_forward(s, len, false, p, cpu),
                       Catch::Contains("softmax_forward: k_lengths[1] is 5, outside [0, 4]"));
   REQUIRE_THROWS_WITH(ops::softmax_forward(s, len1, false, p, cpu),

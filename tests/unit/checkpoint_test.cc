@@ -15,31 +15,13 @@
 
 #include "libcore/io/checkpoint.h"
 
+#include "tests/support.h"
+
 using namespace tfm;
 using namespace tfm::io;
 using Catch::Contains;
 
 namespace {
-
-// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tfm-ckpt-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-  size_t entries() const {
-    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(path_),
-                                             std::filesystem::directory_iterator()));
-  }
-
- private:
-  std::string path_;
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -192,7 +174,7 @@ std::vector<RawSection> crafted(const std::vector<RawTensor>& ts, std::string da
 }  // namespace
 
 TEST_CASE("checkpoints round-trip every dtype and rank with empty tensors and tokenizer", "[checkpoint]") {
-  TempDir dir;
+  test::TempDir dir;
   for (bool with_tokenizer : {true, false}) {
     const Checkpoint want = sample(with_tokenizer);
     const std::string path = dir.file(with_tokenizer ? "a.bin" : "b.bin");
@@ -229,7 +211,7 @@ TEST_CASE("checkpoints round-trip every dtype and rank with empty tensors and to
 }
 
 TEST_CASE("big tensors stream across chunk boundaries from and into flat buffers", "[checkpoint]") {
-  TempDir dir;
+  test::TempDir dir;
   // One flat buffer, viewed as tensors (how the model's parameters live).
   const size_t n_big = 1'300'000, n_zero = 1'500'000, n_small = 333;
   std::vector<float> flat(n_big + n_zero + n_small, 0.0f);
@@ -278,7 +260,7 @@ TEST_CASE("big tensors stream across chunk boundaries from and into flat buffers
 }
 
 TEST_CASE("checkpoint writes are atomic", "[checkpoint]") {
-  TempDir dir;
+  test::TempDir dir;
   const Checkpoint ckpt = sample(true);
 
   // Into a directory that does not exist: an error, and nothing appears.
@@ -330,7 +312,7 @@ TEST_CASE("checkpoint writes are atomic", "[checkpoint]") {
 }
 
 TEST_CASE("a checkpoint cut anywhere is reported as truncated or corrupt", "[checkpoint]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string good = dir.file("good.bin"), cut = dir.file("cut.bin");
   write_checkpoint(good, sample(true));
   const std::string bytes = slurp(good);
@@ -359,7 +341,7 @@ TEST_CASE("a checkpoint cut anywhere is reported as truncated or corrupt", "[che
 }
 
 TEST_CASE("every flipped byte of a checkpoint is caught by a checksum", "[checkpoint]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string good = dir.file("good.bin"), bad = dir.file("bad.bin");
   write_checkpoint(good, sample(true));
   const std::string bytes = slurp(good);
@@ -401,7 +383,7 @@ TEST_CASE("every flipped byte of a checkpoint is caught by a checksum", "[checkp
 }
 
 TEST_CASE("hand-crafted lies in a checkpoint get one sentence each", "[checkpoint]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string path = dir.file("lie.bin");
   auto error_for = [&](std::string_view file) {
     spit(path, file);

@@ -15,24 +15,12 @@
 #include "libcore/error.h"
 #include "libcore/io/checkpoint_format.h"
 
+#include "tests/support.h"
+
 using namespace tfm;
 using Catch::Contains;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tfm-corpus-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -83,7 +71,7 @@ void expect_error(const std::string& path, const std::string& what) {
 }  // namespace
 
 TEST_CASE("corpus round trip keeps every pair", "[corpus]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string path = dir.file("a.tfmb");
   const auto pairs = random_pairs(9000, 100, 1);  // more than two blocks
   write_corpus(path, meta(2000), pairs);
@@ -102,7 +90,7 @@ TEST_CASE("corpus round trip keeps every pair", "[corpus]") {
 }
 
 TEST_CASE("corpus batches respect max tokens and cover every pair once", "[corpus]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string path = dir.file("b.tfmb");
   write_corpus(path, meta(1500), random_pairs(5000, 100, 2));
   const Corpus c = Corpus::read(path);
@@ -134,7 +122,7 @@ TEST_CASE("a pair longer than max tokens forms a batch of its own", "[corpus]") 
 }
 
 TEST_CASE("corpus writer rejects pairs that break its limits", "[corpus]") {
-  TempDir dir;
+  test::TempDir dir;
   std::vector<TokenPair> bad = {{{5}, {}}};
   CHECK_THROWS_AS(write_corpus(dir.file("x.tfmb"), meta(100), bad), Error);
   bad = {{{5}, {600}}};
@@ -143,7 +131,7 @@ TEST_CASE("corpus writer rejects pairs that break its limits", "[corpus]") {
 }
 
 TEST_CASE("empty corpus round trips", "[corpus]") {
-  TempDir dir;
+  test::TempDir dir;
   write_corpus(dir.file("e.tfmb"), meta(100), {});
   const Corpus c = Corpus::read(dir.file("e.tfmb"));
   CHECK(c.size() == 0);
@@ -151,7 +139,7 @@ TEST_CASE("empty corpus round trips", "[corpus]") {
 }
 
 TEST_CASE("every damaged corpus is one error naming the file", "[corpus]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string good = dir.file("good.tfmb"), bad = dir.file("bad.tfmb");
   write_corpus(good, meta(800), random_pairs(5000, 40, 3));
   const std::string bytes = slurp(good);

@@ -48,11 +48,6 @@ CeRef ce_reference(const std::vector<double>& x, const std::vector<int>& targets
   return r;
 }
 
-Tensor ids(const std::vector<int>& v) {
-  return test::from_f64(std::vector<double>(v.begin(), v.end()), {static_cast<int64_t>(v.size())},
-                        DType::i32);
-}
-
 }  // namespace
 
 TEST_CASE("log_softmax matches float64, also far from zero", "[loss]") {
@@ -78,7 +73,7 @@ TEST_CASE("smoothed_cross_entropy matches PyTorch's label smoothing in float64",
   uint64_t seed = 1300;
   const int64_t n = 7, v = 13;
   const std::vector<int> targets = {3, -1, 0, 12, 5, -1, 7};  // -1: padding rows
-  Tensor tg = ids(targets);
+  Tensor tg = test::i32(targets);
   for (DType dtype : {DType::f32, DType::f64})
     for (float eps : {0.0f, 0.1f})
       for (float grad_scale : {1.0f, 0.25f}) {
@@ -101,7 +96,7 @@ TEST_CASE("smoothed_cross_entropy gradient equals finite differences in double",
   const int64_t n = 4, v = 6;
   const float eps = 0.1f, grad_scale = 0.5f;
   const std::vector<int> targets = {2, 0, -1, 5};
-  Tensor tg = ids(targets);
+  Tensor tg = test::i32(targets);
   Tensor x = test::random({n, v}, DType::f64, 71, -3, 3);
   Tensor grad({n, v}, DType::f64), sums = Tensor::zeros({2}, DType::f64);
   std::copy_n(x.data_as<double>(), x.numel(), grad.data_as<double>());
@@ -131,14 +126,14 @@ TEST_CASE("smoothed_cross_entropy gradient equals finite differences in double",
 TEST_CASE("loss ops reject bad targets, shapes and dtypes", "[loss]") {
   Stream cpu(Device::cpu());
   Tensor logits({3, 5}, DType::f32), sums = Tensor::zeros({2}, DType::f32);
-  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, ids({0, 5, 1}), 0.1f, 1.0f, sums, cpu),
+  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, test::i32({0, 5, 1}), 0.1f, 1.0f, sums, cpu),
                       Catch::Contains("smoothed_cross_entropy: targets[1] is 5, outside the vocabulary [0, 5)"));
-  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, ids({0, 1}), 0.1f, 1.0f, sums, cpu),
+  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, test::i32({0, 1}), 0.1f, 1.0f, sums, cpu),
                       Catch::Contains("targets is i32 (2) on cpu but must be (3)"));
   Tensor sums64 = Tensor::zeros({2}, DType::f64);
-  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, ids({0, 1, 2}), 0.1f, 1.0f, sums64, cpu),
+  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, test::i32({0, 1, 2}), 0.1f, 1.0f, sums64, cpu),
                       Catch::Contains("sums is f64 but must be f32 for f32 logits"));
-  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, ids({0, 1, 2}), 1.5f, 1.0f, sums, cpu),
+  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, test::i32({0, 1, 2}), 1.5f, 1.0f, sums, cpu),
                       Catch::Contains("label smoothing eps = 1.5 is outside [0, 1]"));
   Tensor y({3, 4}, DType::f32);
   REQUIRE_THROWS_WITH(ops::log_softmax(logits, y, cpu),

@@ -75,9 +75,8 @@ TEST_CASE("a tiny model learns to copy with the paper's optimizer", "[train]") {
 }
 
 TEST_CASE("a model survives the trip through a checkpoint", "[train]") {
-  char dir_template[] = "/tmp/tfm-model-io-XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
-  const std::string path = dir + "/model.bin";
+  const test::TempDir dir;
+  const std::string path = dir.file("model.bin");
   ModelConfig c = ModelConfig::preset("tiny");
   c.pre_norm = true;
   ModelLimits limits;
@@ -97,6 +96,4 @@ TEST_CASE("a model survives the trip through a checkpoint", "[train]") {
   other.d_ff = 48;
   Transformer wrong(other, limits, Device::cpu());
   REQUIRE_THROWS_WITH(load_parameters(path, wrong), Catch::Contains("another configuration"));
-  std::remove(path.c_str());
-  rmdir(dir.c_str());
 }

@@ -17,24 +17,12 @@
 #include "libcore/io/checkpoint.h"
 #include "libcore/model/batch.h"
 
+#include "tests/support.h"
+
 using namespace tfm;
 using Catch::Contains;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tfm-vocab-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // A few hundred lines of training text in `path`.
 void write_corpus(const std::string& path, int lines) {
@@ -52,7 +40,7 @@ void write_corpus(const std::string& path, int lines) {
 
 // Trains one model per test run (shared: training is the slow part).
 const std::string& model_path(int vocab_size) {
-  static TempDir dir;
+  static test::TempDir dir;
   static std::map<int, std::string> models;
   auto it = models.find(vocab_size);
   if (it != models.end()) return it->second;
@@ -114,7 +102,7 @@ TEST_CASE("vocab: fingerprint is stable and tells models apart", "[vocab]") {
 }
 
 TEST_CASE("vocab: loads from a checkpoint's tokenizer slot", "[vocab]") {
-  TempDir dir;
+  test::TempDir dir;
   const Vocab a = Vocab::load(model_path(300));
   const std::string ckpt = dir.file("model.bin");
   io::write_checkpoint(ckpt, "preset = tiny\n", a.bytes(), {});
@@ -129,7 +117,7 @@ TEST_CASE("vocab: loads from a checkpoint's tokenizer slot", "[vocab]") {
 }
 
 TEST_CASE("vocab: errors name the file", "[vocab]") {
-  TempDir dir;
+  test::TempDir dir;
   CHECK_THROWS_WITH(Vocab::load(dir.file("missing.model")), Contains("missing.model"));
   const std::string garbage = dir.file("garbage.model");
   std::ofstream(garbage) << "this is not a model\n";
@@ -141,7 +129,7 @@ TEST_CASE("vocab: errors name the file", "[vocab]") {
 }
 
 TEST_CASE("vocab: training errors and no partial file", "[vocab]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string text = dir.file("text.txt");
   write_corpus(text, 50);
   data::TrainOptions o;
@@ -157,7 +145,7 @@ TEST_CASE("vocab: training errors and no partial file", "[vocab]") {
 }
 
 TEST_CASE("line reader: plain, gzip, last line without newline", "[vocab]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string plain = dir.file("a.txt");
   std::ofstream(plain) << "one\n\nthree";
   const std::string gz = dir.file("a.gz");
