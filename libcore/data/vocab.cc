@@ -15,7 +15,6 @@ namespace tfm {
 namespace {
 
 // The first bytes of every tfm checkpoint (man/tfm.7, "CHECKPOINT FORMAT").
-constexpr std::string_view kCheckpointMagic{"\x89TFMCKPT", 8};
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -48,17 +47,10 @@ Vocab& Vocab::operator=(Vocab&&) noexcept = default;
 Vocab::~Vocab() = default;
 
 Vocab Vocab::load(const std::string& path) {
-  {
-    std::ifstream probe(path, std::ios::binary);
-    if (!probe) fail("cannot open {}: {}", path, std::strerror(errno));
-    char head[8] = {};
-    probe.read(head, sizeof head);
-    if (probe.gcount() == 8 && std::string_view(head, 8) == kCheckpointMagic) {
-      io::read_checkpoint_info(path);  // validates the header and directory first
-      std::string tokenizer = io::read_checkpoint(path).tokenizer;
-      if (tokenizer.empty()) fail("{} is a tfm checkpoint without a tokenizer", path);
-      return from_bytes(std::move(tokenizer), path);
-    }
+  if (io::is_checkpoint(path)) {
+    std::string tokenizer = io::read_checkpoint_tokenizer(path);
+    if (tokenizer.empty()) fail("{} is a tfm checkpoint without a tokenizer", path);
+    return from_bytes(std::move(tokenizer), path);
   }
   return from_bytes(read_whole_file(path), path);
 }

@@ -118,4 +118,12 @@ void read_checkpoint_tensors(const std::string& path,
 // One optional section's bytes; Error if the checkpoint has none by that name.
 std::string read_checkpoint_section(const std::string& path, std::string_view name);
 
+// Whether the file starts with the checkpoint magic (reads 8 bytes; a file
+// that cannot be opened is not one).
+bool is_checkpoint(const std::string& path);
+
+// The embedded tokenizer alone (empty when none was embedded), without
+// touching the tensor data: what tfm-tok -m model.bin needs.
+std::string read_checkpoint_tokenizer(const std::string& path);
+
 }  // namespace tfm::io

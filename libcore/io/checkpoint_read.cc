@@ -13,6 +13,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -454,6 +455,19 @@ std::string read_checkpoint_section(const std::string& path, std::string_view na
   for (const Section& s : layout.sections)
     if (s.kind == SectionKind::extra && s.name == name) return read_bytes(f, s);
   fail("{} has no section named '{}'", path, name);
+}
+
+bool is_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<unsigned char, kMagic.size()> head{};
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  return in.gcount() == static_cast<std::streamsize>(head.size()) && head == kMagic;
+}
+
+std::string read_checkpoint_tokenizer(const std::string& path) {
+  const InFile f(path);
+  const Layout layout = read_layout(f);
+  return read_bytes(f, layout.get(SectionKind::tokenizer));
 }
 
 }  // namespace tfm::io

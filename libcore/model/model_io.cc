@@ -74,7 +74,7 @@ std::unique_ptr<Transformer> load_model(const std::string& path, const ModelLimi
                                         Device device, std::string* tokenizer) {
   auto model = std::make_unique<Transformer>(read_model_config(path), limits, device);
   load_parameters(path, *model);
-  if (tokenizer) *tokenizer = io::read_checkpoint(path).tokenizer;
+  if (tokenizer) *tokenizer = io::read_checkpoint_tokenizer(path);
   return model;
 }
 
