@@ -109,22 +109,9 @@ TEST_CASE("masked softmax backward equals finite differences in double", "[atten
     ops::softmax_backward(probs, w, ds, cpu);
     auto loss = [&] {
       ops::softmax_forward(s, k_len, causal, probs, cpu);
-      double l = 0;
-      for (int64_t i = 0; i < probs.numel(); ++i) l += w.data_as<double>()[i] * probs.data_as<double>()[i];
-      return l;
+      return test::weighted_sum(w, probs);
     };
-    double* xs = s.data_as<double>();
-    const double h = 1e-6;
-    std::vector<double> numeric(static_cast<size_t>(s.numel()));
-    for (int64_t i = 0; i < s.numel(); ++i) {
-      const double keep = xs[i];
-      xs[i] = keep + h;
-      const double up = loss();
-      xs[i] = keep - h;
-      const double down = loss();
-      xs[i] = keep;
-      numeric[static_cast<size_t>(i)] = (up - down) / (2 * h);
-    }
+    std::vector<double> numeric = test::finite_difference(s, loss);
     INFO("causal=" << causal);
     test::require_close({{"dscores vs finite differences", ds, numeric, {1e-8, 1e-7}}});
   }

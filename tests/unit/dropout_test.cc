@@ -106,24 +106,11 @@ TEST_CASE("dropout backward equals finite differences in double", "[dropout]") {
   Tensor x = test::random(shape, DType::f64, 31), w = test::random(shape, DType::f64, 32);
   Tensor y(shape, DType::f64), dx(shape, DType::f64);
   ops::dropout_backward(w, p, key, dx, cpu);
-  double* xs = x.data_as<double>();
-  const double h = 1e-6;
-  std::vector<double> numeric(static_cast<size_t>(x.numel()));
   auto loss = [&] {
     ops::dropout_forward(x, p, key, y, cpu);
-    double l = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) l += w.data_as<double>()[i] * y.data_as<double>()[i];
-    return l;
+    return test::weighted_sum(w, y);
   };
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const double keep = xs[i];
-    xs[i] = keep + h;
-    const double up = loss();
-    xs[i] = keep - h;
-    const double down = loss();
-    xs[i] = keep;
-    numeric[static_cast<size_t>(i)] = (up - down) / (2 * h);
-  }
+  std::vector<double> numeric = test::finite_difference(x, loss);
   test::require_close({{"dx vs finite differences", dx, numeric, {1e-8, 1e-7}}});
 }
 

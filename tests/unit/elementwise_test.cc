@@ -64,21 +64,9 @@ TEST_CASE("relu backward equals finite differences in double", "[elementwise]") 
   ops::relu_backward(y, w, dx, cpu);
   auto loss = [&] {
     ops::relu_forward(x, y, cpu);
-    double l = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) l += w.data_as<double>()[i] * y.data_as<double>()[i];
-    return l;
+    return test::weighted_sum(w, y);
   };
-  const double h = 1e-6;
-  std::vector<double> numeric(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const double keep = xs[i];
-    xs[i] = keep + h;
-    const double up = loss();
-    xs[i] = keep - h;
-    const double down = loss();
-    xs[i] = keep;
-    numeric[static_cast<size_t>(i)] = (up - down) / (2 * h);
-  }
+  std::vector<double> numeric = test::finite_difference(x, loss);
   test::require_close({{"dx vs finite differences", dx, numeric, {1e-8, 1e-7}}});
 }
 

@@ -108,18 +108,8 @@ TEST_CASE("smoothed_cross_entropy gradient equals finite differences in double",
     ops::smoothed_cross_entropy(work, tg, eps, grad_scale, s, cpu);
     return s.data_as<double>()[0];
   };
-  double* xs = x.data_as<double>();
-  const double h = 1e-6;
-  std::vector<double> numeric(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const double keep = xs[i];
-    xs[i] = keep + h;
-    const double up = loss();
-    xs[i] = keep - h;
-    const double down = loss();
-    xs[i] = keep;
-    numeric[static_cast<size_t>(i)] = grad_scale * (up - down) / (2 * h);
-  }
+  std::vector<double> numeric = test::finite_difference(x, loss);
+  for (double& g : numeric) g *= grad_scale;
   test::require_close({{"gradient vs finite differences", grad, numeric, {1e-8, 1e-7}}});
 }
 
