@@ -68,6 +68,7 @@ grep -qE '^[0-9]+( [0-9]+)*$' "$TMP/i1" || fail "--ids: not ids"
 
 # decode: -d and 'decode', pieces and --ids, back to the text
 "$TFM_BIN/tfm-tok" -d -m "$M" "$TMP/p1" | cmp -s - "$TMP/in" || fail "decode pieces"
+"$TFM_BIN/tfm-tok" --decode -m "$M" "$TMP/p1" | cmp -s - "$TMP/in" || fail "decode pieces (--decode)"
 "$TFM_BIN/tfm-tok" decode --ids -m "$M" "$TMP/i1" | cmp -s - "$TMP/in" || fail "decode --ids"
 
 # order and content kept across chunks and threads
