@@ -2,16 +2,43 @@
 // flat element index, scaled by 1 / (1 - p) computed in float. The mask is
 // recomputed, never stored, and matches the CUDA one bit for bit because
 // both come from libcore/rng.h.
-#include <cstring>
+#include <algorithm>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/vector.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
 
-// out_i = base_i + x_i * keep_i * inv (base null: no add). One Philox block
-// gives four elements. out may alias x or base element by element.
+// Philox blocks (of four elements) per unit of parallel work.
+constexpr int64_t kBlocksPerChunk = 1024;
+
+// Elements [4 * b0, min(n, 4 * b1)) of out_i = base_i + x_i * keep_i * inv
+// (base null: no add). Sixteen Philox blocks at a time, computed lane-parallel
+// into `bits` and then applied, so both loops vectorize.
+template <typename T>
+TFM_CPU_CLONES void dropout_blocks(const T* base, const T* x, T* out, int64_t b0, int64_t b1,
+                                   int64_t n, float p, T inv, RngKey key) {
+  constexpr int64_t kGroup = 16;
+  uint32_t bits[4 * kGroup];
+  for (int64_t g = b0; g < b1; g += kGroup) {
+#pragma omp simd
+    for (int64_t j = 0; j < kGroup; ++j) {
+      const Philox4 r = philox_block(key, static_cast<uint64_t>(g + j));
+      for (int lane = 0; lane < 4; ++lane) bits[4 * j + lane] = r.v[lane];
+    }
+    const int64_t e0 = 4 * g, e1 = std::min({n, 4 * b1, e0 + 4 * kGroup});
+#pragma omp simd
+    for (int64_t i = e0; i < e1; ++i) {
+      const T kept = uniform01(bits[i - e0]) >= p ? x[i] * inv : T(0);
+      out[i] = base ? base[i] + kept : kept;
+    }
+  }
+}
+
+// out_i = base_i + x_i * keep_i * inv (base null: no add), inv = 1 / (1 - p)
+// in float. out may alias x or base element by element.
 template <typename T>
 void dropout_apply(const T* base, const T* x, T* out, int64_t n, float p, const RngKey& key) {
   const T inv = static_cast<T>(1.0f / (1.0f - p));
@@ -21,15 +48,9 @@ void dropout_apply(const T* base, const T* x, T* out, int64_t n, float p, const 
     return;
   }
   const int64_t blocks = (n + 3) / 4;
-#pragma omp parallel for if (n > kParallelMin)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const Philox4 r = philox_block(key, static_cast<uint64_t>(blk));
-    for (int64_t lane = 0; lane < 4 && blk * 4 + lane < n; ++lane) {
-      const int64_t i = blk * 4 + lane;
-      const T kept = uniform01(r.v[lane]) >= p ? x[i] * inv : T(0);
-      out[i] = base ? base[i] + kept : kept;
-    }
-  }
+  parallel_chunks(blocks, kBlocksPerChunk, [&](int64_t b0, int64_t b1) {
+    dropout_blocks<T>(base, x, out, b0, b1, n, p, inv, key);
+  });
 }
 
 }  // namespace

@@ -3,39 +3,64 @@
 #include <algorithm>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/vector.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 
+namespace {
+
+constexpr int64_t kChunk = 1 << 14;  // elements per unit of parallel work
+
+template <typename T>
+TFM_CPU_CLONES void add_span(const T* a, const T* b, T* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+template <typename T>
+TFM_CPU_CLONES void relu_span(const T* x, T* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];  // NaN stays NaN
+}
+
+template <typename T>
+TFM_CPU_CLONES void relu_backward_span(const T* y, const T* dy, T* dx, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+}
+
+}  // namespace
+
 void add(const TensorView& a, const TensorView& b, const TensorView& y) {
   with_float(y, "add", [&](auto* py) {
     using T = std::remove_pointer_t<decltype(py)>;
-    const T* pa = static_cast<const T*>(a.data());
-    const T* pb = static_cast<const T*>(b.data());
-    const int64_t n = y.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) py[i] = pa[i] + pb[i];
+    const T* pa = a.data_as<T>();
+    const T* pb = b.data_as<T>();
+    parallel_chunks(y.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      add_span<T>(pa + i0, pb + i0, py + i0, i1 - i0);
+    });
   });
 }
 
 void relu_forward(const TensorView& x, const TensorView& y) {
   with_float(y, "relu_forward", [&](auto* py) {
     using T = std::remove_pointer_t<decltype(py)>;
-    const T* px = static_cast<const T*>(x.data());
-    const int64_t n = y.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) py[i] = std::max(px[i], T(0));
+    const T* px = x.data_as<T>();
+    parallel_chunks(y.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      relu_span<T>(px + i0, py + i0, i1 - i0);
+    });
   });
 }
 
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx) {
   with_float(dx, "relu_backward", [&](auto* pdx) {
     using T = std::remove_pointer_t<decltype(pdx)>;
-    const T* py = static_cast<const T*>(y.data());
-    const T* pdy = static_cast<const T*>(dy.data());
-    const int64_t n = dx.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) pdx[i] = py[i] > T(0) ? pdy[i] : T(0);
+    const T* py = y.data_as<T>();
+    const T* pdy = dy.data_as<T>();
+    parallel_chunks(dx.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      relu_backward_span<T>(py + i0, pdy + i0, pdx + i0, i1 - i0);
+    });
   });
 }
 

@@ -1,83 +1,98 @@
 // CPU layer norm (ops.h) and the fused post-norm sub-layer end. Row
-// statistics and every sum run in double, in a fixed order; dgamma and dbeta
-// are summed over rows per column, so they do not depend on the thread count.
+// statistics and every sum run in double, in a fixed order (vector.h); dgamma
+// and dbeta are summed over rows per column, so they do not depend on the
+// thread count.
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/vector.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
 
-// x, y (R, D); mean, rstd (R) of T. y may alias x (each row is read first).
+// One row of layer norm: y = gamma * (x - mean) * rstd + beta. y may alias x
+// (the row is read first).
+template <typename T>
+TFM_CPU_CLONES void forward_row(const T* x, const T* gamma, const T* beta, double eps, T* y,
+                                T* mean, T* rstd, int64_t d) {
+  const double mu = sum_lanes(d, [&](int64_t j) { return x[j]; }) / static_cast<double>(d);
+  // Two passes: no cancellation when |mean| >> std.
+  const T mu_t = static_cast<T>(mu);
+  const double sq = sum_lanes(d, [&](int64_t j) {
+    const double c = static_cast<double>(x[j]) - mu;
+    return c * c;
+  });
+  const T rs = static_cast<T>(1.0 / std::sqrt(sq / static_cast<double>(d) + eps));
+  *mean = mu_t;
+  *rstd = rs;
+#pragma omp simd
+  for (int64_t j = 0; j < d; ++j) y[j] = gamma[j] * ((x[j] - mu_t) * rs) + beta[j];
+}
+
+// x, y (R, D); mean, rstd (R) of T.
 template <typename T>
 void forward_rows(const T* x, const T* gamma, const T* beta, double eps, T* y, T* mean, T* rstd,
                   int64_t rows, int64_t d) {
 #pragma omp parallel for if (rows * d > kParallelMin)
+  for (int64_t r = 0; r < rows; ++r)
+    forward_row(x + r * d, gamma, beta, eps, y + r * d, mean + r, rstd + r, d);
+}
+
+// Columns [j0, j1) of dgamma += sum_R dy * xhat and dbeta += sum_R dy, each
+// column summed over the rows in order (lanes are columns: no reordering).
+template <typename T>
+TFM_CPU_CLONES void parameter_sums(const T* x, const T* mean, const T* rstd, const T* dy,
+                                   T* dgamma, T* dbeta, int64_t rows, int64_t d, int64_t j0,
+                                   int64_t j1) {
+  constexpr int64_t kCols = 32;
+  double acc_g[kCols] = {}, acc_b[kCols] = {};
+  const int64_t w = j1 - j0;
   for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * d;
-    double sum = 0;
-    for (int64_t j = 0; j < d; ++j) sum += xr[j];
-    const double mu = sum / static_cast<double>(d);
-    double sq = 0;  // two passes: no cancellation when |mean| >> std
-    for (int64_t j = 0; j < d; ++j) sq += (xr[j] - mu) * (xr[j] - mu);
-    const T m = static_cast<T>(mu);
-    const T rs = static_cast<T>(1.0 / std::sqrt(sq / static_cast<double>(d) + eps));
-    mean[r] = m;
-    rstd[r] = rs;
-    T* yr = y + r * d;
-    for (int64_t j = 0; j < d; ++j) yr[j] = gamma[j] * ((xr[j] - m) * rs) + beta[j];
+    const T m = mean[r], rs = rstd[r];
+    const T* xr = x + r * d + j0;
+    const T* dyr = dy + r * d + j0;
+#pragma omp simd
+    for (int64_t j = 0; j < w; ++j) {
+      acc_g[j] += static_cast<double>(dyr[j] * ((xr[j] - m) * rs));
+      acc_b[j] += static_cast<double>(dyr[j]);
+    }
+  }
+  for (int64_t j = 0; j < w; ++j) {
+    dgamma[j0 + j] += static_cast<T>(acc_g[j]);
+    dbeta[j0 + j] += static_cast<T>(acc_b[j]);
   }
 }
 
-// xhat = (x - mean) * rstd, g = gamma * dy;
-// dx = rstd * (g - mean_D(g) - xhat * mean_D(g * xhat)); dgamma += sum_R dy * xhat;
-// dbeta += sum_R dy. dx may alias dy: the parameter sums read dy first, and
-// each row's dx is written only after its sums.
+// One row of dx = rstd * (g - mean_D(g) - xhat * mean_D(g * xhat)), g = gamma * dy.
+// dx may alias dy (the row's sums are taken before it is written).
+template <typename T>
+TFM_CPU_CLONES void backward_row(const T* x, const T* gamma, T m, T rs, const T* dy, T* dx,
+                                 int64_t d) {
+  const double inv_d = 1.0 / static_cast<double>(d);
+  const double mean_g = sum_lanes(d, [&](int64_t j) { return gamma[j] * dy[j]; }) * inv_d;
+  const double mean_gx =
+      sum_lanes(d, [&](int64_t j) { return gamma[j] * dy[j] * ((x[j] - m) * rs); }) * inv_d;
+  const T a = static_cast<T>(mean_g), b = static_cast<T>(mean_gx);
+#pragma omp simd
+  for (int64_t j = 0; j < d; ++j) dx[j] = rs * (gamma[j] * dy[j] - a - (x[j] - m) * rs * b);
+}
+
+// dgamma += sum_R dy * xhat; dbeta += sum_R dy; then dx row by row. dx may
+// alias dy: the parameter sums read dy first.
 template <typename T>
 void backward_rows(const T* x, const T* gamma, const T* mean, const T* rstd, const T* dy, T* dx,
                    T* dgamma, T* dbeta, int64_t rows, int64_t d) {
   constexpr int64_t kCols = 32;
   const int64_t blocks = (d + kCols - 1) / kCols;
 #pragma omp parallel for if (rows * d > kParallelMin)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t j0 = blk * kCols, j1 = std::min(d, j0 + kCols);
-    double acc_g[kCols] = {}, acc_b[kCols] = {};
-    for (int64_t r = 0; r < rows; ++r) {
-      const double m = mean[r], rs = rstd[r];
-      const T* xr = x + r * d;
-      const T* dyr = dy + r * d;
-      for (int64_t j = j0; j < j1; ++j) {
-        acc_g[j - j0] += dyr[j] * ((xr[j] - m) * rs);
-        acc_b[j - j0] += dyr[j];
-      }
-    }
-    for (int64_t j = j0; j < j1; ++j) {
-      dgamma[j] += static_cast<T>(acc_g[j - j0]);
-      dbeta[j] += static_cast<T>(acc_b[j - j0]);
-    }
-  }
-  const double inv_d = 1.0 / static_cast<double>(d);
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    parameter_sums(x, mean, rstd, dy, dgamma, dbeta, rows, d, blk * kCols,
+                   std::min(d, (blk + 1) * kCols));
 #pragma omp parallel for if (rows * d > kParallelMin)
-  for (int64_t r = 0; r < rows; ++r) {
-    const double m = mean[r], rs = rstd[r];
-    const T* xr = x + r * d;
-    const T* dyr = dy + r * d;
-    double sum_g = 0, sum_gx = 0;
-    for (int64_t j = 0; j < d; ++j) {
-      const double g = static_cast<double>(gamma[j]) * dyr[j];
-      sum_g += g;
-      sum_gx += g * ((xr[j] - m) * rs);
-    }
-    sum_g *= inv_d;
-    sum_gx *= inv_d;
-    T* dxr = dx + r * d;
-    for (int64_t j = 0; j < d; ++j) {
-      const double g = static_cast<double>(gamma[j]) * dyr[j];
-      dxr[j] = static_cast<T>(rs * (g - sum_g - (xr[j] - m) * rs * sum_gx));
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    backward_row(x + r * d, gamma, mean[r], rstd[r], dy + r * d, dx + r * d, d);
 }
 
 }  // namespace

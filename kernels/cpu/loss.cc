@@ -7,20 +7,49 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/vector.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
 
-// log(sum_v exp(x_v)) of one row, and its max (for reuse).
+// log(sum_v exp(x_v)) of one row.
 template <typename T>
-double log_sum_exp(const T* x, int64_t v, double* max_out = nullptr) {
-  T mx = x[0];
-  for (int64_t j = 1; j < v; ++j) mx = std::max(mx, x[j]);
-  double sum = 0;
-  for (int64_t j = 0; j < v; ++j) sum += std::exp(static_cast<double>(x[j]) - mx);
-  if (max_out) *max_out = mx;
+TFM_CPU_CLONES double log_sum_exp(const T* x, int64_t v) {
+  const T mx = max_lanes(x, v);
+  const double sum = sum_lanes(v, [&](int64_t j) { return exp_fast(x[j] - mx); });
   return mx + std::log(sum);
+}
+
+template <typename T>
+TFM_CPU_CLONES void subtract(const T* x, double c, T* y, int64_t v) {
+#pragma omp simd
+  for (int64_t j = 0; j < v; ++j) y[j] = static_cast<T>(x[j] - c);
+}
+
+struct RowLoss {
+  double loss = 0, nll = 0;
+};
+
+// One row of smoothed_cross_entropy with target t >= 0: the loss, and x :=
+// grad_scale * (softmax(x) - (1 - eps) * onehot(t) - eps / V). Pass 1: max,
+// sum of x. Pass 2: x := exp(x - max) in T, summed in double. Pass 3: x :=
+// grad_scale * (softmax - target).
+template <typename T>
+TFM_CPU_CLONES RowLoss smoothed_ce_row(T* x, int64_t v, int32_t t, double eps, double gs) {
+  const T mx = max_lanes(x, v);
+  const double sum_x = sum_lanes(v, [&](int64_t j) { return x[j]; });
+  const double x_t = x[t];
+  const double sum_exp = sum_lanes(v, [&](int64_t j) { return x[j] = exp_fast(x[j] - mx); });
+  const double lse = mx + std::log(sum_exp);
+  RowLoss out;
+  out.nll = lse - x_t;
+  out.loss = (1 - eps) * out.nll + eps * (lse - sum_x / static_cast<double>(v));
+  const T inv = static_cast<T>(gs / sum_exp), off = static_cast<T>(gs * eps / static_cast<double>(v));
+#pragma omp simd
+  for (int64_t j = 0; j < v; ++j) x[j] = x[j] * inv - off;
+  x[t] -= static_cast<T>(gs * (1 - eps));
+  return out;
 }
 
 }  // namespace
@@ -33,7 +62,7 @@ void log_softmax(const TensorView& x, const TensorView& y) {
 #pragma omp parallel for if (x.numel() > kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
       const double lse = log_sum_exp(px + r * v, v);  // the row is read before y (may alias)
-      for (int64_t j = 0; j < v; ++j) py[r * v + j] = static_cast<T>(px[r * v + j] - lse);
+      subtract(px + r * v, lse, py + r * v, v);
     }
   });
 }
@@ -51,7 +80,7 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
   with_float(logits, "smoothed_cross_entropy", [&](auto* px) {
     using T = std::remove_pointer_t<decltype(px)>;
     std::vector<double> loss(static_cast<size_t>(n), 0.0), nll(static_cast<size_t>(n), 0.0);
-    const double e = eps, gs = grad_scale, uniform = e / static_cast<double>(v);
+    const double e = eps, gs = grad_scale;
 #pragma omp parallel for if (logits.numel() > kParallelMin)
     for (int64_t r = 0; r < n; ++r) {
       T* x = px + r * v;
@@ -60,28 +89,9 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
         std::fill(x, x + v, T(0));
         continue;
       }
-      // Pass 1: max, sum of x and x[t]. Pass 2: x := exp(x - max) in T (one
-      // exp per element, in float for f32), summed in double. Pass 3: x :=
-      // grad_scale * (softmax - target).
-      T mx = x[0];
-      double sum_x = 0;
-      for (int64_t j = 0; j < v; ++j) {
-        mx = std::max(mx, x[j]);
-        sum_x += x[j];
-      }
-      const double x_t = x[t];
-      double sum_exp = 0;
-      for (int64_t j = 0; j < v; ++j) {
-        x[j] = std::exp(x[j] - mx);
-        sum_exp += x[j];
-      }
-      const double lse = mx + std::log(sum_exp);
-      const double row_nll = lse - x_t;
-      nll[static_cast<size_t>(r)] = row_nll;
-      loss[static_cast<size_t>(r)] = (1 - e) * row_nll + e * (lse - sum_x / static_cast<double>(v));
-      const T inv = static_cast<T>(gs / sum_exp), off = static_cast<T>(gs * uniform);
-      for (int64_t j = 0; j < v; ++j) x[j] = x[j] * inv - off;
-      x[t] -= static_cast<T>(gs * (1 - e));
+      const RowLoss row = smoothed_ce_row(x, v, t, e, gs);
+      loss[static_cast<size_t>(r)] = row.loss;
+      nll[static_cast<size_t>(r)] = row.nll;
     }
     double loss_sum = 0, nll_sum = 0;
     for (int64_t r = 0; r < n; ++r) {

@@ -6,9 +6,30 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/vector.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
+namespace {
+
+constexpr int64_t kSumCols = 64;
+
+// out[j] += sum_r x[r, j] for the columns [j0, j1) of x (R, N), in double,
+// each column over the rows in order.
+template <typename T>
+TFM_CPU_CLONES void column_sums(const T* x, T* out, int64_t rows, int64_t n, int64_t j0,
+                                int64_t j1) {
+  double acc[kSumCols] = {};
+  const int64_t w = j1 - j0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n + j0;
+#pragma omp simd
+    for (int64_t j = 0; j < w; ++j) acc[j] += static_cast<double>(xr[j]);
+  }
+  for (int64_t j = 0; j < w; ++j) out[j0 + j] += static_cast<T>(acc[j]);
+}
+
+}  // namespace
 
 void sum_rows(const TensorView& x, const TensorView& out) {
   const int64_t n = x.dim(-1), rows = x.numel() / n;
@@ -16,16 +37,10 @@ void sum_rows(const TensorView& x, const TensorView& out) {
     using T = std::remove_pointer_t<decltype(po)>;
     const T* px = x.data_as<T>();
     // Threads split the columns; each column sums its rows in order.
-    constexpr int64_t kCols = 64;
-    const int64_t blocks = (n + kCols - 1) / kCols;
+    const int64_t blocks = (n + kSumCols - 1) / kSumCols;
 #pragma omp parallel for if (x.numel() > kParallelMin)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const int64_t j0 = blk * kCols, j1 = std::min(n, j0 + kCols);
-      double acc[kCols] = {};
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += px[r * n + j];
-      for (int64_t j = j0; j < j1; ++j) po[j] += static_cast<T>(acc[j - j0]);
-    }
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      column_sums(px, po, rows, n, blk * kSumCols, std::min(n, (blk + 1) * kSumCols));
   });
 }
 

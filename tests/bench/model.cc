@@ -10,7 +10,7 @@
 // --no-reference). Results go to a table on stdout and a TSV file (--out).
 //
 //   model [--preset base] [--tokens 4000] [--src-len 25] [--tgt-len 25]
-//         [--steps 5] [--device cpu] [--out FILE] [--no-reference]
+//         [--steps 5] [--device cpu] [--out FILE] [--no-reference] [--gemm-shapes]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +20,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/blas.h"
@@ -55,6 +58,7 @@ struct Options {
   std::string device = "cpu";
   std::string out = "model.tsv";
   bool no_reference = false;
+  bool gemm_shapes = false;
   std::string python = "/usr/bin/python3";
   std::string script = TFM_BENCH_SOURCE_DIR "/model_pytorch.py";
 };
@@ -89,8 +93,17 @@ HostBatch make_batch(const Options& o, int64_t vocab) {
 // steady_clock read costs tens of nanoseconds against calls of microseconds
 // and more. Not available on CUDA (kernels run asynchronously).
 struct GemmClock {
+  // Per shape (trans_a, trans_b, m, n, k): calls and nanoseconds, kept only
+  // with --gemm-shapes (the lock costs more than the smallest GEMMs).
+  using Shape = std::tuple<bool, bool, int, int, int>;
+  struct Tally {
+    int64_t calls = 0, nanoseconds = 0;
+  };
   static inline ops::cpu::Blas::Sgemm real = nullptr;
   static inline std::atomic<int64_t> nanoseconds{0};
+  static inline bool by_shape = false;
+  static inline std::mutex mutex;
+  static inline std::map<Shape, Tally> shapes;
 
   static void timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
                     ops::cpu::CblasTranspose tb, int m, int n, int k, float alpha,
@@ -98,8 +111,32 @@ struct GemmClock {
                     int ldc) {
     const auto start = Clock::now();
     real(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start)
-                       .count();
+    const int64_t ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    nanoseconds += ns;
+    if (by_shape) {
+      const std::lock_guard lock(mutex);
+      Tally& t = shapes[{ta != ops::cpu::CblasNoTrans, tb != ops::cpu::CblasNoTrans, m, n, k}];
+      ++t.calls;
+      t.nanoseconds += ns;
+    }
+  }
+
+  // The shapes that took the most time, with their rate, as a table.
+  static void print_shapes(int steps, int top = 20) {
+    std::vector<std::pair<Shape, Tally>> rows(shapes.begin(), shapes.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.nanoseconds > b.second.nanoseconds; });
+    std::printf("\n%-3s %-3s %7s %7s %7s %9s %9s %9s\n", "ta", "tb", "m", "n", "k",
+                "calls/stp", "ms/step", "GFLOP/s");
+    for (int i = 0; i < top && i < static_cast<int>(rows.size()); ++i) {
+      const auto& [shape, t] = rows[static_cast<size_t>(i)];
+      const auto [ta, tb, m, n, k] = shape;
+      const double flop = 2.0 * m * n * k * static_cast<double>(t.calls);
+      std::printf("%-3s %-3s %7d %7d %7d %9.1f %9.1f %9.1f\n", ta ? "T" : "N", tb ? "T" : "N", m,
+                  n, k, static_cast<double>(t.calls) / steps, t.nanoseconds * 1e-6 / steps,
+                  flop / static_cast<double>(t.nanoseconds));
+    }
   }
 
   // The table is a function-local static that is not const itself, so
@@ -141,6 +178,7 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   model.stream().synchronize();
 
   GemmClock::nanoseconds = 0;
+  GemmClock::by_shape = o.gemm_shapes && device.is_cpu();
   const auto start = Clock::now();
   for (int i = 0; i < o.steps; ++i) one_step(static_cast<uint32_t>(i + 1));
   model.stream().synchronize();
@@ -148,6 +186,7 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.tokens_per_s = static_cast<double>(batch.target_tokens) * o.steps / r.seconds;
   if (device.is_cpu()) r.gemm_share = GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
+  if (GemmClock::by_shape) GemmClock::print_shapes(o.steps);
   return r;
 }
 
@@ -232,6 +271,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--out", o.out, "Write the results as TSV to this file")->capture_default_str();
   app.add_flag("--no-reference", o.no_reference, "Time tfm alone (no PyTorch, no verdict)");
+  app.add_flag("--gemm-shapes", o.gemm_shapes,
+               "On the CPU, also print the time and rate of each GEMM shape");
   app.add_option("--python", o.python, "Interpreter with torch for the reference")
       ->capture_default_str();
   app.add_option("--script", o.script, "The PyTorch reference script")->capture_default_str();
