@@ -7,9 +7,27 @@
 #include <cstring>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/vector.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
+namespace {
+
+// p = softmax(s[0, visible)) followed by zeros up to tk; p may alias s (each
+// s[j] is read before p[j] is written).
+template <typename T>
+TFM_CPU_CLONES void softmax_row(const T* s, int64_t visible, int64_t tk, T* p) {
+  if (visible > 0) {
+    const T mx = max_lanes(s, visible);
+    const double sum = sum_lanes(visible, [&](int64_t j) { return p[j] = exp_fast(s[j] - mx); });
+    const T inv = static_cast<T>(1.0 / sum);
+#pragma omp simd
+    for (int64_t j = 0; j < visible; ++j) p[j] *= inv;
+  }
+  for (int64_t j = visible; j < tk; ++j) p[j] = T(0);
+}
+
+}  // namespace
 
 // y[a, c, b, :] = x[a, b, c, :]: whole rows of D move with memcpy.
 void permute_0213(const TensorView& x, const TensorView& y) {
@@ -41,21 +59,7 @@ void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool
       const int64_t i = r % tq, b = r / (nh * tq);
       // Keys [0, visible) are seen; the rest are hidden.
       const int64_t visible = causal ? std::min<int64_t>(len[b], i + 1) : len[b];
-      const T* s = ps + r * tk;
-      T* p = pp + r * tk;
-      if (visible > 0) {
-        T mx = s[0];
-        for (int64_t j = 1; j < visible; ++j) mx = std::max(mx, s[j]);
-        double sum = 0;
-        for (int64_t j = 0; j < visible; ++j) {
-          const T e = std::exp(s[j] - mx);  // read s[j] before p[j] (they may alias)
-          p[j] = e;
-          sum += e;
-        }
-        const T inv = static_cast<T>(1.0 / sum);
-        for (int64_t j = 0; j < visible; ++j) p[j] *= inv;
-      }
-      for (int64_t j = std::max<int64_t>(visible, 0); j < tk; ++j) p[j] = T(0);
+      softmax_row(ps + r * tk, std::max<int64_t>(visible, 0), tk, pp + r * tk);
     }
   });
 }
