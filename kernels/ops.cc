@@ -485,6 +485,47 @@ void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream
   }
 }
 
+namespace {
+// rows (N, H * X) and heads (B, H, L, X) of one dtype; offsets (B + 1) i32.
+void require_packing(const char* op, const TensorView& rows, const TensorView& offsets,
+                     const TensorView& heads) {
+  require_float(op, rows, "rows");
+  TFM_REQUIRE(heads.rank() == 4, "{}: heads is {} but must be (B, H, L, X)", op, heads.str());
+  TFM_REQUIRE(rows.rank() == 2 && rows.dim(1) == heads.dim(1) * heads.dim(3),
+              "{}: rows is {} but must be (N, H * X) = (N, {})", op, rows.str(),
+              heads.dim(1) * heads.dim(3));
+  TFM_REQUIRE(rows.dtype() == heads.dtype(), "{}: rows is {} but heads is {}", op, rows.str(),
+              heads.str());
+  TFM_REQUIRE(rows.dim(0) <= heads.dim(0) * heads.dim(2),
+              "{}: {} rows do not fit {} sentences of at most {}", op, rows.dim(0), heads.dim(0),
+              heads.dim(2));
+  require_i32(op, offsets, "offsets");
+  require_shape(op, offsets, "offsets", Shape{heads.dim(0) + 1}, "B + 1");
+}
+}  // namespace
+
+void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
+                  const Stream& stream) {
+  require_device("unpack_heads", stream, {{"rows", &rows}, {"offsets", &offsets}, {"heads", &heads}});
+  require_packing("unpack_heads", rows, offsets, heads);
+  if (heads.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::unpack_heads(rows, offsets, heads);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(unpack_heads(rows, offsets, heads, stream));
+  }
+}
+
+void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
+                const Stream& stream) {
+  require_device("pack_heads", stream, {{"heads", &heads}, {"offsets", &offsets}, {"rows", &rows}});
+  require_packing("pack_heads", rows, offsets, heads);
+  if (rows.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::pack_heads(heads, offsets, rows);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(pack_heads(heads, offsets, rows, stream));
+  }
+}
+
 void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
                      const TensorView& probs, const Stream& stream) {
   const char* op = "softmax_forward";

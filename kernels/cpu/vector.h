@@ -7,11 +7,12 @@
 // nothing, as for OpenBLAS's core (kernels/cpu/blas.cc).
 //
 // Each such function is one row or one chunk of an op: OpenMP splits the work
-// outside it, so every thread runs the same clone. Reductions inside use
-// `omp simd reduction`, whose order is fixed for a given clone: results do
-// not depend on the thread count or on the rest of the batch, and the same
-// CPU gives the same bits run after run (resume and batch invariance rely on
-// it). Two CPUs with different vector widths may differ in the last bits.
+// outside it, so results do not depend on the thread count or on the rest of
+// the batch. Sums take a fixed order written out in lanes (sum_lanes), and
+// libcore builds with -ffp-contract=off (no fused multiply-add), so the three
+// clones do the same operations in the same order and give the same bits
+// (resume and batch invariance rely on it). OpenBLAS's GEMM kernels, picked
+// per core, are another matter.
 #pragma once
 
 #include <cmath>

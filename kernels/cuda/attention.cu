@@ -26,6 +26,49 @@ __global__ void permute_0213_kernel(const T* x, T* y, int64_t na, int64_t nb, in
   }
 }
 
+// Piece (b, h, t) of heads (B, H, L, X) <-> rows[offsets[b] + t, h X ..]:
+// blockDim (32, 8), a warp moves one piece; unpack writes zeros at t >= len_b.
+template <typename T, bool kUnpack>
+__global__ void move_heads_kernel(T* rows, const int32_t* offsets, T* heads, int64_t nb,
+                                  int64_t nh, int64_t nl, int64_t nx) {
+  const int64_t pieces = nb * nh * nl;
+  for (int64_t p = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; p < pieces;
+       p += int64_t(gridDim.x) * blockDim.y) {
+    const int64_t t = p % nl, bh = p / nl;
+    const int64_t h = bh % nh, b = bh / nh;
+    const int64_t first = offsets[b], len = offsets[b + 1] - first;
+    T* head = heads + p * nx;
+    if (t >= len) {
+      if (kUnpack)
+        for (int64_t k = threadIdx.x; k < nx; k += blockDim.x) head[k] = from_float<T>(0.0f);
+      continue;
+    }
+    T* row = rows + ((first + t) * nh + h) * nx;
+    for (int64_t k = threadIdx.x; k < nx; k += blockDim.x) {
+      if (kUnpack) head[k] = row[k];
+      else row[k] = head[k];
+    }
+  }
+}
+
+template <bool kUnpack>
+void move_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
+                const Stream& stream, const char* op) {
+  activate(stream.device());
+  const int64_t nb = heads.dim(0), nh = heads.dim(1), nl = heads.dim(2), nx = heads.dim(3);
+  const int64_t pieces = nb * nh * nl;
+  if (pieces == 0 || nx == 0) return;
+  const int64_t blocks = (pieces + kRowsPerBlock - 1) / kRowsPerBlock;
+  const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+  with_storage_type(heads.dtype(), op, [&](auto t) {
+    using T = decltype(t);
+    move_heads_kernel<T, kUnpack><<<grid, dim3(32, kRowsPerBlock), 0, native(stream)>>>(
+        static_cast<T*>(rows.data()), static_cast<const int32_t*>(offsets.data()),
+        static_cast<T*>(heads.data()), nb, nh, nl, nx);
+    TFM_CHECK_LAUNCH();
+  });
+}
+
 // Row (b, h, i) of (B, H, Tq, Tk) sees keys j < visible = min(k_lengths[b],
 // Tk, causal ? i + 1 : Tk); the others get exactly 0, and a row that sees
 // none is all 0. probs may be scores: each thread reads its elements before
@@ -89,6 +132,16 @@ void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream
         static_cast<const T*>(x.data()), static_cast<T*>(y.data()), na, nb, nc, nd);
     TFM_CHECK_LAUNCH();
   });
+}
+
+void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
+                  const Stream& stream) {
+  move_heads<true>(rows, offsets, heads, stream, "unpack_heads");
+}
+
+void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
+                const Stream& stream) {
+  move_heads<false>(rows, offsets, heads, stream, "pack_heads");
 }
 
 void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,

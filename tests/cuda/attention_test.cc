@@ -55,6 +55,34 @@ TEST_CASE("cuda permute_0213 matches the cpu exactly", "[attention]") {
     }
 }
 
+TEST_CASE("cuda pack_heads and unpack_heads match the cpu exactly", "[attention]") {
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 8150;
+  // (B, H, L, X) with random lengths in [0, L].
+  const Shape shapes[] = {{1, 1, 1, 1}, {3, 2, 5, 7}, {16, 8, 40, 64}, {5, 1, 9, 512}};
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+    for (const Shape& shape : shapes) {
+      const std::vector<double> lengths = random_lengths(shape[0], shape[2], ++seed);
+      std::vector<int> off(1, 0);
+      for (double len : lengths) off.push_back(off.back() + static_cast<int>(len));
+      const int64_t n = off.back();
+      Tensor offsets = test::i32(off), g_offsets = test::to_device(offsets, gpu);
+      Tensor rows = test::random({n, shape[1] * shape[3]}, dtype, ++seed);
+      Tensor heads = test::random(shape, dtype, ++seed);
+      Tensor g_rows = test::to_device(rows, gpu), g_heads = test::to_device(heads, gpu);
+      Tensor g_back({n, shape[1] * shape[3]}, dtype, gpu);
+      ops::unpack_heads(g_rows, g_offsets, g_heads, cuda);
+      ops::pack_heads(g_heads, g_offsets, g_back, cuda);
+      Tensor rows64 = test::cast(rows, DType::f64), heads64(shape, DType::f64);
+      ops::unpack_heads(rows64, offsets, heads64, cpu);
+      cuda.synchronize();
+      INFO(dtype_name(dtype) << ", shape " << shape.str());
+      test::require_close({{"heads", g_heads, test::to_f64(heads64), {0, 0}}});
+      CHECK(same_bits(g_back, rows));
+    }
+}
+
 TEST_CASE("cuda masked softmax forward and backward match the cpu", "[attention]") {
   const Device gpu = Device::cuda(0);
   Stream cuda(gpu), cpu(Device::cpu());
