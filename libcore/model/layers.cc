@@ -39,14 +39,14 @@ void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, const Te
 
 namespace {
 
-// (B*T, H*X) rows <-> (B, H, T, X) heads.
-void split_heads(const Blocks& m, const TensorView& rows_view, int64_t b, int64_t t, int64_t x,
+// Packed (N, H*X) rows <-> padded (B, H, T, X) heads (zeros at the padding).
+void split_heads(const Blocks& m, const TensorView& rows_view, const TensorView& offsets,
                  const TensorView& heads) {
-  ops::permute_0213(rows_view.reshape({b, t, m.config.heads, x}), heads, m.stream);
+  ops::unpack_heads(rows_view, offsets, heads, m.stream);
 }
-void merge_heads(const Blocks& m, const TensorView& heads, int64_t b, int64_t t, int64_t x,
+void merge_heads(const Blocks& m, const TensorView& heads, const TensorView& offsets,
                  const TensorView& rows_view) {
-  ops::permute_0213(heads, rows_view.reshape({b, t, m.config.heads, x}), m.stream);
+  ops::pack_heads(heads, offsets, rows_view, m.stream);
 }
 
 }  // namespace
@@ -56,15 +56,15 @@ void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
                        const TensorView& s) {
   const ModelConfig& c = m.config;
   const int64_t B = a.batch, H = c.heads, K = c.d_k, E = c.d_v, BH = B * H;
-  TensorView proj = prefix(m.ws.proj, {B * a.tq, H * K});
+  TensorView proj = prefix(m.ws.proj, {a.nq, H * K});
   linear_forward(m, xq, w.q, proj);
-  split_heads(m, proj, B, a.tq, K, sv.q);
-  proj = prefix(m.ws.proj, {B * a.tk, H * K});
+  split_heads(m, proj, a.q_offsets, sv.q);
+  proj = prefix(m.ws.proj, {a.nk, H * K});
   linear_forward(m, xkv, w.k, proj);
-  split_heads(m, proj, B, a.tk, K, sv.k);
-  proj = prefix(m.ws.proj, {B * a.tk, H * E});
+  split_heads(m, proj, a.k_offsets, sv.k);
+  proj = prefix(m.ws.proj, {a.nk, H * E});
   linear_forward(m, xkv, w.v, proj);
-  split_heads(m, proj, B, a.tk, E, sv.v);
+  split_heads(m, proj, a.k_offsets, sv.v);
 
   ops::GemmOptions qk;
   qk.trans_b = true;
@@ -80,7 +80,7 @@ void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
   const TensorView heads = prefix(m.ws.split, {B, H, a.tq, E});
   ops::gemm(weights.reshape({BH, a.tq, a.tk}), sv.v.reshape({BH, a.tk, E}),
             heads.reshape({BH, a.tq, E}), {}, m.stream);
-  merge_heads(m, heads, B, a.tq, E, sv.ctx);
+  merge_heads(m, heads, a.q_offsets, sv.ctx);
   linear_forward(m, sv.ctx, w.out, s);
 }
 
@@ -91,10 +91,10 @@ void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a
   const ModelConfig& c = m.config;
   const int64_t B = a.batch, H = c.heads, K = c.d_k, E = c.d_v, BH = B * H;
   // Output projection, then the merge in reverse.
-  const TensorView dctx = prefix(m.ws.dproj, {B * a.tq, H * E});
+  const TensorView dctx = prefix(m.ws.dproj, {a.nq, H * E});
   linear_backward(m, sv.ctx, w.out, ds, dctx, 0.0f);
   const TensorView dheads = prefix(m.ws.split, {B, H, a.tq, E});
-  split_heads(m, dctx, B, a.tq, E, dheads);
+  split_heads(m, dctx, a.q_offsets, dheads);
 
   TensorView weights = sv.probs;
   if (a.dropout > 0) {
@@ -127,14 +127,14 @@ void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a
   ops::gemm(dprobs.reshape({BH, a.tq, a.tk}), sv.q.reshape({BH, a.tq, K}), dk, dko, m.stream);
 
   // Back through the head splits and the input projections.
-  TensorView dproj = prefix(m.ws.dproj, {B * a.tq, H * K});
-  merge_heads(m, dq.reshape({B, H, a.tq, K}), B, a.tq, K, dproj);
+  TensorView dproj = prefix(m.ws.dproj, {a.nq, H * K});
+  merge_heads(m, dq.reshape({B, H, a.tq, K}), a.q_offsets, dproj);
   linear_backward(m, xq, w.q, dproj, dxq, dxq_beta);
-  dproj = prefix(m.ws.dproj, {B * a.tk, H * K});
-  merge_heads(m, dk.reshape({B, H, a.tk, K}), B, a.tk, K, dproj);
+  dproj = prefix(m.ws.dproj, {a.nk, H * K});
+  merge_heads(m, dk.reshape({B, H, a.tk, K}), a.k_offsets, dproj);
   linear_backward(m, xkv, w.k, dproj, dxkv, 1.0f);
-  dproj = prefix(m.ws.dproj, {B * a.tk, H * E});
-  merge_heads(m, dv.reshape({B, H, a.tk, E}), B, a.tk, E, dproj);
+  dproj = prefix(m.ws.dproj, {a.nk, H * E});
+  merge_heads(m, dv.reshape({B, H, a.tk, E}), a.k_offsets, dproj);
   linear_backward(m, xkv, w.v, dproj, dxkv, 1.0f);
 }
 

@@ -47,19 +47,23 @@ void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, const Te
 struct AttentionSaved {
   TensorView q, k, v;  // (B, H, Tq, K), (B, H, Tk, K), (B, H, Tk, E)
   TensorView probs;    // (B, H, Tq, Tk), before attention dropout
-  TensorView ctx;      // (B * Tq, H * E), the merged heads
+  TensorView ctx;      // (Nq, H * E), the merged heads as packed rows
 };
 
+// Queries and keys come as packed token rows (Nq and Nk of them; sentence b
+// owns rows [offsets[b], offsets[b + 1])), padded to Tq and Tk inside.
 struct AttentionShape {
   int64_t batch, tq, tk;
-  TensorView k_lengths;  // (B) i32
+  int64_t nq, nk;
+  TensorView q_offsets, k_offsets;  // (B + 1) i32
+  TensorView k_lengths;             // (B) i32
   bool causal;
   float dropout;  // on the attention weights
   RngKey key;
 };
 
 // s = MultiHead(xq, xkv) = Concat(head_1..head_H) W_O^T + b_O,
-// head_i = softmax(mask(q_i k_i^T / sqrt(K))) v_i.   xq (B*Tq, D), xkv (B*Tk, D), s (B*Tq, D) =
+// head_i = softmax(mask(q_i k_i^T / sqrt(K))) v_i.   xq (Nq, D), xkv (Nk, D), s (Nq, D) =
 void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
                        const TensorView& xq, const TensorView& xkv, const AttentionSaved& saved,
                        const TensorView& s);

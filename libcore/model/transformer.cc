@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/ops.h"
 #include "libcore/model/layers.h"
@@ -41,14 +42,14 @@ DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
 struct Transformer::Plan {
   MemoryPlan mem;
   int params, grads, adam_m, adam_v;
-  int src, src_lengths, tgt_in, tgt_out, tgt_lengths;
+  int src, src_lengths, src_offsets, tgt_in, tgt_out, tgt_lengths, tgt_offsets;
   int enc_in, dec_in;
   std::vector<EncoderLayerPlan> enc;
   std::vector<DecoderLayerPlan> dec;
   SublayerIds enc_final{-1, -1, -1, -1}, dec_final{-1, -1, -1, -1};
   // workspace
   int shadow = -1;  // the 16-bit copy of the parameters (16-bit compute only)
-  int proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
+  int padded, proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
 
   // dt: compute dtype; pt: parameters, gradients, logits and loss.
   Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, DType pt, int64_t param_elems) {
@@ -73,9 +74,11 @@ struct Transformer::Plan {
     adam_v = mem.add(MemoryKind::optimizer, "adam.v", pt, {param_elems});
     src = mem.add(MemoryKind::io, "src", DType::i32, {R});
     src_lengths = mem.add(MemoryKind::io, "src_lengths", DType::i32, {R});
+    src_offsets = mem.add(MemoryKind::io, "src_offsets", DType::i32, {R + 1});
     tgt_in = mem.add(MemoryKind::io, "tgt_in", DType::i32, {R});
     tgt_out = mem.add(MemoryKind::io, "tgt_out", DType::i32, {R});
     tgt_lengths = mem.add(MemoryKind::io, "tgt_lengths", DType::i32, {R});
+    tgt_offsets = mem.add(MemoryKind::io, "tgt_offsets", DType::i32, {R + 1});
     enc_in = act("encoder.input", dt, {R, D});
     dec_in = act("decoder.input", dt, {R, D});
     for (int64_t l = 0; l < c.layers; ++l) {
@@ -91,6 +94,7 @@ struct Transformer::Plan {
       enc_final = sub("encoder.final");
       dec_final = sub("decoder.final");
     }
+    padded = ws("padded", dt, {R, D});
     proj = ws("proj", dt, {R * HX});
     scores = ws("scores", dt, {R * H * L});
     split = ws("split", dt, {R * HX});
@@ -186,6 +190,25 @@ void Transformer::upload(const HostBatch& b) {
   S_ = b.src_len;
   T_ = b.tgt_len;
   tokens_ = b.target_tokens;
+  // Token rows are packed: sentence i owns rows [offsets[i], offsets[i + 1]).
+  const auto offsets = [&](const std::vector<int32_t>& lengths, int64_t len, const char* what) {
+    std::vector<int32_t> off(lengths.size() + 1, 0);
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      TFM_REQUIRE(lengths[i] >= 0 && lengths[i] <= len, "{} sentence {} has length {}, outside [0, {}]",
+                  what, i, lengths[i], len);
+      off[i + 1] = off[i] + lengths[i];
+    }
+    return off;
+  };
+  const std::vector<int32_t> src_off = offsets(b.src_lengths, S_, "source");
+  const std::vector<int32_t> tgt_off = offsets(b.tgt_lengths, T_, "target");
+  Ns_ = src_off.back();
+  Nt_ = tgt_off.back();
+  std::vector<int32_t> tgt_out;  // packed: padding (-1) dropped
+  tgt_out.reserve(static_cast<size_t>(Nt_));
+  for (int64_t i = 0; i < B_; ++i)
+    for (int64_t t = 0; t < b.tgt_lengths[static_cast<size_t>(i)]; ++t)
+      tgt_out.push_back(b.tgt_out[static_cast<size_t>(i * T_ + t)]);
   const auto put = [&](int id, const std::vector<int32_t>& v) {
     const TensorView dst = prefix(memory_->view(id), {static_cast<int64_t>(v.size())});
     copy(dst, TensorView(const_cast<int32_t*>(v.data()), DType::i32, dst.shape()));
@@ -193,21 +216,26 @@ void Transformer::upload(const HostBatch& b) {
   put(plan_->src, b.src);
   put(plan_->src_lengths, b.src_lengths);
   put(plan_->tgt_in, b.tgt_in);
-  put(plan_->tgt_out, b.tgt_out);
+  put(plan_->tgt_out, tgt_out);
   put(plan_->tgt_lengths, b.tgt_lengths);
+  put(plan_->src_offsets, src_off);
+  put(plan_->tgt_offsets, tgt_off);
 }
 
 namespace {
+
+// The current batch: padded sizes, and the packed token rows of each side.
+struct BatchShape { int64_t B, S, T, Ns, Nt; };
 
 // Runs one model pass over the planned memory. Forward and backward walk
 // the same structure in opposite orders.
 class Pass {
  public:
   Pass(const ModelConfig& c, const ParamLayout& layout, const Transformer::Plan& plan,
-       const PlannedMemory& mem, const Stream& stream, const TensorView& positions, int64_t B,
-       int64_t S, int64_t T, const TrainStep& step)
+       const PlannedMemory& mem, const Stream& stream, const TensorView& positions,
+       const BatchShape& shape, const TrainStep& step)
       : c_(c), L_(layout), plan_(plan), mem_(mem), st_(stream), positions_(positions),
-        B_(B), S_(S), T_(T), step_(step),
+        B_(shape.B), S_(shape.S), T_(shape.T), Ns_(shape.Ns), Nt_(shape.Nt), step_(step),
         master_(mem.view(plan.params)),
         m_{stream, c, layout, plan.shadow >= 0 ? mem.view(plan.shadow) : mem.view(plan.params),
            mem.view(plan.grads),
@@ -218,8 +246,11 @@ class Pass {
   float p_drop() const { return step_.dropout ? c_.dropout : 0.0f; }
   float p_attn() const { return step_.dropout ? c_.attention_dropout : 0.0f; }
   RngKey key(uint32_t site_id) const { return {step_.seed, site_id, step_.rng_step}; }
-  int64_t rs() const { return B_ * S_; }
-  int64_t rt() const { return B_ * T_; }
+  // Packed token rows of the source and target sides.
+  int64_t rs() const { return Ns_; }
+  int64_t rt() const { return Nt_; }
+  TensorView src_offsets() const { return v(plan_.src_offsets, {B_ + 1}); }
+  TensorView tgt_offsets() const { return v(plan_.tgt_offsets, {B_ + 1}); }
 
   // The f32 master of a parameter that is not a GEMM operand (embedding
   // tables, positions, layer-norm gains and biases: ops take them in f32).
@@ -239,7 +270,7 @@ class Pass {
   }
 
   TensorView encode() {
-    embed(0, plan_.src, plan_.enc_in, L_.src_embed, L_.src_pos, S_);
+    embed(0, plan_.src, plan_.enc_in, L_.src_embed, L_.src_pos, S_, src_offsets(), rs());
     TensorView x = v(plan_.enc_in, {rs(), c_.d_model});
     for (int64_t l = 0; l < c_.layers; ++l) x = encoder_layer(l, x);
     if (c_.pre_norm) x = final_norm(plan_.enc_final, L_.encoder_norm, x);
@@ -248,7 +279,7 @@ class Pass {
 
   void forward() {
     const TensorView enc_out = encode();
-    embed(1, plan_.tgt_in, plan_.dec_in, L_.tgt_embed, L_.tgt_pos, T_);
+    embed(1, plan_.tgt_in, plan_.dec_in, L_.tgt_embed, L_.tgt_pos, T_, tgt_offsets(), rt());
     TensorView x = v(plan_.dec_in, {rt(), c_.d_model});
     for (int64_t l = 0; l < c_.layers; ++l) x = decoder_layer(l, x, enc_out);
     if (c_.pre_norm) final_norm(plan_.dec_final, L_.decoder_norm, x);
@@ -263,29 +294,35 @@ class Pass {
     if (c_.pre_norm) final_norm_backward(plan_.dec_final, L_.decoder_norm, decoder_block_input(c_.layers), g);
     const TensorView enc_out = encoder_output();
     for (int64_t l = c_.layers - 1; l >= 0; --l) decoder_layer_backward(l, g, enc_out, g_enc);
-    embed_backward(1, plan_.tgt_in, L_.tgt_embed, L_.tgt_pos, T_, g);
+    embed_backward(1, plan_.tgt_in, L_.tgt_embed, L_.tgt_pos, T_, tgt_offsets(), g);
 
     if (c_.pre_norm) final_norm_backward(plan_.enc_final, L_.encoder_norm, encoder_block_input(c_.layers), g_enc);
     for (int64_t l = c_.layers - 1; l >= 0; --l) encoder_layer_backward(l, g_enc);
-    embed_backward(0, plan_.src, L_.src_embed, L_.src_pos, S_, g_enc);
+    embed_backward(0, plan_.src, L_.src_embed, L_.src_pos, S_, src_offsets(), g_enc);
   }
 
  private:
   // ------------------------------------------------------------ embeddings
-  // x = dropout(sqrt(D) * E[ids] + PE[t])
-  void embed(int stack, int ids_id, int out_id, int embed_id, int pos_id, int64_t len) {
+  // x = dropout(sqrt(D) * E[ids] + PE[t]): computed on the padded (B, len)
+  // grid of the uploaded ids, then packed into the n rows of x.
+  void embed(int stack, int ids_id, int out_id, int embed_id, int pos_id, int64_t len,
+             const TensorView& offsets, int64_t n) {
     const int64_t R = B_ * len, D = c_.d_model;
-    const TensorView x = v(out_id, {R, D});
-    ops::embedding_forward(v(ids_id, {R}), pm(embed_id), embed_scale(), x, st_);
-    ops::position_add(x.reshape({B_, len, D}), positions(pos_id), 0, st_);
+    const TensorView padded = v(plan_.padded, {R, D});
+    ops::embedding_forward(v(ids_id, {R}), pm(embed_id), embed_scale(), padded, st_);
+    ops::position_add(padded.reshape({B_, len, D}), positions(pos_id), 0, st_);
+    const TensorView x = v(out_id, {n, D});
+    ops::pack_heads(padded.reshape({B_, 1, len, D}), offsets, x, st_);
     ops::dropout_forward(x, p_drop(), key(site(stack, 0, 0)), x, st_);
   }
   void embed_backward(int stack, int ids_id, int embed_id, int pos_id, int64_t len,
-                      const TensorView& g) {
+                      const TensorView& offsets, const TensorView& g) {
     const int64_t R = B_ * len, D = c_.d_model;
     ops::dropout_backward(g, p_drop(), key(site(stack, 0, 0)), g, st_);
-    if (pos_id >= 0) ops::position_backward(g.reshape({B_, len, D}), 0, m_.g(pos_id), st_);
-    ops::embedding_backward(v(ids_id, {R}), g, embed_scale(), m_.g(embed_id), st_);
+    const TensorView padded = v(plan_.padded, {R, D});  // zeros at the padding
+    ops::unpack_heads(g, offsets, padded.reshape({B_, 1, len, D}), st_);
+    if (pos_id >= 0) ops::position_backward(padded.reshape({B_, len, D}), 0, m_.g(pos_id), st_);
+    ops::embedding_backward(v(ids_id, {R}), padded, embed_scale(), m_.g(embed_id), st_);
   }
   float embed_scale() const { return static_cast<float>(std::sqrt(static_cast<double>(c_.d_model))); }
 
@@ -356,13 +393,23 @@ class Pass {
   }
 
   // ------------------------------------------------------------ attention
-  AttentionSaved saved(const AttentionPlanIds& a, int64_t tq, int64_t tk) const {
+  AttentionSaved saved(const AttentionPlanIds& a, const AttentionShape& s) const {
     const int64_t H = c_.heads;
-    return {v(a.q, {B_, H, tq, c_.d_k}), v(a.k, {B_, H, tk, c_.d_k}), v(a.v, {B_, H, tk, c_.d_v}),
-            v(a.probs, {B_, H, tq, tk}), v(a.ctx, {B_ * tq, H * c_.d_v})};
+    return {v(a.q, {B_, H, s.tq, c_.d_k}), v(a.k, {B_, H, s.tk, c_.d_k}),
+            v(a.v, {B_, H, s.tk, c_.d_v}), v(a.probs, {B_, H, s.tq, s.tk}),
+            v(a.ctx, {s.nq, H * c_.d_v})};
   }
-  AttentionShape shape(int64_t tq, int64_t tk, int lengths_id, bool causal, uint32_t site_id) const {
-    return {B_, tq, tk, v(lengths_id, {B_}), causal, p_attn(), key(site_id)};
+  // Self-attention of a side (source: 0, target: 1), or the decoder's
+  // attention over the source (cross).
+  AttentionShape self_shape(int stack, bool causal, uint32_t site_id) const {
+    const int64_t len = stack == 0 ? S_ : T_, n = stack == 0 ? rs() : rt();
+    const TensorView off = stack == 0 ? src_offsets() : tgt_offsets();
+    const int lengths = stack == 0 ? plan_.src_lengths : plan_.tgt_lengths;
+    return {B_, len, len, n, n, off, off, v(lengths, {B_}), causal, p_attn(), key(site_id)};
+  }
+  AttentionShape cross_shape(uint32_t site_id) const {
+    return {B_, T_, S_, rt(), rs(), tgt_offsets(), src_offsets(), v(plan_.src_lengths, {B_}),
+            false, p_attn(), key(site_id)};
   }
 
   // ------------------------------------------------------------------ FFN
@@ -394,8 +441,8 @@ class Pass {
     const EncoderLayerPlan& p = plan_.enc[static_cast<size_t>(l)];
     const TensorView s = v(plan_.s, x.shape());
     const TensorView in_a = sublayer_input(p.a, w.self_attn_norm, x);
-    model::attention_forward(m_, w.self_attn, shape(S_, S_, plan_.src_lengths, false, site(0, l + 1, 1)),
-                             in_a, in_a, saved(p.attn, S_, S_), s);
+    const AttentionShape sa = self_shape(0, false, site(0, l + 1, 1));
+    model::attention_forward(m_, w.self_attn, sa, in_a, in_a, saved(p.attn, sa), s);
     const TensorView y_a = sublayer_end(p.a, w.self_attn_norm, x, s, site(0, l + 1, 2));
     const TensorView in_b = sublayer_input(p.b, w.ffn_norm, y_a);
     ffn_forward(w.ffn, p.f, in_b, s);
@@ -412,8 +459,9 @@ class Pass {
     sublayer_input_backward(p.b, w.ffn_norm, y_a, g);
     SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g, site(0, l + 1, 2));
     const TensorView in_a = c_.pre_norm ? v(p.a.h, x.shape()) : x;
-    model::attention_backward(m_, w.self_attn, shape(S_, S_, plan_.src_lengths, false, site(0, l + 1, 1)),
-                              in_a, in_a, saved(p.attn, S_, S_), a.ds, a.d_input, a.beta, a.d_input);
+    const AttentionShape sa = self_shape(0, false, site(0, l + 1, 1));
+    model::attention_backward(m_, w.self_attn, sa, in_a, in_a, saved(p.attn, sa), a.ds, a.d_input,
+                              a.beta, a.d_input);
     sublayer_input_backward(p.a, w.self_attn_norm, x, g);
   }
 
@@ -422,12 +470,12 @@ class Pass {
     const DecoderLayerPlan& p = plan_.dec[static_cast<size_t>(l)];
     const TensorView s = v(plan_.s, x.shape());
     const TensorView in_a = sublayer_input(p.a, w.self_attn_norm, x);
-    model::attention_forward(m_, w.self_attn, shape(T_, T_, plan_.tgt_lengths, true, site(1, l + 1, 1)),
-                             in_a, in_a, saved(p.self_attn, T_, T_), s);
+    const AttentionShape sa = self_shape(1, true, site(1, l + 1, 1));
+    model::attention_forward(m_, w.self_attn, sa, in_a, in_a, saved(p.self_attn, sa), s);
     const TensorView y_a = sublayer_end(p.a, w.self_attn_norm, x, s, site(1, l + 1, 2));
     const TensorView in_b = sublayer_input(p.b, w.cross_attn_norm, y_a);
-    model::attention_forward(m_, w.cross_attn, shape(T_, S_, plan_.src_lengths, false, site(1, l + 1, 3)),
-                             in_b, enc_out, saved(p.cross_attn, T_, S_), s);
+    const AttentionShape ca = cross_shape(site(1, l + 1, 3));
+    model::attention_forward(m_, w.cross_attn, ca, in_b, enc_out, saved(p.cross_attn, ca), s);
     const TensorView y_b = sublayer_end(p.b, w.cross_attn_norm, y_a, s, site(1, l + 1, 4));
     const TensorView in_c = sublayer_input(p.c, w.ffn_norm, y_b);
     ffn_forward(w.ffn, p.f, in_c, s);
@@ -447,14 +495,16 @@ class Pass {
 
     SublayerGrads b = sublayer_end_backward(p.b, w.cross_attn_norm, g, site(1, l + 1, 4));
     const TensorView in_b = c_.pre_norm ? v(p.b.h, x.shape()) : y_a;
-    model::attention_backward(m_, w.cross_attn, shape(T_, S_, plan_.src_lengths, false, site(1, l + 1, 3)),
-                              in_b, enc_out, saved(p.cross_attn, T_, S_), b.ds, b.d_input, b.beta, g_enc);
+    const AttentionShape ca = cross_shape(site(1, l + 1, 3));
+    model::attention_backward(m_, w.cross_attn, ca, in_b, enc_out, saved(p.cross_attn, ca), b.ds,
+                              b.d_input, b.beta, g_enc);
     sublayer_input_backward(p.b, w.cross_attn_norm, y_a, g);
 
     SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g, site(1, l + 1, 2));
     const TensorView in_a = c_.pre_norm ? v(p.a.h, x.shape()) : x;
-    model::attention_backward(m_, w.self_attn, shape(T_, T_, plan_.tgt_lengths, true, site(1, l + 1, 1)),
-                              in_a, in_a, saved(p.self_attn, T_, T_), a.ds, a.d_input, a.beta, a.d_input);
+    const AttentionShape sa = self_shape(1, true, site(1, l + 1, 1));
+    model::attention_backward(m_, w.self_attn, sa, in_a, in_a, saved(p.self_attn, sa), a.ds,
+                              a.d_input, a.beta, a.d_input);
     sublayer_input_backward(p.a, w.self_attn_norm, x, g);
   }
 
@@ -464,7 +514,7 @@ class Pass {
   const PlannedMemory& mem_;
   const Stream& st_;
   TensorView positions_;
-  int64_t B_, S_, T_;
+  int64_t B_, S_, T_, Ns_, Nt_;
   TrainStep step_;
   TensorView master_;
   model::Blocks m_;
@@ -473,12 +523,12 @@ class Pass {
 }  // namespace
 
 void Transformer::forward(const TrainStep& step) {
-  Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step).forward();
+  Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step).forward();
 }
 
 void Transformer::backward(const TrainStep& step) {
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step);
-  pass.backward(prefix(memory_->view(plan_->g_dec), {B_ * T_, config_.d_model}));
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step);
+  pass.backward(prefix(memory_->view(plan_->g_dec), {Nt_, config_.d_model}));
 }
 
 // The shared output projection and the label-smoothed loss, chunk by chunk
@@ -486,14 +536,14 @@ void Transformer::backward(const TrainStep& step) {
 // each chunk's logits become d loss / d logits in place, which flow into the
 // decoder output's gradient (g_dec) and into the embedding's gradient.
 LossSums Transformer::output_loss(const TrainStep& step, bool with_grads) {
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step);
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step);
   const TensorView y = pass.decoder_output();
   const TensorView E = weight(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
-  const TensorView targets = prefix(memory_->view(plan_->tgt_out), {B_ * T_});
-  const TensorView g = prefix(memory_->view(plan_->g_dec), {B_ * T_, config_.d_model});
+  const TensorView targets = prefix(memory_->view(plan_->tgt_out), {Nt_});
+  const TensorView g = prefix(memory_->view(plan_->g_dec), {Nt_, config_.d_model});
   const TensorView sums = memory_->view(plan_->sums);
   device_memset_zero(sums.data(), device_, sums.bytes(), stream_->native());
-  const int64_t R = B_ * T_, chunk = memory_->view(plan_->logits).dim(0);
+  const int64_t R = Nt_, chunk = memory_->view(plan_->logits).dim(0);
   for (int64_t r0 = 0; r0 < R; r0 += chunk) {
     const int64_t n = std::min(chunk, R - r0);
     const TensorView logits = prefix(memory_->view(plan_->logits), {n, config_.vocab_size});
@@ -547,7 +597,14 @@ TensorView Transformer::encode(const HostBatch& batch) {
   TrainStep step;
   step.dropout = false;
   upload(batch);
-  return Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step).encode();
+  const TensorView packed =
+      Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step)
+          .encode();
+  // Back to the padded layout callers index by (sentence, position).
+  const TensorView out = prefix(memory_->view(plan_->padded), {B_ * S_, config_.d_model});
+  ops::unpack_heads(packed, prefix(memory_->view(plan_->src_offsets), {B_ + 1}),
+                    out.reshape({B_, 1, S_, config_.d_model}), *stream_);
+  return out;
 }
 
 Tensor Transformer::log_probs(const HostBatch& batch) {
@@ -555,18 +612,30 @@ Tensor Transformer::log_probs(const HostBatch& batch) {
   step.dropout = false;
   upload(batch);
   forward(step);
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), B_, S_, T_, step);
-  const TensorView y = pass.decoder_output();
-  const int64_t R = B_ * T_, V = config_.vocab_size, chunk = memory_->view(plan_->logits).dim(0);
-  Tensor out({R, V}, param_dtype_);
-  for (int64_t r0 = 0; r0 < R; r0 += chunk) {
-    const int64_t n = std::min(chunk, R - r0);
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step);
+  const TensorView y = pass.decoder_output();  // packed rows
+  const int64_t V = config_.vocab_size, chunk = memory_->view(plan_->logits).dim(0);
+  // Host row of packed row r: sentence i's rows go to i * T + t.
+  std::vector<int64_t> dest;
+  dest.reserve(static_cast<size_t>(Nt_));
+  for (int64_t i = 0; i < B_; ++i)
+    for (int64_t t = 0; t < batch.tgt_lengths[static_cast<size_t>(i)]; ++t) dest.push_back(i * T_ + t);
+  Tensor out = Tensor::zeros({B_ * T_, V}, param_dtype_);
+  Tensor staging({std::min(chunk, Nt_), V}, param_dtype_);
+  const size_t row_bytes = static_cast<size_t>(V) * dtype_size(param_dtype_);
+  for (int64_t r0 = 0; r0 < Nt_; r0 += chunk) {
+    const int64_t n = std::min(chunk, Nt_ - r0);
     const TensorView logits = prefix(memory_->view(plan_->logits), {n, V});
     ops::GemmOptions tb;
     tb.trans_b = true;
     ops::gemm(rows(y, r0, n), weight(layout_.tgt_embed), logits, tb, *stream_);
     ops::log_softmax(logits, logits, *stream_);
-    copy(rows(out.view(), r0, n), logits, stream_.get());
+    copy(rows(staging.view(), 0, n), logits, stream_.get());
+    auto* to = static_cast<char*>(out.view().data());
+    const auto* from = static_cast<const char*>(staging.view().data());
+    for (int64_t r = 0; r < n; ++r)
+      std::memcpy(to + static_cast<size_t>(dest[static_cast<size_t>(r0 + r)]) * row_bytes,
+                  from + static_cast<size_t>(r) * row_bytes, row_bytes);
   }
   return out;
 }

@@ -7,8 +7,11 @@
 // over the limits is an error, never a reallocation.
 //
 // Shapes: B batch, S source length, T target length, D d_model, H heads,
-// K d_k, E d_v, F d_ff, V vocabulary. Activations are token-major rows:
-// (B * S, D) for the encoder, (B * T, D) for the decoder.
+// K d_k, E d_v, F d_ff, V vocabulary. Activations are packed token rows,
+// the padding left out: (Ns, D) for the encoder, Ns = sum of the source
+// lengths, and (Nt, D) for the decoder. Only attention works on padded
+// (B, H, T, S) tiles; every position-wise GEMM, norm and dropout skips the
+// padding.
 #pragma once
 
 #include <memory>
@@ -88,7 +91,8 @@ class Transformer {
   // Forward only, no dropout.
   LossSums evaluate(const HostBatch& batch);
   // log p(y_t | y_<t, x) for every target position: (B * T, V), forward
-  // only, no dropout; a host tensor of the parameters' dtype.
+  // only, no dropout; a host tensor of the parameters' dtype. Rows at the
+  // padding (t >= tgt_lengths[b]) are 0: the model never computes them.
   Tensor log_probs(const HostBatch& batch);
 
   // The encoder alone, no dropout, for the sources of `batch` (its targets
@@ -113,6 +117,7 @@ class Transformer {
   std::unique_ptr<PlannedMemory> memory_;
   Tensor positions_;  // sinusoid table on the device (sinusoidal positions), param dtype
   int64_t B_ = 0, S_ = 0, T_ = 0;  // the current batch
+  int64_t Ns_ = 0, Nt_ = 0;        // its packed token rows: source, target
   int64_t tokens_ = 0;
 };
 

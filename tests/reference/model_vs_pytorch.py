@@ -15,7 +15,9 @@ target embeddings follow the config as tfm does. It runs in float32 on the CPU,
 takes the loss from F.cross_entropy(label_smoothing=eps_ls, reduction='sum')
 and the gradients from loss.backward(), and compares:
 
-  log_probs  max |tfm - torch| <= 1e-5 * max |torch| over all (B*T, V).
+  log_probs  max |tfm - torch| <= 1e-5 * max |torch| over the (B*T, V) rows
+             of real target positions (tfm leaves the padding rows 0, which
+             is checked exactly).
              Relative to the largest value, not elementwise: a log-softmax
              output carries the absolute error of its logits, and entries
              near 0 (the likely tokens) would make an elementwise relative
@@ -345,7 +347,13 @@ def main(argv):
     grads = {name: (p.grad if rows is None else p.grad[rows]).double().numpy()
              for name, (p, rows) in pmap.items()}
     total_norm = math.sqrt(sum(float((g ** 2).sum()) for g in grads.values()))
-    table = [("log_probs", res("log_probs"), log_probs.detach().double().numpy(), "max"),
+    real = (targets >= 0).numpy()  # rows of real target positions
+    ours_log_probs = res("log_probs")
+    if ours_log_probs.shape[0] != real.shape[0]:
+        fail(f"log_probs: tfm has {ours_log_probs.shape[0]} rows, PyTorch {real.shape[0]}")
+    if np.any(ours_log_probs[~real] != 0):
+        fail("log_probs: tfm's rows at the padding are not all 0")
+    table = [("log_probs", ours_log_probs[real], log_probs.detach().double().numpy()[real], "max"),
              ("loss", res("loss"), np.array([loss.item()]), "scalar"),
              ("nll", res("nll"), np.array([nll.item()]), "scalar")]
     table += [(f"grad.{name}", res(f"grad.{name}"), g, "norm") for name, g in grads.items()]
