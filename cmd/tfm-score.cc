@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
   app.add_flag("--paper-bleu", o.score.paper_bleu,
                "Also the paper's BLEU: tokenizer.perl -l de, ##AT## compounds, multi-bleu.perl");
   app.add_flag("-b,--score-only", o.format.score_only, "Print the numbers alone, one a line");
-  app.add_option("-w,--width", o.format.width, "Decimals of the scores (default 1)")->check(CLI::Range(0, 17));
+  app.add_option("-w,--width", o.format.width, "Decimals of the scores (default 1; the last one counts)")
+      ->check(CLI::Range(0, 17))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("--json", o.format.json, "Print JSON: one object per score (an array for several)");
 
   app.callback([&] {
