@@ -87,7 +87,7 @@ BleuStats segment_stats(std::string_view hyp, std::span<const std::string> refs,
     split_words(k == 0 ? hyp : std::string_view(refs[k - 1]), s.words[k]);
     s.lists.push_back(&s.words[k]);
   }
-  s.interner.assign(s.lists, s.ids);
+  const uint32_t symbols = s.interner.assign(s.lists, s.ids);
   const Symbols& h = s.ids[0];
   const std::span<const Symbols> ref_ids(s.ids.data() + 1, refs.size());
 
@@ -95,13 +95,13 @@ BleuStats segment_stats(std::string_view hyp, std::span<const std::string> refs,
   st.sys_len = static_cast<int64_t>(h.size());
   st.ref_len = closest_ref_len(st.sys_len, ref_ids);
   for (int n = 1; n <= max_order; ++n) {
-    s.hyp.build(h, n);
+    s.hyp.build(h, n, symbols);
     st.total[n - 1] = s.hyp.total;
     if (s.hyp.total == 0) continue;
     // Each hypothesis n-gram is clipped to its largest count in any reference.
-    s.best.assign(s.hyp.start.size(), 0);
+    s.best.assign(s.hyp.count.size(), 0);
     for (const Symbols& r : ref_ids) {
-      s.ref.build(r, n);
+      s.ref.build(r, n, symbols);
       occurrences(h, s.hyp, r, s.ref, s.in_ref);
       for (size_t g = 0; g < s.best.size(); ++g) s.best[g] = std::max(s.best[g], s.in_ref[g]);
     }

@@ -18,8 +18,8 @@ using Symbols = std::vector<uint32_t>;
 // together and keeps no table across segments.
 class WordIds {
  public:
-  // out[k] receives the ids of *lists[k].
-  void assign(std::span<const std::vector<std::string_view>* const> lists,
+  // out[k] receives the ids of *lists[k]; returns how many distinct words.
+  uint32_t assign(std::span<const std::vector<std::string_view>* const> lists,
               std::vector<Symbols>& out);
 
  private:
@@ -31,16 +31,27 @@ class WordIds {
 };
 
 // The distinct n-grams of one order in a sequence, sorted, with their counts.
+// Short n-grams of small symbols are packed into one 64-bit key each (the
+// fast path of BLEU: words of a segment have small ids); two tables are
+// compared only when built the same way.
 struct NgramTable {
-  std::vector<uint32_t> start;  // where each distinct n-gram first occurs in the sorted order
+  std::vector<uint32_t> start;  // where each distinct n-gram occurs (unpacked tables)
+  std::vector<uint64_t> key;    // each distinct n-gram's packed symbols (packed tables)
   std::vector<int32_t> count;   // how often it occurs
   int n = 0;
+  bool packed = false;
   int64_t total = 0;            // n-grams in the sequence: max(0, length - n + 1)
 
-  void build(std::span<const uint32_t> seq, int order);
+  // Packs when `symbols` (an upper bound of the symbols, exclusive) and the
+  // order allow it: n <= kMaxPackedOrder and symbols <= 2^kPackedBits.
+  void build(std::span<const uint32_t> seq, int order, uint64_t symbols = UINT64_MAX);
+
+  static constexpr int kPackedBits = 16;
+  static constexpr int kMaxPackedOrder = 4;
 
  private:
   std::vector<uint32_t> scratch_;
+  std::vector<uint64_t> keys_;
 };
 
 // For each n-gram of `a` (over a_seq), how often it occurs in `b` (over

@@ -204,7 +204,8 @@ void split_words(std::string_view text, std::vector<std::string_view>& words) {
   size_t i = 0, start = 0;
   bool in_word = false;
   while (i < text.size()) {
-    const size_t len = space_at(text, i);
+    const unsigned char b = static_cast<unsigned char>(text[i]);
+    const size_t len = b < 0x80 ? (b <= ' ' && is_space(b)) : space_at(text, i);
     if (len > 0) {
       if (in_word) words.push_back(text.substr(start, i - start));
       in_word = false;
