@@ -45,19 +45,24 @@ def final_sigma_after(prefix):
     return (prefix + "\u03a3").lower()[-1] == "\u03c2"
 
 
-def emit_ranges(name, rs, comment):
-    print(f"// {comment}: {len(rs)} ranges")
-    print(f"extern const Range {name}[] = {{")
+def emit_array(kind, name, pairs, comment):
+    """One C++ array of {a, b} pairs in hex, wrapped at 96 columns, and its size."""
+    print(f"// {comment}")
+    print(f"extern const {kind} {name}[] = {{")
     line = " "
-    for lo, hi in rs:
-        item = f" {{0x{lo:X}, 0x{hi:X}}},"
+    for a, b in pairs:
+        item = f" {{0x{a:X}, 0x{b:X}}},"
         if len(line) + len(item) > 96:
             print(line)
             line = " "
         line += item
     print(line)
     print("};")
-    print(f"extern const size_t {name}Size = {len(rs)};\n")
+    print(f"extern const size_t {name}Size = {len(pairs)};\n")
+
+
+def emit_ranges(name, rs, comment):
+    emit_array("Range", name, rs, f"{comment}: {len(rs)} ranges")
 
 
 def main():
@@ -91,18 +96,8 @@ def main():
                 "letters L* and Nl (Moses \\p{IsAlpha}, approximated)")
     emit_ranges("kLowercase", ranges(lambda c: chr(c).islower()), "str.islower() (Moses \\p{IsLower})")
     emit_ranges("kDigit", ranges(lambda c: category(c) == "Nd"), "general category Nd")
-    print(f"// str.lower(): {len(lower_pairs)} (code point, lowercase) pairs")
-    print("extern const LowerPair kLower[] = {")
-    line = " "
-    for up, low in lower_pairs:
-        item = f" {{0x{up:X}, 0x{low:X}}},"
-        if len(line) + len(item) > 96:
-            print(line)
-            line = " "
-        line += item
-    print(line)
-    print("};")
-    print(f"extern const size_t kLowerSize = {len(lower_pairs)};\n")
+    emit_array("LowerPair", "kLower", lower_pairs,
+               f"str.lower(): {len(lower_pairs)} (code point, lowercase) pairs")
     print("}  // namespace tfm::eval::unicode_data")
 
 
