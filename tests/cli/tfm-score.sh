@@ -1,0 +1,141 @@
+# tfm-score: every option's effect, every bad input.
+source "$(dirname "$0")/common.bash"
+P=tfm-score
+EX="$TFM_SOURCE/../shared/data/sacrebleu-tests/api-examples"
+if [ ! -f "$EX/readme.hyp" ]; then
+  echo "FAIL: tfm-score's test needs $EX (../shared)" >&2
+  exit 1
+fi
+H=$EX/readme.hyp R0=$EX/readme.ref0 R1=$EX/readme.ref1
+json() { python3 -c "import json,sys; d=json.load(open('$TMP/out')); print($1)"; }
+# score ARGS...: runs tfm-score -b -w 6 and puts the number in $got.
+score() { run $P -b -w 6 "$@"; got=$(cat "$TMP/out"); }
+expect() {  # expect WANT DESCRIPTION
+  [ "$rc" -eq 0 ] || fail "$2: exit $rc: $(cat "$TMP/err")"
+  [ "$got" = "$1" ] || fail "$2: got '$got', expected '$1'"
+}
+
+run $P --help
+expect_rc 0 "--help"
+grep -q "^Usage: tfm-score" "$TMP/out" || fail "--help: no usage line"
+run $P --version
+expect_rc 0 "--version"
+
+# The default line: sacreBLEU's format and signature, our version.
+run $P -r "$R0" "$R1" -i "$H"
+expect_rc 0 "default"
+grep -qx 'BLEU|nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:tfm-[0-9.]* = 48.5 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)' \
+  "$TMP/out" || fail "default line: $(cat "$TMP/out")"
+# stdin, '-' and gzip give the same.
+"$TFM_BIN/$P" -r "$R0" "$R1" <"$H" >"$TMP/stdin" 2>&1 || fail "stdin: exit $?"
+cmp -s "$TMP/stdin" "$TMP/out" || fail "stdin differs from -i"
+"$TFM_BIN/$P" -r "$R0" "$R1" -i - <"$H" >"$TMP/dash" 2>&1
+cmp -s "$TMP/dash" "$TMP/out" || fail "-i - differs from -i"
+gzip -c "$R0" >"$TMP/r0.gz"
+run $P -r "$TMP/r0.gz" "$R1" -i "$H"
+cmp -s "$TMP/out" "$TMP/stdin" || fail "gzip reference differs"
+
+# -b, -w, tokenizers (both spellings), smoothing, -lc: sacreBLEU's values.
+score -r "$R0" "$R1" -i "$H"; expect 48.530827 "-b -w 6"
+score -r "$R0" "$R1" -i "$H" --tokenize none; expect 49.191957 "--tokenize none"
+score -r "$R0" "$R1" -i "$H" -tok intl; expect 43.916235 "-tok intl"
+score -r "$R0" "$R1" -i "$H" -tok 13a -s none; expect 48.530827 "-s none"
+run $P -r "$R0" -i "$H" -w 0 -b; [ "$(cat "$TMP/out")" = 45 ] || fail "-w 0: $(cat "$TMP/out")"
+run $P -r "$R0" -i "$H" --width 3 --score-only; [[ "$(cat "$TMP/out")" =~ ^[0-9]+\.[0-9]{3}$ ]] || fail "--width 3"
+S=$EX/sentence.hyp SR=$EX/sentence.ref
+score -r "$SR" -i "$S" --sentence-level -w 3; expect 8.493 "--sentence-level (exp)"
+score -r "$SR" -i "$S" -sl -s floor -w 5; expect 4.51688 "-s floor"
+score -r "$SR" -i "$S" -sl -s floor --smooth-value 0.5 -w 2; expect 10.10 "--smooth-value 0.5"
+score -r "$SR" -i "$S" -sl --smooth-method add-k -w 2; expect 14.88 "add-k"
+score -r "$SR" -i "$S" -sl -s add-k -sv 2 -w 3; expect 21.389 "-sv 2"
+score -r "$SR" -i "$S" -sl -tok char -w 3; expect 40.876 "-tok char"
+score -r "$SR" -i "$S" -sl -tok char -lc -w 3; expect 42.027 "-lc"
+score -r "$SR" -i "$S" -sl -tok char --lowercase -w 3; expect 42.027 "--lowercase"
+run $P -r "$SR" -i "$S" -sl -s floor
+grep -q '|eff:yes|tok:13a|smooth:floor\[0.10\]|' "$TMP/out" || fail "sentence signature: $(cat "$TMP/out")"
+run $P -r "$SR" -i "$S" -s add-k -sv 2
+grep -q '|eff:no|tok:13a|smooth:add-k\[2.00\]|' "$TMP/out" || fail "add-k signature: $(cat "$TMP/out")"
+
+# chrF, chrF++ and its options; TER and its options; several metrics aligned.
+run $P -r "$R0" -i "$H" --metrics chrf
+grep -q '^chrF2|nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:tfm-' "$TMP/out" || fail "chrf: $(cat "$TMP/out")"
+run $P -r "$R0" -i "$H" --metrics chrf --chrf-word-order 2
+grep -q '^chrF2++|.*|nw:2|' "$TMP/out" || fail "chrF++: $(cat "$TMP/out")"
+base=$("$TFM_BIN/$P" -r "$R0" -i "$H" --metrics chrf -b -w 6)
+printf 'DAS Haus ist ROT\n' >"$TMP/ch"; printf 'das haus ist rot\n' >"$TMP/cr"
+[ "$("$TFM_BIN/$P" -r "$TMP/cr" -i "$TMP/ch" --metrics chrf -b --chrf-lowercase)" = 100.0 ] || fail "--chrf-lowercase"
+for opt in "--chrf-char-order 3" "--chrf-beta 1" "--chrf-whitespace" "--chrf-eps-smoothing"; do
+  # shellcheck disable=SC2086
+  other=$("$TFM_BIN/$P" -r "$R0" -i "$H" --metrics chrf -b -w 6 $opt)
+  [ "$other" != "$base" ] || fail "$opt has no effect ($base)"
+done
+run $P -r "$R0" -i "$H" --metrics ter
+grep -q '^TER|nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:tfm-' "$TMP/out" || fail "ter: $(cat "$TMP/out")"
+printf 'The Cat , sat .\n' >"$TMP/th"; printf 'the cat sat\n' >"$TMP/tr"
+score -r "$TMP/tr" -i "$TMP/th" --metrics ter; expect 66.666667 "ter"
+score -r "$TMP/tr" -i "$TMP/th" --metrics ter --ter-no-punct; expect 0.000000 "--ter-no-punct"
+score -r "$TMP/tr" -i "$TMP/th" --metrics ter --ter-no-punct --ter-case-sensitive; expect 66.666667 "--ter-case-sensitive"
+printf "the cat's bowl.\n" >"$TMP/nh"; printf "the cat 's bowl .\n" >"$TMP/nr"
+score -r "$TMP/nr" -i "$TMP/nh" --metrics ter --ter-normalized; expect 0.000000 "--ter-normalized"
+run $P -r "$R0" -i "$H" --metrics ter bleu chrf
+[ "$(awk '{print $1}' "$TMP/out" | cut -d'|' -f1 | tr '\n' ,)" = "BLEU,chrF2,TER," ] || fail "order: $(cat "$TMP/out")"
+[ "$(awk '{print index($0, " = ")}' "$TMP/out" | sort -u | wc -l)" = 1 ] || fail "'=' not aligned: $(cat "$TMP/out")"
+run $P -r "$R0" -i "$H" --metrics bleu chrf -b
+[ "$(wc -l <"$TMP/out")" = 2 ] || fail "-b with two metrics: $(cat "$TMP/out")"
+
+# --json: sacreBLEU's keys plus the exact value and BLEU's statistics.
+run $P -r "$R0" "$R1" -i "$H" --json -w 4
+[ "$(json 'd["name"], d["score"], d["nrefs"], d["tok"], round(d["value"], 6), d["sys_len"], d["counts"]')" \
+  = "BLEU 48.5308 2 13a 48.530827 17 [14, 7, 5, 3]" ] || fail "--json: $(cat "$TMP/out")"
+run $P -r "$R0" -i "$H" --json --metrics bleu chrf ter
+[ "$(json '[x["name"] for x in d]')" = "['BLEU', 'chrF2', 'TER']" ] || fail "--json array: $(cat "$TMP/out")"
+run $P -r "$SR" -i "$S" --json -sl
+python3 -c "import json; [json.loads(l) for l in open('$TMP/out')]" || fail "--json -sl: not JSON lines"
+
+# --paper-bleu: a second BLEU line on Moses-tokenized, ##AT##-split text.
+# (tokenizer.perl -l de splits every apostrophe; 13a splits none)
+printf "Peter's Haus (rot) sagte:\n" >"$TMP/ph"; printf "Peter ' s Haus ( rot ) sagte :\n" >"$TMP/pr"
+run $P -r "$TMP/ph" -i "$TMP/ph" --paper-bleu
+grep -q '^BLEU-paper|nrefs:1|tok:moses-de|compound:atat|bleu:multi-bleu|version:tfm-.* = 100.0 100.0/100.0/100.0/100.0' \
+  "$TMP/out" || fail "--paper-bleu: $(cat "$TMP/out")"
+run $P -r "$TMP/pr" -i "$TMP/ph" --paper-bleu -b
+[ "$(sed -n 2p "$TMP/out")" = 100.0 ] || fail "--paper-bleu tokenizes both sides alike: $(cat "$TMP/out")"
+[ "$(sed -n 1p "$TMP/out")" != 100.0 ] || fail "--paper-bleu: 13a should differ here: $(cat "$TMP/out")"
+
+# -q silences nothing that is not there; -v is accepted.
+run $P -q -r "$R0" -i "$H"; expect_rc 0 "-q"; [ -s "$TMP/err" ] && fail "-q: stderr: $(cat "$TMP/err")"
+run $P -v -r "$R0" -i "$H"; expect_rc 0 "-v"
+
+# Bad input: exit 1, one error line.
+head -2 "$R0" >"$TMP/short"
+run $P -r "$R0" "$TMP/short" -i "$H"
+expect_rc 1 "count mismatch"; expect_one_error_line $P "count mismatch"
+grep -q "readme.hyp has 3 lines but .*short has 2" "$TMP/err" || fail "count mismatch: $(cat "$TMP/err")"
+run $P -r "$TMP/missing" -i "$H"
+expect_rc 1 "missing reference"; expect_one_error_line $P "missing reference"; grep -q missing "$TMP/err" || fail "missing: not named"
+run $P -r "$R0" -i "$TMP/missing"
+expect_rc 1 "missing hypotheses"; expect_one_error_line $P "missing hypotheses"
+: >"$TMP/empty"
+run $P -r "$TMP/empty" -i "$TMP/empty"
+expect_rc 1 "empty"; expect_one_error_line $P "empty"
+printf 'ok\nbad \xff byte\nok\n' >"$TMP/bad"
+run $P -r "$R0" -i "$TMP/bad"
+expect_rc 1 "invalid UTF-8"; expect_one_error_line $P "invalid UTF-8"
+grep -q "bad:2)" "$TMP/err" || fail "invalid UTF-8: no FILE:LINE: $(cat "$TMP/err")"
+
+# Bad usage: exit 2, one error line, a pointer to --help.
+for bad in "" "-i $H" "-r $R0 --bogus" "-r $R0 -tok 14a" "-r $R0 --tokenize zh" "-r $R0 -s laplace" \
+  "-r $R0 --metrics bleu meteor" "-r $R0 --metrics" "-r $R0 --smooth-value 0.5" "-r $R0 -s exp -sv 1" \
+  "-r $R0 -w -1" "-r $R0 -w x" "-r $R0 --chrf-word-order -1" "-r $R0 -sl --metrics bleu chrf" \
+  "-r $R0 -sl --paper-bleu" "-r $R0 --json -b" "-m model.bin -r $R0"; do
+  # shellcheck disable=SC2086
+  run $P $bad
+  expect_rc 2 "'$bad'"
+  expect_one_error_line $P "'$bad'"
+  grep -q -- "--help" "$TMP/err" || fail "'$bad': no pointer to --help"
+done
+
+# The completion script loads and offers the options.
+bash -c "source '$TFM_SOURCE/share/completions/tfm-score.bash'; COMP_WORDS=(tfm-score --met); COMP_CWORD=1; _tfm_score; echo \${COMPREPLY[*]}" \
+  | grep -q -- --metrics || fail "completion: no --metrics"
+finish
