@@ -10,6 +10,7 @@
 
 #include "libcore/app.h"
 #include "libcore/data/corpus.h"
+#include "libcore/data/piece_table.h"
 #include "libcore/data/vocab.h"
 #include "libcore/error.h"
 #include "libcore/json.h"
@@ -37,7 +38,11 @@ constexpr size_t kShownInvalid = 10;  // invalid lines named one by one
 
 void build(const Options& o) {
   const tfm::Vocab vocab = tfm::Vocab::load(o.model);
-  const tfm::PieceToId to_id = [&](std::string_view piece) { return vocab.id(piece); };
+  const tfm::PieceTable table = tfm::PieceTable::of(vocab);
+  const tfm::PieceToId to_id = [&](std::string_view piece) {
+    const int32_t id = table.find(piece);
+    return id < 0 ? table.unk_id() : id;
+  };
   const tfm::TextFilter filter{o.max_len, o.max_ratio, o.strict};
   tfm::TextPairs text = o.tsv.empty()
                             ? tfm::read_text_pairs(o.files[0], o.files[1], to_id, filter)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "libcore/data/batcher.h"
+#include "libcore/data/piece_table.h"
 
 namespace tfm {
 
@@ -99,7 +100,5 @@ TextPairs read_text_pairs(const std::string& src_path, const std::string& tgt_pa
 // One file of "SOURCE<TAB>TARGET" lines.
 TextPairs read_tsv_pairs(const std::string& path, const PieceToId& to_id,
                          const TextFilter& filter);
-
-bool valid_utf8(std::string_view s);
 
 }  // namespace tfm

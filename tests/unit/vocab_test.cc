@@ -11,6 +11,7 @@
 #include <map>
 
 #include "libcore/data/line_reader.h"
+#include "libcore/data/piece_table.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
 #include "libcore/error.h"
@@ -87,6 +88,24 @@ TEST_CASE("vocab: encode/decode round trip and id/piece mapping", "[vocab]") {
   CHECK_THROWS_WITH(v.piece(300), Contains("out of range"));
   CHECK_THROWS_WITH(v.decode_ids({5, -1}), Contains("out of range"));
   CHECK_THROWS_WITH(data::decode_line(v, "5 x", true), Contains("not an id"));
+}
+
+TEST_CASE("vocab: the piece table maps pieces as SentencePiece does", "[vocab][piece_table]") {
+  const Vocab v = Vocab::load(model_path(300));
+  CHECK(v.unk_id() == kUnkId);
+  const PieceTable t = PieceTable::of(v);
+  REQUIRE(int64_t(t.size()) == v.size());
+  CHECK(t.unk_id() == v.unk_id());
+  CHECK(t.all_valid_utf8());
+  for (int32_t id = 0; id < v.size(); ++id) {
+    const std::string_view piece = v.piece(id);
+    REQUIRE(t.find(piece) == v.id(piece));
+    REQUIRE(t.find(piece) == id);
+  }
+  for (const std::string s : {"never-a-piece", "\xe2\x96\x81zzzzqqq", "x y", "<UNK>"}) {
+    CHECK(t.find(s) == -1);
+    CHECK(v.id(s) == v.unk_id());
+  }
 }
 
 TEST_CASE("vocab: fingerprint is stable and tells models apart", "[vocab]") {
