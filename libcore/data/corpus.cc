@@ -154,7 +154,10 @@ Corpus Corpus::read(const std::string& path) {
   if (have < 12) fail("{} is truncated: it ends inside its header", path);
   Corpus c;
   c.version_ = get<uint32_t>(p + 8);
-  if (c.version_ != kCorpusVersion)
+  if (c.version_ < kCorpusVersion)
+    fail("{} is a tfm corpus of format version {}, which this tfm no longer reads (it reads "
+         "version {}): make it again with tfm-batch", path, c.version_, kCorpusVersion);
+  if (c.version_ > kCorpusVersion)
     fail("{} is a tfm corpus of format version {}, but this tfm reads only version {}", path,
          c.version_, kCorpusVersion);
   if (have < kHeaderBytes) fail("{} is truncated: it ends inside its header", path);
@@ -236,11 +239,8 @@ Corpus Corpus::read(const std::string& path) {
     uint64_t off = base;
     for (uint32_t k = 0; k < n; ++k) {
       const PairLength len{int32_t(get<uint32_t>(r + 8 * k)), int32_t(get<uint32_t>(r + 8 * k + 4))};
-      if (!c.lengths_.empty()) {
-        const PairLength& prev = c.lengths_.back();
-        if (len.tgt < prev.tgt || (len.tgt == prev.tgt && len.src < prev.src))
-          corrupt(path, "pair {} is out of length order", seen + k);
-      }
+      if (!c.lengths_.empty() && bucket_key(len) < bucket_key(c.lengths_.back()))
+        corrupt(path, "pair {} is out of bucket order", seen + k);
       c.lengths_.push_back(len);
       c.offsets_.push_back(off);
       off += uint64_t(len.src + len.tgt);

@@ -2,7 +2,8 @@
 // pairs as token ids, sorted into length buckets (batcher.h), stored in
 // zstd-compressed blocks under CRC-32s, with the batches they were packed into.
 // The reader validates every byte and every length against the file: a
-// truncated, corrupt or foreign file is one tfm::Error naming the file.
+// truncated, corrupt, foreign or old-version file is one tfm::Error naming
+// the file.
 //
 // Also here: reading tokenized text (pieces separated by spaces) into pairs
 // of ids with the filters of tfm-batch.
@@ -20,8 +21,9 @@
 
 namespace tfm {
 
-inline constexpr uint32_t kCorpusVersion = 1;
-inline constexpr int32_t kCorpusMaxLen = 1024;  // the longest --max-len a file may hold
+// Version 2: the shell order of batcher.h (version 1 sorted by target length).
+inline constexpr uint32_t kCorpusVersion = 2;
+inline constexpr int32_t kCorpusMaxLen = kBucketMaxLen;  // the longest --max-len a file may hold
 
 struct CorpusMeta {
   std::string fingerprint;  // of the vocabulary the ids come from (<= 47 bytes)

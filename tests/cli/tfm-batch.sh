@@ -121,6 +121,11 @@ done
 python3 -c "b=bytearray(open('$TMP/a.tfmb','rb').read()); b[8]=9; open('$TMP/v.tfmb','wb').write(b)"
 run $P info "$TMP/v.tfmb"
 expect_rc 1 "wrong version"; grep -q "version 9" "$TMP/err" || fail "wrong version: $(cat "$TMP/err")"
+python3 -c "b=bytearray(open('$TMP/a.tfmb','rb').read()); b[8]=1; open('$TMP/v.tfmb','wb').write(b)"
+run $P info "$TMP/v.tfmb"
+expect_rc 1 "version 1"; expect_one_error_line $P "version 1"
+grep -q "version 1, which this tfm no longer reads.*make it again with tfm-batch" "$TMP/err" \
+  || fail "version 1: $(cat "$TMP/err")"
 
 # Bad vocab and unreadable text.
 run $P -m "$TMP/en.tok" -o "$TMP/j.tfmb" "$TMP/en.tok" "$TMP/de.tok"
