@@ -136,6 +136,8 @@ class Tokenizer {
     c.counts = {};
     c.fatal.reset();
     size_t s = 0, t = 0;  // start of the next line in c.src / c.tgt
+    const char* src_readable = c.src.data() + c.src.size();  // split_pieces may read up to here
+    const char* tgt_readable = tsv ? src_readable : c.tgt.data() + c.tgt.size();
     for (int64_t line = c.first_line; s < c.src.size(); ++line) {
       const size_t s_end = c.src.find('\n', s);
       std::string_view src(c.src.data() + s, s_end - s), tgt;
@@ -155,24 +157,22 @@ class Tokenizer {
         t = t_end + 1;
         if (!tgt.empty() && tgt.back() == '\r') tgt.remove_suffix(1);
       }
-      if (!pair(c, src, c.src.data() + c.src.size(), tgt,
-                (tsv ? c.src : c.tgt).data() + (tsv ? c.src : c.tgt).size(), LineRef{false, line}, ids))
-        break;
+      if (!pair(c, src, src_readable, tgt, tgt_readable, LineRef{false, line}, ids)) break;
     }
   }
 
  private:
   // Filters one pair; false on a fatal line.
   template <typename Id>
-  bool pair(Chunk& c, std::string_view src, const char* src_end, std::string_view tgt,
-            const char* tgt_end, LineRef at, std::vector<Id>& ids) const {
+  bool pair(Chunk& c, std::string_view src, const char* src_readable, std::string_view tgt,
+            const char* tgt_readable, LineRef at, std::vector<Id>& ids) const {
     FilterCounts& n = c.counts;
     ++n.lines;
     const size_t start = ids.size();
     int64_t src_unk = 0, tgt_unk = 0;
-    bool ok = append_ids(src, src_end, table_, c.scratch, ids, src_unk);
+    bool ok = append_ids(src, src_readable, table_, c.scratch, ids, src_unk);
     const size_t mid = ids.size();
-    if (!ok || !append_ids(tgt, tgt_end, table_, c.scratch, ids, tgt_unk)) {
+    if (!ok || !append_ids(tgt, tgt_readable, table_, c.scratch, ids, tgt_unk)) {
       ids.resize(start);
       at.target = ok;  // the source was fine: the target is not
       if (filter_.strict) {

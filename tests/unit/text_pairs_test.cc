@@ -54,6 +54,18 @@ TextPairs same_for_all_splits(Read read) {
   return first;
 }
 
+// f() throws an Error that says `what` and points at `where` (FILE:LINE).
+template <typename F>
+void expect_error_at(F f, const std::string& what, const std::string& where) {
+  try {
+    f();
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Contains(what));
+    CHECK(e.where() == where);
+  }
+}
+
 const std::string kA = "\xe2\x96\x81" "a", kB = "\xe2\x96\x81" "b";
 
 }  // namespace
@@ -99,13 +111,8 @@ TEST_CASE("text pairs: --strict stops at the first invalid line", "[text_pairs]"
   write(tgt, u);
   for (const int threads : {1, 2, 3})
     for (const size_t chunk : {size_t{1}, size_t{4}, size_t{100}}) {
-      try {
-        read_text_pairs(src, tgt, table(), {250, 9, true}, {threads, chunk});
-        FAIL("no error");
-      } catch (const Error& e) {
-        CHECK_THAT(std::string(e.what()), Contains("not valid UTF-8"));
-        CHECK(e.where() == tgt + ":23");
-      }
+      expect_error_at([&] { read_text_pairs(src, tgt, table(), {250, 9, true}, {threads, chunk}); },
+                      "not valid UTF-8", tgt + ":23");
     }
 }
 
@@ -144,13 +151,8 @@ TEST_CASE("text pairs: --tsv reads the same pairs, and a line without one TAB is
   CHECK(one.where(one.invalid[0]) == tsv + ":2");
   for (const std::string& bad : {std::string("c\tc\tc\n"), std::string("c c\n")}) {
     write(tsv, "c\tc\nc\tc\n" + bad + "\xff\tc\n");
-    try {
-      read_tsv_pairs(tsv, table(), {250, 9, true}, {2, 1});
-      FAIL("no error");
-    } catch (const Error& e) {
-      CHECK_THAT(std::string(e.what()), Contains("exactly one TAB"));
-      CHECK(e.where() == tsv + ":3");
-    }
+    expect_error_at([&] { read_tsv_pairs(tsv, table(), {250, 9, true}, {2, 1}); },
+                    "exactly one TAB", tsv + ":3");
   }
 }
 
