@@ -71,30 +71,68 @@ uint32_t max_id(const unsigned char* ids, size_t n, int width) {
   return m;
 }
 
-// Block `b` of the sorted pairs, raw: lengths, then each pair's ids. The
-// pairs lie in input order in `pairs`, so this is a gather from all over
-// memory: the pairs a few places ahead are prefetched.
-void gather(Block& b, const PairStore& pairs, const std::vector<uint32_t>& order,
-            const std::vector<PairLength>& sorted) {
-  constexpr size_t kAhead = 8;
-  const size_t lo = size_t{b.index} * kBlockPairs, hi = std::min(order.size(), lo + kBlockPairs);
-  const size_t width = size_t(pairs.id_bytes());
-  b.pairs = uint32_t(hi - lo);
-  b.raw.clear();
-  for (size_t k = lo; k < hi; ++k) {
-    put<uint16_t>(b.raw, uint16_t(sorted[k].src));
-    put<uint16_t>(b.raw, uint16_t(sorted[k].tgt));
+// Turns block numbers into raw and stored bytes; one per write_corpus, shared
+// by its threads (each with its own Block).
+struct BlockEncoder {
+  const std::string& path;
+  const CorpusMeta& meta;
+  const PairStore& pairs;
+  const std::vector<uint32_t>& order;     // input index of each sorted pair
+  const std::vector<PairLength>& sorted;  // their lengths
+
+  void operator()(Block& b) const {
+    gather(b);
+    check_ids(b);
+    if (!b.cctx) b.cctx.reset(ZSTD_createCCtx());
+    if (!b.cctx) fail("cannot write {}: out of memory for zstd", path);
+    b.stored.resize(ZSTD_compressBound(b.raw.size()));
+    const size_t n = ZSTD_compressCCtx(b.cctx.get(), b.stored.data(), b.stored.size(),
+                                       b.raw.data(), b.raw.size(), kZstdLevel);
+    if (ZSTD_isError(n)) fail("cannot write {}: zstd: {}", path, ZSTD_getErrorName(n));
+    b.stored.resize(n);
+    b.crc_raw = crc32(0, b.raw.data(), b.raw.size());
+    b.crc_stored = crc32(0, b.stored.data(), b.stored.size());
   }
-  for (size_t k = lo; k < hi; ++k) {
-    if (k + kAhead < hi) {
-      const char* next = reinterpret_cast<const char*>(pairs.packed(order[k + kAhead]));
-      const size_t bytes = size_t(sorted[k + kAhead].src + sorted[k + kAhead].tgt) * width;
-      for (size_t line = 0; line < bytes + 63; line += 64) __builtin_prefetch(next + line);
+
+ private:
+  size_t first(const Block& b) const { return size_t{b.index} * kBlockPairs; }
+  size_t ids(size_t k) const { return size_t(sorted[k].src + sorted[k].tgt); }
+
+  // The raw bytes: lengths, then each pair's ids. The pairs lie in input
+  // order in `pairs`, so this is a gather from all over memory: the pairs a
+  // few places ahead are prefetched.
+  void gather(Block& b) const {
+    constexpr size_t kAhead = 8;
+    const size_t lo = first(b), hi = std::min(order.size(), lo + kBlockPairs);
+    const size_t width = size_t(pairs.id_bytes());
+    b.pairs = uint32_t(hi - lo);
+    b.raw.clear();
+    for (size_t k = lo; k < hi; ++k) {
+      put<uint16_t>(b.raw, uint16_t(sorted[k].src));
+      put<uint16_t>(b.raw, uint16_t(sorted[k].tgt));
     }
-    b.raw.append(reinterpret_cast<const char*>(pairs.packed(order[k])),
-                 size_t(sorted[k].src + sorted[k].tgt) * width);
+    for (size_t k = lo; k < hi; ++k) {
+      if (k + kAhead < hi) {
+        const auto* next = reinterpret_cast<const char*>(pairs.packed(order[k + kAhead]));
+        for (size_t at = 0; at < ids(k + kAhead) * width + 63; at += 64) __builtin_prefetch(next + at);
+      }
+      b.raw.append(reinterpret_cast<const char*>(pairs.packed(order[k])), ids(k) * width);
+    }
   }
-}
+
+  // Every id below the vocabulary size; the pair named when one is not.
+  void check_ids(const Block& b) const {
+    const int width = pairs.id_bytes();
+    const size_t lengths_bytes = size_t{b.pairs} * 4;
+    const auto* raw_ids = reinterpret_cast<const unsigned char*>(b.raw.data()) + lengths_bytes;
+    if (max_id(raw_ids, (b.raw.size() - lengths_bytes) / size_t(width), width) < meta.vocab_size)
+      return;
+    for (size_t k = first(b); k < first(b) + b.pairs; ++k)
+      if (const uint32_t m = max_id(pairs.packed(order[k]), ids(k), width); m >= meta.vocab_size)
+        fail("cannot write {}: pair {} holds id {}, outside the vocabulary of {}", path, order[k],
+             m, meta.vocab_size);
+  }
+};
 
 }  // namespace
 
@@ -138,28 +176,7 @@ CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, cons
         b.index = next++;
         return true;
       },
-      [&](Block& b) {
-        gather(b, pairs, order, sorted);
-        const size_t lengths_bytes = size_t{b.pairs} * 4;
-        const auto* ids = reinterpret_cast<const unsigned char*>(b.raw.data()) + lengths_bytes;
-        if (max_id(ids, (b.raw.size() - lengths_bytes) / size_t(width), width) >= meta.vocab_size) {
-          for (size_t k = size_t{b.index} * kBlockPairs; k < size_t{b.index} * kBlockPairs + b.pairs; ++k) {
-            const uint32_t m = max_id(pairs.packed(order[k]), size_t(sorted[k].src + sorted[k].tgt), width);
-            if (m >= meta.vocab_size)
-              fail("cannot write {}: pair {} holds id {}, outside the vocabulary of {}", path,
-                   order[k], m, meta.vocab_size);
-          }
-        }
-        if (!b.cctx) b.cctx.reset(ZSTD_createCCtx());
-        if (!b.cctx) fail("cannot write {}: out of memory for zstd", path);
-        b.stored.resize(ZSTD_compressBound(b.raw.size()));
-        const size_t n = ZSTD_compressCCtx(b.cctx.get(), b.stored.data(), b.stored.size(),
-                                           b.raw.data(), b.raw.size(), kZstdLevel);
-        if (ZSTD_isError(n)) fail("cannot write {}: zstd: {}", path, ZSTD_getErrorName(n));
-        b.stored.resize(n);
-        b.crc_raw = crc32(0, b.raw.data(), b.raw.size());
-        b.crc_stored = crc32(0, b.stored.data(), b.stored.size());
-      },
+      BlockEncoder{path, meta, pairs, order, sorted},
       [&](const Block& b) {
         put<uint64_t>(index, file.pos());
         put<uint64_t>(index, b.stored.size());
