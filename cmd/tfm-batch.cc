@@ -5,11 +5,14 @@
 //   tfm-batch -m spm.model -o train.tfmb --tsv train.tok.tsv
 //   tfm-batch info train.tfmb [--json] [--max-tokens N]
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 
 #include "libcore/app.h"
 #include "libcore/data/corpus.h"
+#include "libcore/data/piece_table.h"
+#include "libcore/data/text_pairs.h"
 #include "libcore/data/vocab.h"
 #include "libcore/error.h"
 #include "libcore/json.h"
@@ -24,6 +27,7 @@ struct Options {
   int32_t max_len = 250;
   double max_ratio = 9;
   int64_t max_tokens = 25000;
+  int threads = 0;
   bool strict = false, json = false;
 };
 
@@ -35,24 +39,32 @@ struct InfoOptions {
 
 constexpr size_t kShownInvalid = 10;  // invalid lines named one by one
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void build(const Options& o) {
+  const auto start = std::chrono::steady_clock::now();
   const tfm::Vocab vocab = tfm::Vocab::load(o.model);
-  const tfm::PieceToId to_id = [&](std::string_view piece) { return vocab.id(piece); };
+  const tfm::PieceTable pieces = tfm::PieceTable::of(vocab);
   const tfm::TextFilter filter{o.max_len, o.max_ratio, o.strict};
+  const tfm::TextReadOptions read{o.threads};
   tfm::TextPairs text = o.tsv.empty()
-                            ? tfm::read_text_pairs(o.files[0], o.files[1], to_id, filter)
-                            : tfm::read_tsv_pairs(o.tsv, to_id, filter);
+                            ? tfm::read_text_pairs(o.files[0], o.files[1], pieces, filter, read)
+                            : tfm::read_tsv_pairs(o.tsv, pieces, filter, read);
+  tfm::log::debug("read and filtered {} lines in {:.3f} s", text.counts.lines, seconds_since(start));
   const tfm::FilterCounts& n = text.counts;
-  for (size_t i = 0; i < std::min(n.invalid_where.size(), kShownInvalid); ++i)
-    tfm::log::warn("skipped a line of invalid UTF-8 ({})", n.invalid_where[i]);
-  if (n.invalid_where.size() > kShownInvalid)
-    tfm::log::warn("skipped {} more lines of invalid UTF-8", n.invalid_where.size() - kShownInvalid);
+  for (size_t i = 0; i < std::min(text.invalid.size(), kShownInvalid); ++i)
+    tfm::log::warn("skipped a line of invalid UTF-8 ({})", text.where(text.invalid[i]));
+  if (text.invalid.size() > kShownInvalid)
+    tfm::log::warn("skipped {} more lines of invalid UTF-8", text.invalid.size() - kShownInvalid);
   const tfm::CorpusMeta meta{vocab.fingerprint(), vocab.size(), o.max_len, o.max_tokens};
-  tfm::write_corpus(o.output, meta, std::move(text.pairs));
-  const tfm::Corpus c = tfm::Corpus::read(o.output);  // proves the file and gives the stats
-  const tfm::PackingStats st = tfm::packing_stats(c.lengths(), c.batches());
+  const tfm::CorpusSummary written = tfm::write_corpus(o.output, meta, text.pairs, {o.threads});
+  const tfm::PackingStats& st = written.packing;
+  tfm::log::debug("wrote {} bytes; {:.3f} s in all", written.bytes, seconds_since(start));
   tfm::log::info("{}: {} of {} pairs, {} + {} tokens, {} batches of <= {} tokens", o.output,
-                 n.kept, n.lines, c.src_tokens(), c.tgt_tokens(), st.batches, o.max_tokens);
+                 n.kept, n.lines, text.pairs.src_tokens(), text.pairs.tgt_tokens(), st.batches,
+                 o.max_tokens);
   tfm::log::info("skipped: {} empty, {} over --max-len {}, {} over --max-ratio {}, {} invalid UTF-8",
                  n.empty, n.too_long, o.max_len, n.ratio, o.max_ratio, n.invalid_utf8);
   if (n.src_unk + n.tgt_unk > 0)
@@ -63,11 +75,12 @@ void build(const Options& o) {
   j.key("skipped").begin_object().field("empty", n.empty).field("max_len", n.too_long)
       .field("max_ratio", n.ratio).field("invalid_utf8", n.invalid_utf8).end_object();
   j.key("invalid_utf8_lines").begin_array();
-  for (const std::string& w : n.invalid_where) j.value(w);
+  for (const tfm::LineRef& r : text.invalid) j.value(text.where(r));
   j.end_array();
-  j.field("src_tokens", c.src_tokens()).field("tgt_tokens", c.tgt_tokens())
+  j.field("src_tokens", text.pairs.src_tokens()).field("tgt_tokens", text.pairs.tgt_tokens())
       .field("src_unk", n.src_unk).field("tgt_unk", n.tgt_unk).field("batches", st.batches)
-      .field("max_tokens", o.max_tokens).field("max_len", o.max_len)
+      .field("src_efficiency", st.src_efficiency()).field("tgt_efficiency", st.tgt_efficiency())
+      .field("bytes", written.bytes).field("max_tokens", o.max_tokens).field("max_len", o.max_len)
       .field("max_ratio", o.max_ratio).field("vocab_fingerprint", meta.fingerprint)
       .field("vocab_size", meta.vocab_size).end_object();
   std::printf("%s\n", j.str().c_str());
@@ -147,6 +160,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-tokens", o.max_tokens,
                  "Batch budget per side, padding counted (sentences x longest)")
       ->default_val(25000)->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--threads", o.threads, "Threads to use (default 0: every core)")
+      ->default_val(0)->check(CLI::Range(0, 1024));
   app.add_flag("--strict", o.strict, "Invalid UTF-8 is an error (FILE:LINE), not a skipped line");
   app.add_flag("--json", o.json, "Print the summary as one JSON object on stdout");
   CLI::App* info_cmd = app.add_subcommand("info", "Describe a .tfmb file: counts, lengths, batches");
@@ -156,8 +171,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.callback([&] {
     if (info_cmd->parsed()) {
-      if (!o.model.empty() || !o.output.empty() || !o.files.empty() || !o.tsv.empty())
-        throw CLI::ValidationError("info takes only a FILE, --json and --max-tokens");
+      for (const char* build_only : {"--model", "--output", "files", "--tsv", "--max-len",
+                                     "--max-ratio", "--threads", "--strict"})
+        if (app.count(build_only) > 0)
+          throw CLI::ValidationError("info takes only a FILE, --json and --max-tokens");
       return;
     }
     if (o.model.empty()) throw CLI::RequiredError("--model");

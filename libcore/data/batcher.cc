@@ -1,18 +1,31 @@
 #include "libcore/data/batcher.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace tfm {
 
 std::vector<uint32_t> bucket_order(const std::vector<PairLength>& lengths) {
-  std::vector<uint32_t> order(lengths.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const PairLength& x = lengths[a];
-    const PairLength& y = lengths[b];
-    return x.tgt != y.tgt ? x.tgt < y.tgt : x.src < y.src;
-  });
+  // LSD radix sort of the 22-bit keys in two stable passes of 11 bits.
+  constexpr int kBits = 11;
+  constexpr uint32_t kDigits = 1u << kBits;
+  const size_t n = lengths.size();
+  std::vector<uint32_t> keys(n), order(n), keys2(n), order2(n);
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = bucket_key(lengths[i]);
+    order[i] = static_cast<uint32_t>(i);
+  }
+  for (int shift = 0; shift < 2 * kBits; shift += kBits) {
+    std::vector<size_t> start(kDigits + 1, 0);
+    for (const uint32_t k : keys) ++start[((k >> shift) & (kDigits - 1)) + 1];
+    for (uint32_t d = 0; d < kDigits; ++d) start[d + 1] += start[d];
+    for (size_t i = 0; i < n; ++i) {
+      const size_t to = start[(keys[i] >> shift) & (kDigits - 1)]++;
+      keys2[to] = keys[i];
+      order2[to] = order[i];
+    }
+    keys.swap(keys2);
+    order.swap(order2);
+  }
   return order;
 }
 

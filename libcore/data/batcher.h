@@ -2,8 +2,18 @@
 // batched together by approximate sequence length ... approximately 25000
 // source tokens and 25000 target tokens").
 //
-// Contract: pairs are sorted by (target length, source length), so pairs of
-// one target length form a bucket and lie sorted by source length inside it.
+// The order: pairs are sorted by bucket_key, which walks the (source length,
+// target length) plane in L-shaped shells of the longer side m = max(src,
+// tgt). Inside a shell the pairs run along the L by their length difference,
+// in alternating directions from one shell to the next (odd m: ascending
+// tgt - src, even m: ascending src - tgt), so the walk never jumps: the end
+// of shell m lies next to the start of shell m + 1. Any run of consecutive
+// pairs therefore has close lengths on BOTH sides, whatever its size, and
+// re-packing the same order with another budget stays efficient. (Sorting by
+// target then source length, the order of format version 1, pads the source
+// side badly once a batch spans more than one target length; man
+// tfm-batch(1) gives the measurements.)
+//
 // A batch is a run of consecutive sorted pairs. Its cost on a side counts the
 // padding: sentences x longest sentence on that side. pack_batches keeps both
 // costs <= max_tokens; a single pair longer than max_tokens forms a batch of
@@ -23,11 +33,24 @@ struct BatchRange {
   uint32_t first = 0, count = 0;  // pairs [first, first + count) in sorted order
 };
 
-// The permutation that sorts `lengths` into buckets: order[k] is the index
-// of the k-th pair. Stable: equal lengths keep their input order.
+// Lengths up to this many tokens have a bucket key (kCorpusMaxLen, corpus.h).
+inline constexpr int32_t kBucketMaxLen = 1024;
+
+// The sort key of the order above, < 2^22; both lengths in 1..kBucketMaxLen.
+// Two pairs share a key exactly when they share both lengths.
+inline uint32_t bucket_key(PairLength l) {
+  const int32_t m = l.src > l.tgt ? l.src : l.tgt;
+  const int32_t along = (m & 1) ? l.tgt - l.src : l.src - l.tgt;  // in -(m-1) .. m-1
+  return uint32_t(m) << 11 | uint32_t(along + kBucketMaxLen);
+}
+
+// The permutation that sorts `lengths` by bucket_key: order[k] is the index
+// of the k-th pair. Stable: equal lengths keep their input order. O(n): a
+// radix sort of the keys.
 std::vector<uint32_t> bucket_order(const std::vector<PairLength>& lengths);
 
-// Packs pairs, already in bucket order, greedily into batches.
+// Packs pairs, already in bucket order, greedily into batches (the fewest
+// batches this order allows).
 std::vector<BatchRange> pack_batches(const std::vector<PairLength>& sorted, int64_t max_tokens);
 
 // Padded cost of one batch on each side.

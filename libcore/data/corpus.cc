@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 
+#include "libcore/data/pipeline.h"
 #include "libcore/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/io/checkpoint_format.h"
@@ -32,6 +33,8 @@ constexpr size_t kFingerprintBytes = 44;  // header bytes 80..123
 constexpr size_t kIndexEntry = 32, kBatchEntry = 8;
 constexpr uint32_t kBlockPairs = 4096;    // pairs per zstd block
 constexpr uint64_t kZstdMaxRatio = io::detail::kZstdMaxRatio;
+constexpr int kZstdLevel = 1;                       // see man/tfm-batch.1, "FILE FORMAT"
+constexpr uint64_t kWritebackBytes = uint64_t{16} << 20;  // start writing to disk this often
 
 template <typename... Args>
 [[noreturn]] void corrupt(const std::string& path, fmt::format_string<Args...> format,
@@ -43,7 +46,98 @@ template <typename... Args>
 
 // ---- writing ----
 
-void write_corpus(const std::string& path, const CorpusMeta& meta, std::vector<TokenPair> pairs) {
+namespace {
+
+struct ZstdCFree {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+
+// One block on its way to the file: raw bytes in, stored bytes out.
+struct Block {
+  uint32_t index = 0, pairs = 0;
+  std::string raw, stored;
+  uint32_t crc_raw = 0, crc_stored = 0;
+  std::unique_ptr<ZSTD_CCtx, ZstdCFree> cctx;
+};
+
+// The largest of n ids, `width` bytes each.
+uint32_t max_id(const unsigned char* ids, size_t n, int width) {
+  uint32_t m = 0;
+  if (width == 2) {
+    for (size_t k = 0; k < n; ++k) m = std::max<uint32_t>(m, get<uint16_t>(ids + 2 * k));
+  } else {
+    for (size_t k = 0; k < n; ++k) m = std::max(m, get<uint32_t>(ids + 4 * k));
+  }
+  return m;
+}
+
+// Turns block numbers into raw and stored bytes; one per write_corpus, shared
+// by its threads (each with its own Block).
+struct BlockEncoder {
+  const std::string& path;
+  const CorpusMeta& meta;
+  const PairStore& pairs;
+  const std::vector<uint32_t>& order;     // input index of each sorted pair
+  const std::vector<PairLength>& sorted;  // their lengths
+
+  void operator()(Block& b) const {
+    gather(b);
+    check_ids(b);
+    if (!b.cctx) b.cctx.reset(ZSTD_createCCtx());
+    if (!b.cctx) fail("cannot write {}: out of memory for zstd", path);
+    b.stored.resize(ZSTD_compressBound(b.raw.size()));
+    const size_t n = ZSTD_compressCCtx(b.cctx.get(), b.stored.data(), b.stored.size(),
+                                       b.raw.data(), b.raw.size(), kZstdLevel);
+    if (ZSTD_isError(n)) fail("cannot write {}: zstd: {}", path, ZSTD_getErrorName(n));
+    b.stored.resize(n);
+    b.crc_raw = crc32(0, b.raw.data(), b.raw.size());
+    b.crc_stored = crc32(0, b.stored.data(), b.stored.size());
+  }
+
+ private:
+  size_t first(const Block& b) const { return size_t{b.index} * kBlockPairs; }
+  size_t ids(size_t k) const { return size_t(sorted[k].src + sorted[k].tgt); }
+
+  // The raw bytes: lengths, then each pair's ids. The pairs lie in input
+  // order in `pairs`, so this is a gather from all over memory: the pairs a
+  // few places ahead are prefetched.
+  void gather(Block& b) const {
+    constexpr size_t kAhead = 8;
+    const size_t lo = first(b), hi = std::min(order.size(), lo + kBlockPairs);
+    const size_t width = size_t(pairs.id_bytes());
+    b.pairs = uint32_t(hi - lo);
+    b.raw.clear();
+    for (size_t k = lo; k < hi; ++k) {
+      put<uint16_t>(b.raw, uint16_t(sorted[k].src));
+      put<uint16_t>(b.raw, uint16_t(sorted[k].tgt));
+    }
+    for (size_t k = lo; k < hi; ++k) {
+      if (k + kAhead < hi) {
+        const auto* next = reinterpret_cast<const char*>(pairs.packed(order[k + kAhead]));
+        for (size_t at = 0; at < ids(k + kAhead) * width + 63; at += 64) __builtin_prefetch(next + at);
+      }
+      b.raw.append(reinterpret_cast<const char*>(pairs.packed(order[k])), ids(k) * width);
+    }
+  }
+
+  // Every id below the vocabulary size; the pair named when one is not.
+  void check_ids(const Block& b) const {
+    const int width = pairs.id_bytes();
+    const size_t lengths_bytes = size_t{b.pairs} * 4;
+    const auto* raw_ids = reinterpret_cast<const unsigned char*>(b.raw.data()) + lengths_bytes;
+    if (max_id(raw_ids, (b.raw.size() - lengths_bytes) / size_t(width), width) < meta.vocab_size)
+      return;
+    for (size_t k = first(b); k < first(b) + b.pairs; ++k)
+      if (const uint32_t m = max_id(pairs.packed(order[k]), ids(k), width); m >= meta.vocab_size)
+        fail("cannot write {}: pair {} holds id {}, outside the vocabulary of {}", path, order[k],
+             m, meta.vocab_size);
+  }
+};
+
+}  // namespace
+
+CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, const PairStore& pairs,
+                           const CorpusWriteOptions& options) {
   TFM_REQUIRE(meta.fingerprint.size() < kFingerprintBytes,
               "cannot write {}: vocabulary fingerprint '{}' is longer than {} bytes", path,
               meta.fingerprint, kFingerprintBytes - 1);
@@ -52,54 +146,50 @@ void write_corpus(const std::string& path, const CorpusMeta& meta, std::vector<T
   TFM_REQUIRE(meta.max_tokens >= 1, "cannot write {}: max tokens must be positive", path);
   TFM_REQUIRE(meta.vocab_size >= 4 && meta.vocab_size <= INT32_MAX,
               "cannot write {}: vocabulary size {} is out of range", path, meta.vocab_size);
+  TFM_REQUIRE(pairs.vocab_size() == meta.vocab_size,
+              "cannot write {}: the pairs were read for a vocabulary of {}, not {}", path,
+              pairs.vocab_size(), meta.vocab_size);
   TFM_REQUIRE(pairs.size() < UINT32_MAX, "cannot write {}: too many pairs", path);
-  std::vector<PairLength> lengths(pairs.size());
-  uint64_t src_tokens = 0, tgt_tokens = 0;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    for (const auto* side : {&pairs[i].src, &pairs[i].tgt}) {
-      TFM_REQUIRE(!side->empty() && side->size() <= size_t(meta.max_len),
-                  "cannot write {}: pair {} has a side of {} tokens, outside 1..{}", path, i,
-                  side->size(), meta.max_len);
-      for (int32_t id : *side)
-        TFM_REQUIRE(id >= 0 && id < meta.vocab_size,
-                    "cannot write {}: pair {} holds id {}, outside the vocabulary of {}", path, i,
-                    id, meta.vocab_size);
-    }
-    lengths[i] = {int32_t(pairs[i].src.size()), int32_t(pairs[i].tgt.size())};
-    src_tokens += pairs[i].src.size();
-    tgt_tokens += pairs[i].tgt.size();
-  }
+  const std::vector<PairLength>& lengths = pairs.lengths();
+  for (size_t i = 0; i < lengths.size(); ++i)
+    for (const int32_t len : {lengths[i].src, lengths[i].tgt})
+      TFM_REQUIRE(len >= 1 && len <= meta.max_len,
+                  "cannot write {}: pair {} has a side of {} tokens, outside 1..{}", path, i, len,
+                  meta.max_len);
   const std::vector<uint32_t> order = bucket_order(lengths);
   std::vector<PairLength> sorted(order.size());
   for (size_t k = 0; k < order.size(); ++k) sorted[k] = lengths[order[k]];
   const std::vector<BatchRange> batches = pack_batches(sorted, meta.max_tokens);
 
+  const int width = pairs.id_bytes();
   const uint32_t block_count = uint32_t((order.size() + kBlockPairs - 1) / kBlockPairs);
-  std::string index, blocks;
   const uint64_t data_start = kHeaderBytes + kIndexEntry * block_count + kBatchEntry * batches.size();
-  for (uint32_t b = 0; b < block_count; ++b) {
-    const size_t lo = size_t{b} * kBlockPairs, hi = std::min(order.size(), lo + kBlockPairs);
-    std::string raw;
-    for (size_t k = lo; k < hi; ++k) {
-      put<uint32_t>(raw, uint32_t(sorted[k].src));
-      put<uint32_t>(raw, uint32_t(sorted[k].tgt));
-    }
-    for (size_t k = lo; k < hi; ++k) {
-      for (int32_t id : pairs[order[k]].src) put<uint32_t>(raw, uint32_t(id));
-      for (int32_t id : pairs[order[k]].tgt) put<uint32_t>(raw, uint32_t(id));
-    }
-    std::string stored(ZSTD_compressBound(raw.size()), '\0');
-    const size_t n = ZSTD_compress(stored.data(), stored.size(), raw.data(), raw.size(), 3);
-    if (ZSTD_isError(n)) fail("cannot write {}: zstd: {}", path, ZSTD_getErrorName(n));
-    stored.resize(n);
-    put<uint64_t>(index, data_start + blocks.size());
-    put<uint64_t>(index, stored.size());
-    put<uint32_t>(index, uint32_t(raw.size()));
-    put<uint32_t>(index, uint32_t(hi - lo));
-    put<uint32_t>(index, crc32(0, stored.data(), stored.size()));
-    put<uint32_t>(index, crc32(0, raw.data(), raw.size()));
-    blocks += stored;
-  }
+  io::AtomicFile file(path);
+  file.write(std::string(size_t(data_start), '\0'));  // header and tables, filled in last
+  std::string index;
+  uint32_t next = 0;
+  uint64_t unsynced = 0;
+  run_ordered<Block>(
+      thread_count(options.threads),
+      [&](Block& b) {
+        if (next == block_count) return false;
+        b.index = next++;
+        return true;
+      },
+      BlockEncoder{path, meta, pairs, order, sorted},
+      [&](const Block& b) {
+        put<uint64_t>(index, file.pos());
+        put<uint64_t>(index, b.stored.size());
+        put<uint32_t>(index, uint32_t(b.raw.size()));
+        put<uint32_t>(index, b.pairs);
+        put<uint32_t>(index, b.crc_stored);
+        put<uint32_t>(index, b.crc_raw);
+        file.write(b.stored);
+        if ((unsynced += b.stored.size()) >= kWritebackBytes) {
+          file.start_writeback();  // the disk works while the next blocks compress
+          unsynced = 0;
+        }
+      });
   for (const BatchRange& r : batches) {
     put<uint32_t>(index, r.first);
     put<uint32_t>(index, r.count);
@@ -107,11 +197,11 @@ void write_corpus(const std::string& path, const CorpusMeta& meta, std::vector<T
   std::string out;
   out.append(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
   put<uint32_t>(out, kCorpusVersion);
-  put<uint32_t>(out, 0);
-  put<uint64_t>(out, data_start + blocks.size());
+  put<uint32_t>(out, uint32_t(width));
+  put<uint64_t>(out, file.pos());
   put<uint64_t>(out, order.size());
-  put<uint64_t>(out, src_tokens);
-  put<uint64_t>(out, tgt_tokens);
+  put<uint64_t>(out, uint64_t(pairs.src_tokens()));
+  put<uint64_t>(out, uint64_t(pairs.tgt_tokens()));
   put<uint64_t>(out, uint64_t(meta.vocab_size));
   put<uint64_t>(out, uint64_t(meta.max_tokens));
   put<uint32_t>(out, uint32_t(meta.max_len));
@@ -122,8 +212,10 @@ void write_corpus(const std::string& path, const CorpusMeta& meta, std::vector<T
   out.resize(kHeaderBytes - 4, '\0');
   put<uint32_t>(out, crc32(0, out.data(), out.size()));
   out += index;
-  out += blocks;
-  io::write_file_atomic(path, out);
+  file.write_at(0, out.data(), out.size());
+  const uint64_t bytes = file.pos();
+  file.commit();
+  return {bytes, packing_stats(sorted, batches)};
 }
 
 // ---- reading ----
@@ -154,7 +246,10 @@ Corpus Corpus::read(const std::string& path) {
   if (have < 12) fail("{} is truncated: it ends inside its header", path);
   Corpus c;
   c.version_ = get<uint32_t>(p + 8);
-  if (c.version_ != kCorpusVersion)
+  if (c.version_ < kCorpusVersion)
+    fail("{} is a tfm corpus of format version {}, which this tfm no longer reads (it reads "
+         "version {}): make it again with tfm-batch", path, c.version_, kCorpusVersion);
+  if (c.version_ > kCorpusVersion)
     fail("{} is a tfm corpus of format version {}, but this tfm reads only version {}", path,
          c.version_, kCorpusVersion);
   if (have < kHeaderBytes) fail("{} is truncated: it ends inside its header", path);
@@ -165,11 +260,14 @@ Corpus Corpus::read(const std::string& path) {
   const uint64_t vocab_size = get<uint64_t>(p + 48), max_tokens = get<uint64_t>(p + 56);
   const uint32_t max_len = get<uint32_t>(p + 64), block_count = get<uint32_t>(p + 68);
   const uint32_t batch_count = get<uint32_t>(p + 72), table_crc = get<uint32_t>(p + 76);
-  if (get<uint32_t>(p + 12) != 0) corrupt(path, "its header has reserved bytes that are not zero");
+  const uint32_t width = get<uint32_t>(p + 12);
   if (have < file_bytes)
     fail("{} is truncated: it has {} bytes, but its header says {}", path, have, file_bytes);
   if (have > file_bytes) corrupt(path, "it has {} bytes, but its header says {}", have, file_bytes);
   if (vocab_size < 4 || vocab_size > INT32_MAX) corrupt(path, "its vocabulary size {} is out of range", vocab_size);
+  if (width != uint32_t(id_bytes_for(int64_t(vocab_size))))
+    corrupt(path, "its ids are {} bytes wide, but a vocabulary of {} takes {}", width, vocab_size,
+            id_bytes_for(int64_t(vocab_size)));
   if (max_len < 1 || max_len > uint32_t(kCorpusMaxLen)) corrupt(path, "its max length {} is outside 1..{}", max_len, kCorpusMaxLen);
   if (max_tokens < 1 || max_tokens > INT64_MAX) corrupt(path, "its max tokens {} is out of range", max_tokens);
   if (pairs >= UINT32_MAX || block_count != (pairs + kBlockPairs - 1) / kBlockPairs ||
@@ -202,7 +300,7 @@ Corpus Corpus::read(const std::string& path) {
     next += stored;
     const uint32_t want_n = b + 1 < block_count ? kBlockPairs : uint32_t(pairs - seen);
     if (n != want_n) corrupt(path, "block {} holds {} pairs instead of {}", b, n, want_n);
-    if (raw_bytes > uint64_t{n} * (8 + 8 * uint64_t{max_len}) || raw_bytes / kZstdMaxRatio > stored)
+    if (raw_bytes > uint64_t{n} * (4 + 2 * width * uint64_t{max_len}) || raw_bytes / kZstdMaxRatio > stored)
       corrupt(path, "block {} claims {} bytes, more than it can hold", b, raw_bytes);
     if (crc32(0, p + offset, size_t(stored)) != get<uint32_t>(e + 24))
       corrupt(path, "block {} fails its checksum", b);
@@ -214,33 +312,32 @@ Corpus Corpus::read(const std::string& path) {
     if (crc32(0, raw.data(), raw.size()) != get<uint32_t>(e + 28))
       corrupt(path, "block {} fails its checksum after decompression", b);
     const auto* r = reinterpret_cast<const unsigned char*>(raw.data());
-    if (raw_bytes < uint64_t{n} * 8) corrupt(path, "block {} is too short for its lengths", b);
+    if (raw_bytes < uint64_t{n} * 4) corrupt(path, "block {} is too short for its lengths", b);
     uint64_t ids = 0;
     for (uint32_t k = 0; k < n; ++k) {
-      const uint32_t s = get<uint32_t>(r + 8 * k), t = get<uint32_t>(r + 8 * k + 4);
+      const uint32_t s = get<uint16_t>(r + 4 * k), t = get<uint16_t>(r + 4 * k + 2);
       if (s < 1 || s > max_len || t < 1 || t > max_len)
         corrupt(path, "pair {} has lengths {} and {}, outside 1..{}", seen + k, s, t, max_len);
       ids += s + t;
       src_seen += s;
       tgt_seen += t;
     }
-    if (raw_bytes != uint64_t{n} * 8 + ids * 4)
-      corrupt(path, "block {} holds {} bytes, but its lengths need {}", b, raw_bytes, n * 8 + ids * 4);
+    if (raw_bytes != uint64_t{n} * 4 + ids * width)
+      corrupt(path, "block {} holds {} bytes, but its lengths need {}", b, raw_bytes,
+              n * 4 + ids * width);
     const size_t base = c.ids_.size();
     c.ids_.resize(base + size_t(ids));
+    const unsigned char* id_bytes = r + uint64_t{n} * 4;
     for (uint64_t k = 0; k < ids; ++k) {
-      const uint32_t id = get<uint32_t>(r + uint64_t{n} * 8 + 4 * k);
+      const uint32_t id = width == 2 ? get<uint16_t>(id_bytes + 2 * k) : get<uint32_t>(id_bytes + 4 * k);
       if (id >= vocab_size) corrupt(path, "block {} holds id {}, outside the vocabulary of {}", b, id, vocab_size);
       c.ids_[base + size_t(k)] = int32_t(id);
     }
     uint64_t off = base;
     for (uint32_t k = 0; k < n; ++k) {
-      const PairLength len{int32_t(get<uint32_t>(r + 8 * k)), int32_t(get<uint32_t>(r + 8 * k + 4))};
-      if (!c.lengths_.empty()) {
-        const PairLength& prev = c.lengths_.back();
-        if (len.tgt < prev.tgt || (len.tgt == prev.tgt && len.src < prev.src))
-          corrupt(path, "pair {} is out of length order", seen + k);
-      }
+      const PairLength len{int32_t(get<uint16_t>(r + 4 * k)), int32_t(get<uint16_t>(r + 4 * k + 2))};
+      if (!c.lengths_.empty() && bucket_key(len) < bucket_key(c.lengths_.back()))
+        corrupt(path, "pair {} is out of bucket order", seen + k);
       c.lengths_.push_back(len);
       c.offsets_.push_back(off);
       off += uint64_t(len.src + len.tgt);
@@ -275,119 +372,6 @@ std::span<const int32_t> Corpus::src(size_t i) const {
 }
 std::span<const int32_t> Corpus::tgt(size_t i) const {
   return {ids_.data() + offsets_.at(i) + lengths_[i].src, size_t(lengths_[i].tgt)};
-}
-
-// ---- tokenized text -> pairs ----
-
-bool valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned c = p[i];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) { ++i; continue; }
-    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
-    else return false;
-    if (n - i < len) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (p[i + k] & 0x3F);
-    }
-    // Overlong forms, surrogates and code points past U+10FFFF are invalid.
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += len;
-  }
-  return true;
-}
-
-namespace {
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read {}: {}", path, std::strerror(errno));
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  if (in.bad()) fail("cannot read {}: {}", path, std::strerror(errno));
-  return lines;
-}
-
-std::vector<int32_t> to_ids(std::string_view text, const PieceToId& to_id, int64_t& unk) {
-  std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && text[i] == ' ') ++i;
-    size_t j = i;
-    while (j < text.size() && text[j] != ' ') ++j;
-    if (j > i) {
-      ids.push_back(to_id(text.substr(i, j - i)));
-      unk += ids.back() == 1;  // kUnkId
-    }
-    i = j;
-  }
-  return ids;
-}
-
-// Filters one pair into `out`; *_where name the lines for messages.
-void add_pair(std::string_view src, std::string_view tgt, const std::string& src_where,
-              const std::string& tgt_where, const PieceToId& to_id, const TextFilter& f,
-              TextPairs& out) {
-  FilterCounts& n = out.counts;
-  ++n.lines;
-  for (const auto& [text, where] : {std::pair{src, &src_where}, std::pair{tgt, &tgt_where}}) {
-    if (valid_utf8(text)) continue;
-    if (f.strict) throw Error("the line is not valid UTF-8", *where);
-    ++n.invalid_utf8;
-    n.invalid_where.push_back(*where);
-    return;
-  }
-  TokenPair p{to_ids(src, to_id, n.src_unk), to_ids(tgt, to_id, n.tgt_unk)};
-  const double s = double(p.src.size()), t = double(p.tgt.size());
-  if (p.src.empty() || p.tgt.empty()) ++n.empty;
-  else if (s > f.max_len || t > f.max_len) ++n.too_long;
-  else if (s > f.max_ratio * t || t > f.max_ratio * s) ++n.ratio;
-  else {
-    ++n.kept;
-    out.pairs.push_back(std::move(p));
-  }
-}
-
-}  // namespace
-
-TextPairs read_text_pairs(const std::string& src_path, const std::string& tgt_path,
-                          const PieceToId& to_id, const TextFilter& filter) {
-  const std::vector<std::string> src = read_lines(src_path), tgt = read_lines(tgt_path);
-  if (src.size() != tgt.size())
-    fail("{} has {} lines but {} has {}: source and target must pair line by line", src_path,
-         src.size(), tgt_path, tgt.size());
-  TextPairs out;
-  for (size_t i = 0; i < src.size(); ++i)
-    add_pair(src[i], tgt[i], fmt::format("{}:{}", src_path, i + 1),
-             fmt::format("{}:{}", tgt_path, i + 1), to_id, filter, out);
-  return out;
-}
-
-TextPairs read_tsv_pairs(const std::string& path, const PieceToId& to_id,
-                         const TextFilter& filter) {
-  const std::vector<std::string> lines = read_lines(path);
-  TextPairs out;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string where = fmt::format("{}:{}", path, i + 1);
-    const size_t tab = lines[i].find('\t');
-    if (tab == std::string::npos || lines[i].find('\t', tab + 1) != std::string::npos)
-      throw Error("a --tsv line must hold exactly one TAB between source and target", where);
-    const std::string_view line(lines[i]);
-    add_pair(line.substr(0, tab), line.substr(tab + 1), where, where, to_id, filter, out);
-  }
-  return out;
 }
 
 }  // namespace tfm

@@ -2,41 +2,48 @@
 // pairs as token ids, sorted into length buckets (batcher.h), stored in
 // zstd-compressed blocks under CRC-32s, with the batches they were packed into.
 // The reader validates every byte and every length against the file: a
-// truncated, corrupt or foreign file is one tfm::Error naming the file.
-//
-// Also here: reading tokenized text (pieces separated by spaces) into pairs
-// of ids with the filters of tfm-batch.
+// truncated, corrupt, foreign or old-version file is one tfm::Error naming
+// the file.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "libcore/data/batcher.h"
+#include "libcore/data/pair_store.h"
 
 namespace tfm {
 
-inline constexpr uint32_t kCorpusVersion = 1;
-inline constexpr int32_t kCorpusMaxLen = 1024;  // the longest --max-len a file may hold
+// Version 2: ids 2 bytes wide when the vocabulary allows, lengths 2 bytes,
+// and the shell order of batcher.h (version 1 sorted by target length).
+inline constexpr uint32_t kCorpusVersion = 2;
+inline constexpr int32_t kCorpusMaxLen = kBucketMaxLen;  // the longest --max-len a file may hold
 
 struct CorpusMeta {
-  std::string fingerprint;  // of the vocabulary the ids come from (<= 47 bytes)
+  std::string fingerprint;  // of the vocabulary the ids come from (<= 43 bytes)
   int64_t vocab_size = 0;
   int32_t max_len = 250;    // every stored sentence has 1..max_len tokens
   int64_t max_tokens = 25000;
 };
 
-struct TokenPair {
-  std::vector<int32_t> src, tgt;
+struct CorpusWriteOptions {
+  int threads = 0;  // blocks compressed at once; 0: every core
 };
 
-// Sorts `pairs` into buckets, packs them with meta.max_tokens and writes
-// `path` atomically. Throws Error on pairs that break meta (empty, too long,
-// ids outside the vocabulary).
-void write_corpus(const std::string& path, const CorpusMeta& meta, std::vector<TokenPair> pairs);
+// What write_corpus wrote.
+struct CorpusSummary {
+  uint64_t bytes = 0;
+  PackingStats packing;  // of the stored batches
+};
+
+// Sorts the pairs into buckets, packs them with meta.max_tokens and writes
+// `path` atomically, compressing blocks on several threads. Throws Error on
+// pairs that break meta (empty, too long, ids outside the vocabulary, a
+// store made for another vocabulary size).
+CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, const PairStore& pairs,
+                           const CorpusWriteOptions& options = {});
 
 // A .tfmb file read whole into memory and validated.
 class Corpus {
@@ -54,7 +61,8 @@ class Corpus {
   const std::vector<PairLength>& lengths() const { return lengths_; }
   // The batches stored in the file (packed with meta().max_tokens).
   const std::vector<BatchRange>& batches() const { return batches_; }
-  // The same pairs packed again with another budget.
+  // The same pairs packed again with another budget (the bucket order is
+  // good at every budget; batcher.h).
   std::vector<BatchRange> repack(int64_t max_tokens) const {
     return pack_batches(lengths_, max_tokens);
   }
@@ -69,37 +77,5 @@ class Corpus {
   std::vector<int32_t> ids_;
   std::vector<BatchRange> batches_;
 };
-
-// ---- tokenized text -> pairs ----
-
-struct TextFilter {
-  int32_t max_len = 250;
-  double max_ratio = 9;
-  bool strict = false;  // invalid UTF-8 is an Error (with file:line) instead of a skip
-};
-
-struct FilterCounts {
-  int64_t lines = 0, kept = 0;
-  int64_t empty = 0, too_long = 0, ratio = 0, invalid_utf8 = 0;
-  int64_t src_unk = 0, tgt_unk = 0;  // pieces the vocabulary does not know
-  std::vector<std::string> invalid_where;  // "FILE:LINE" of each invalid line
-};
-
-struct TextPairs {
-  std::vector<TokenPair> pairs;
-  FilterCounts counts;
-};
-
-using PieceToId = std::function<int32_t(std::string_view)>;
-
-// Parallel files: line i of `src_path` pairs with line i of `tgt_path`. Equal
-// line counts are checked before anything else.
-TextPairs read_text_pairs(const std::string& src_path, const std::string& tgt_path,
-                          const PieceToId& to_id, const TextFilter& filter);
-// One file of "SOURCE<TAB>TARGET" lines.
-TextPairs read_tsv_pairs(const std::string& path, const PieceToId& to_id,
-                         const TextFilter& filter);
-
-bool valid_utf8(std::string_view s);
 
 }  // namespace tfm

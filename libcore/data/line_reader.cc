@@ -151,4 +151,30 @@ size_t LineReader::next_chunk(std::vector<std::string>& lines, size_t max_lines)
   }
 }
 
+size_t LineReader::next_block(std::string& block, size_t max_lines) {
+  size_t n = 0, scanned = 0;  // lines found in buf_[pos_, pos_ + scanned)
+  bool add_newline = false;
+  while (n < max_lines) {
+    const char* at = buf_.data() + pos_ + scanned;
+    const void* nl = std::memchr(at, '\n', buf_.size() - pos_ - scanned);
+    if (nl) {
+      scanned += static_cast<size_t>(static_cast<const char*>(nl) - at) + 1;
+      ++n;
+      continue;
+    }
+    if (fill()) continue;  // may move the unreturned bytes to the front: pos_ changes
+    if (pos_ + scanned < buf_.size()) {  // a last line without '\n'
+      scanned = buf_.size() - pos_;
+      add_newline = true;
+      ++n;
+    }
+    break;
+  }
+  block.assign(buf_, pos_, scanned);
+  if (add_newline) block += '\n';
+  pos_ += scanned;
+  line_number_ += static_cast<int64_t>(n);
+  return n;
+}
+
 }  // namespace tfm::data

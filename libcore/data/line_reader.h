@@ -30,6 +30,11 @@ class LineReader {
   // number appended; 0 at the end of the input.
   size_t next_chunk(std::vector<std::string>& lines, size_t max_lines);
 
+  // Replaces `block` with up to `max_lines` whole lines, each ending in
+  // '\n' (one is added to a last line that has none). Waits for the lines
+  // or the end of the input. Returns the number of lines; 0 at the end.
+  size_t next_block(std::string& block, size_t max_lines);
+
   const std::string& path() const { return path_; }
   // Lines returned so far (the 1-based number of the last one).
   int64_t line_number() const { return line_number_; }

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "libcore/data/line_reader.h"
+#include "libcore/data/pipeline.h"
 #include "libcore/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
@@ -27,11 +28,6 @@ void SetMinLogLevel(int v);
 namespace tfm::data {
 
 namespace {
-
-int thread_count(int requested) {
-  if (requested > 0) return requested;
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 // Feeds SentencePiece's trainer every line of every input, in order. An
 // Error while reading is kept and rethrown after training stops.

@@ -82,6 +82,8 @@ std::string Vocab::fingerprint() const {
 
 int32_t Vocab::id(std::string_view piece) const { return impl_->sp.PieceToId(piece); }
 
+int32_t Vocab::unk_id() const { return impl_->sp.unk_id(); }
+
 std::string_view Vocab::piece(int32_t id) const {
   if (id < 0 || id >= impl_->sp.GetPieceSize())
     fail("id {} is out of range for a vocabulary of {} pieces", id, impl_->sp.GetPieceSize());

@@ -31,8 +31,10 @@ class Vocab {
   // Two models with the same pieces in the same order share it.
   std::string fingerprint() const;
 
-  // Piece <-> id; an unknown piece maps to kUnkId.
+  // Piece <-> id; an unknown piece maps to unk_id() (kUnkId in every model
+  // tfm trains).
   int32_t id(std::string_view piece) const;
+  int32_t unk_id() const;
   std::string_view piece(int32_t id) const;
 
   // Text -> pieces / ids, and back (byte-identical to spm_encode/spm_decode).

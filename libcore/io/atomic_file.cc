@@ -3,50 +3,74 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "libcore/error.h"
 
 namespace tfm::io {
 
-void write_file_atomic(const std::string& path, std::string_view content) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot write {}: {}", path, std::strerror(errno));
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("cannot write {}: {}", path, std::strerror(err));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  static std::atomic<unsigned> counter{0};
+  tmp_ = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot write {}: {}", path_, std::strerror(errno));
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t n) {
+  write_at(pos_, data, n);
+  pos_ += n;
+}
+
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) fail("cannot write {}: {}", path_, std::strerror(k < 0 ? errno : ENOSPC));
+    p += k;
+    n -= static_cast<size_t>(k);
+    offset += static_cast<uint64_t>(k);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot write {}: {}", path, std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot write {}: {}", path, std::strerror(err));
-  }
-  // Make the rename itself durable.
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+}
+
+void AtomicFile::start_writeback() {
+#ifdef SYNC_FILE_RANGE_WRITE
+  if (pos_ > written_back_)
+    ::sync_file_range(fd_, static_cast<off_t>(written_back_),
+                      static_cast<off_t>(pos_ - written_back_), SYNC_FILE_RANGE_WRITE);
+  written_back_ = pos_;
+#endif
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) fail("cannot write {}: {}", path_, std::strerror(errno));
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) fail("cannot write {}: {}", path_, std::strerror(errno));
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    fail("cannot write {}: {}", path_, std::strerror(errno));
+  committed_ = true;
+  const size_t slash = path_.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
+  if (dfd >= 0) {  // make the rename itself durable
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void write_file_atomic(const std::string& path, std::string_view content) {
+  AtomicFile file(path);
+  file.write(content);
+  file.commit();
 }
 
 }  // namespace tfm::io

@@ -4,6 +4,8 @@
 // file is replaced only by a complete one.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -11,5 +13,34 @@ namespace tfm::io {
 
 // Writes `content` to `path` atomically; throws Error naming the path.
 void write_file_atomic(const std::string& path, std::string_view content);
+
+// The same for a file written in pieces (a header filled in last, blocks
+// streamed as they are made). Nothing appears at `path` before commit(); the
+// temporary file is removed when the object dies uncommitted (an error).
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  // Bytes written so far at the end (write() appends there).
+  uint64_t pos() const { return pos_; }
+  void write(const void* data, size_t n);
+  void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+  // Overwrites or extends at `offset`; pos() is unchanged.
+  void write_at(uint64_t offset, const void* data, size_t n);
+  // Asks the kernel to start writing what is there to disk, so that the
+  // fsync in commit() has less left to wait for. Optional; never fails.
+  void start_writeback();
+  // fsync, rename over the target, fsync its directory.
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+  uint64_t pos_ = 0, written_back_ = 0;
+  bool committed_ = false;
+};
 
 }  // namespace tfm::io

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "libcore/dtype.h"
+#include "libcore/io/crc32.h"
 #include "libcore/io/checkpoint.h"
 
 namespace tfm::io::detail {
@@ -28,39 +29,9 @@ inline constexpr size_t kMaxName = 65535;
 inline constexpr std::array<std::string_view, 4> kReserved = {"config", "tokenizer",
                                                               "tensor_table", "tensors"};
 
-// ---- CRC-32 (ISO-HDLC, as zlib's crc32), slicing by 8 ----
+// ---- CRC-32 (libcore/io/crc32.h) ----
 
-struct CrcTables {
-  uint32_t t[8][256];
-};
-constexpr CrcTables make_crc_tables() {
-  CrcTables c{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t r = i;
-    for (int k = 0; k < 8; ++k) r = (r >> 1) ^ (0xEDB88320u & (0u - (r & 1u)));
-    c.t[0][i] = r;
-  }
-  for (int k = 1; k < 8; ++k)
-    for (int i = 0; i < 256; ++i) c.t[k][i] = (c.t[k - 1][i] >> 8) ^ c.t[0][c.t[k - 1][i] & 0xff];
-  return c;
-}
-inline constexpr CrcTables kCrc = make_crc_tables();
-
-inline uint32_t crc32(uint32_t crc, const void* data, size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  crc = ~crc;
-  for (; n >= 8; p += 8, n -= 8) {
-    const uint32_t a = crc ^ (uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
-                              uint32_t{p[3]} << 24);
-    const uint32_t b = uint32_t{p[4]} | uint32_t{p[5]} << 8 | uint32_t{p[6]} << 16 |
-                       uint32_t{p[7]} << 24;
-    crc = kCrc.t[7][a & 0xff] ^ kCrc.t[6][(a >> 8) & 0xff] ^ kCrc.t[5][(a >> 16) & 0xff] ^
-          kCrc.t[4][a >> 24] ^ kCrc.t[3][b & 0xff] ^ kCrc.t[2][(b >> 8) & 0xff] ^
-          kCrc.t[1][(b >> 16) & 0xff] ^ kCrc.t[0][b >> 24];
-  }
-  for (; n > 0; --n) crc = kCrc.t[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
+using ::tfm::io::crc32;
 
 // ---- little-endian encoding ----
 

@@ -3,21 +3,15 @@
 // tensor_table, tensors, then the optional ones), and a section directory that
 // ends the file. Every byte lies under a CRC-32. The reader is
 // checkpoint_read.cc; what both share is in checkpoint_format.h.
-#include <fcntl.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <set>
-#include <utility>
 
 #include "libcore/error.h"
+#include "libcore/io/atomic_file.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/io/checkpoint_format.h"
 
@@ -32,65 +26,10 @@ struct ZstdCFree {
 
 // ---- writing ----
 
-// The temporary file beside the target; removed unless commit() succeeds.
-class TempFile {
- public:
-  explicit TempFile(const std::string& path) : path_(path) {
-    static std::atomic<unsigned> counter{0};
-    tmp_ = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail("cannot write {}: {}", path_, std::strerror(errno));
-  }
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  uint64_t pos() const { return pos_; }
-  void write(const void* data, size_t n) {
-    write_at(pos_, data, n);
-    pos_ += n;
-  }
-  void write_at(uint64_t offset, const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t k = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) fail("cannot write {}: {}", path_, std::strerror(k < 0 ? errno : ENOSPC));
-      p += k;
-      n -= static_cast<size_t>(k);
-      offset += static_cast<uint64_t>(k);
-    }
-  }
-  void commit() {
-    if (::fsync(fd_) != 0) fail("cannot write {}: {}", path_, std::strerror(errno));
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) fail("cannot write {}: {}", path_, std::strerror(errno));
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-      fail("cannot write {}: {}", path_, std::strerror(errno));
-    committed_ = true;
-    const size_t slash = path_.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {  // make the rename itself durable
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-
- private:
-  std::string path_, tmp_;
-  int fd_ = -1;
-  uint64_t pos_ = 0;
-  bool committed_ = false;
-};
-
 // Streams sections into the file, compressing and checksumming as it goes.
 class SectionWriter {
  public:
-  SectionWriter(TempFile& file, const std::string& path, int level)
+  SectionWriter(AtomicFile& file, const std::string& path, int level)
       : file_(file), path_(path), level_(level), cctx_(ZSTD_createCCtx()),
         out_(ZSTD_CStreamOutSize()) {
     if (!cctx_) fail("cannot write {}: out of memory for zstd", path_);
@@ -153,7 +92,7 @@ class SectionWriter {
     return ret;
   }
 
-  TempFile& file_;
+  AtomicFile& file_;
   const std::string& path_;
   int level_;
   std::unique_ptr<ZSTD_CCtx, ZstdCFree> cctx_;
@@ -215,7 +154,7 @@ void write_checkpoint(const std::string& path, std::string_view config,
       fail("cannot write {}: '{}' is a reserved section name", path, s.name);
   }
 
-  TempFile file(path);
+  AtomicFile file(path);
   const std::array<char, kHeaderBytes> zeros{};
   file.write(zeros.data(), zeros.size());  // the header, filled in last
   SectionWriter w(file, path, options.zstd_level);

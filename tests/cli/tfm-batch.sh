@@ -42,9 +42,23 @@ run $P info "$TMP/a.tfmb" --json
 [ "$(json 'd["pairs"], d["vocab_size"], d["packed_max_tokens"]')" = "300 500 25000" ] || fail "info --json: $(cat "$TMP/out")"
 [ "$(json 'sum(h["src"] for h in d["histogram"])')" = 300 ] || fail "info --json: histogram does not sum to 300"
 
+# --threads: the file does not depend on it; gzip and stdin read the same.
+run $P -m "$M" -o "$TMP/t1.tfmb" "$TMP/en.tok" "$TMP/de.tok" --threads 1
+expect_rc 0 "--threads 1"
+cmp -s "$TMP/a.tfmb" "$TMP/t1.tfmb" || fail "--threads 1: differs from every core"
+run $P -m "$M" -o "$TMP/t3.tfmb" "$TMP/en.tok" "$TMP/de.tok" --threads 3
+cmp -s "$TMP/a.tfmb" "$TMP/t3.tfmb" || fail "--threads 3: differs from every core"
+gzip -c "$TMP/en.tok" >"$TMP/en.tok.gz"
+"$TFM_BIN/$P" -m "$M" -o "$TMP/z.tfmb" - "$TMP/de.tok" <"$TMP/en.tok.gz" 2>"$TMP/err" \
+  || fail "gzip on stdin: $(cat "$TMP/err")"
+cmp -s "$TMP/a.tfmb" "$TMP/z.tfmb" || fail "gzip on stdin: differs from the plain files"
+
 # --json summary; -q silences the summary.
 run $P -m "$M" -o "$TMP/b.tfmb" "$TMP/en.tok" "$TMP/de.tok" --json
 [ "$(json 'd["pairs"], d["lines"]')" = "300 300" ] || fail "--json: $(cat "$TMP/out")"
+[ "$(json 'd["bytes"]')" = "$(stat -c %s "$TMP/b.tfmb")" ] || fail "--json: bytes"
+[ "$(json '0 < d["src_efficiency"] <= 1 and 0 < d["tgt_efficiency"] <= 1')" = True ] \
+  || fail "--json: efficiencies $(cat "$TMP/out")"
 run $P -q -m "$M" -o "$TMP/b.tfmb" "$TMP/en.tok" "$TMP/de.tok"
 expect_rc 0 "-q"
 [ -s "$TMP/err" ] && fail "-q: stderr not silent: $(cat "$TMP/err")"
@@ -84,6 +98,8 @@ paste "$TMP/en.tok" "$TMP/de.tok" >"$TMP/tsv"
 run $P -m "$M" -o "$TMP/g.tfmb" --tsv "$TMP/tsv"
 expect_rc 0 "--tsv"
 cmp -s "$TMP/a.tfmb" "$TMP/g.tfmb" || fail "--tsv: differs from SRC TGT"
+"$TFM_BIN/$P" -m "$M" -o "$TMP/g2.tfmb" --tsv - <"$TMP/tsv" 2>"$TMP/err" || fail "--tsv -: $(cat "$TMP/err")"
+cmp -s "$TMP/a.tfmb" "$TMP/g2.tfmb" || fail "--tsv -: differs from SRC TGT"
 printf 'no tab here\n' >"$TMP/badtsv"
 run $P -m "$M" -o "$TMP/h.tfmb" --tsv "$TMP/badtsv"
 expect_rc 1 "--tsv without TAB"
@@ -121,6 +137,11 @@ done
 python3 -c "b=bytearray(open('$TMP/a.tfmb','rb').read()); b[8]=9; open('$TMP/v.tfmb','wb').write(b)"
 run $P info "$TMP/v.tfmb"
 expect_rc 1 "wrong version"; grep -q "version 9" "$TMP/err" || fail "wrong version: $(cat "$TMP/err")"
+python3 -c "b=bytearray(open('$TMP/a.tfmb','rb').read()); b[8]=1; open('$TMP/v.tfmb','wb').write(b)"
+run $P info "$TMP/v.tfmb"
+expect_rc 1 "version 1"; expect_one_error_line $P "version 1"
+grep -q "version 1, which this tfm no longer reads.*make it again with tfm-batch" "$TMP/err" \
+  || fail "version 1: $(cat "$TMP/err")"
 
 # Bad vocab and unreadable text.
 run $P -m "$TMP/en.tok" -o "$TMP/j.tfmb" "$TMP/en.tok" "$TMP/de.tok"
@@ -132,7 +153,8 @@ expect_rc 1 "missing source"; expect_one_error_line $P "missing source"
 # Bad usage: exit 2, one error line, pointer to --help.
 for bad in "--bogus" "-o x a b" "-m $M a b" "-m $M -o x a" "-m $M -o x --tsv f a b" \
   "-m $M -o x a b --max-len 0" "-m $M -o x a b --max-len 5000" "-m $M -o x a b --max-tokens 0" \
-  "-m $M -o x a b --max-ratio 0.5" "-m $M -o x a b --max-tokens abc" "info" "info a b"; do
+  "-m $M -o x a b --max-ratio 0.5" "-m $M -o x a b --max-tokens abc" "-m $M -o x a b --threads -1" \
+  "-m $M -o x a b --threads x" "info" "info a b" "info a --threads 2" "info a --strict" "info a --max-len 9" "-o x info a"; do
   # shellcheck disable=SC2086
   run $P $bad
   expect_rc 2 "$bad"

@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "libcore/data/line_reader.h"
+#include "libcore/data/piece_table.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
 #include "libcore/error.h"
@@ -89,6 +91,24 @@ TEST_CASE("vocab: encode/decode round trip and id/piece mapping", "[vocab]") {
   CHECK_THROWS_WITH(data::decode_line(v, "5 x", true), Contains("not an id"));
 }
 
+TEST_CASE("vocab: the piece table maps pieces as SentencePiece does", "[vocab][piece_table]") {
+  const Vocab v = Vocab::load(model_path(300));
+  CHECK(v.unk_id() == kUnkId);
+  const PieceTable t = PieceTable::of(v);
+  REQUIRE(int64_t(t.size()) == v.size());
+  CHECK(t.unk_id() == v.unk_id());
+  CHECK(t.all_valid_utf8());
+  for (int32_t id = 0; id < v.size(); ++id) {
+    const std::string_view piece = v.piece(id);
+    REQUIRE(t.find(piece) == v.id(piece));
+    REQUIRE(t.find(piece) == id);
+  }
+  for (const std::string s : {"never-a-piece", "\xe2\x96\x81zzzzqqq", "x y", "<UNK>"}) {
+    CHECK(t.find(s) == -1);
+    CHECK(v.id(s) == v.unk_id());
+  }
+}
+
 TEST_CASE("vocab: fingerprint is stable and tells models apart", "[vocab]") {
   const Vocab a = Vocab::load(model_path(300));
   const Vocab b = Vocab::load(model_path(300));
@@ -161,4 +181,42 @@ TEST_CASE("line reader: plain, gzip, last line without newline", "[vocab]") {
     CHECK(r.line_number() == 3);
   }
   CHECK_THROWS_WITH(data::LineReader(dir.file("nope")), Contains("nope"));
+}
+
+TEST_CASE("line reader: blocks of whole lines, across reads and gzip members", "[vocab]") {
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200000; ++i) text += fmt::format("line {} {}\n", i, std::string(size_t(i % 13), 'x'));
+  text += "last without newline";  // over 2 MiB: several reads
+  const std::string plain = dir.file("big.txt"), gz = dir.file("big.gz");
+  std::ofstream(plain, std::ios::binary) << text;
+  for (const size_t half : {size_t{0}, text.size() / 2}) {  // two gzip members
+    gzFile f = gzopen(gz.c_str(), half == 0 ? "wb" : "ab");
+    const std::string part = half == 0 ? text.substr(0, text.size() / 2) : text.substr(half);
+    gzwrite(f, part.data(), unsigned(part.size()));
+    gzclose(f);
+  }
+  for (const std::string& path : {plain, gz}) {
+    for (const size_t max_lines : {size_t{1}, size_t{7}, size_t{65536}}) {
+      data::LineReader r(path);
+      std::string all, block;
+      size_t lines = 0, n;
+      while ((n = r.next_block(block, max_lines)) > 0) {
+        REQUIRE(n <= max_lines);
+        REQUIRE(size_t(std::count(block.begin(), block.end(), '\n')) == n);
+        REQUIRE(block.back() == '\n');
+        lines += n;
+        all += block;
+      }
+      CHECK(lines == 200001);
+      CHECK(r.line_number() == 200001);
+      CHECK(all == text + "\n");
+      CHECK(r.next_block(block, max_lines) == 0);
+    }
+  }
+  std::ofstream(dir.file("empty.txt")).flush();
+  data::LineReader empty(dir.file("empty.txt"));
+  std::string block = "stale";
+  CHECK(empty.next_block(block, 10) == 0);
+  CHECK(block.empty());
 }
