@@ -207,8 +207,10 @@ std::string format_model_sentences(const ModelScores& s, const FormatOptions& f)
     } else {
       out += number(x.log_prob, f.width);
       if (!f.score_only)
-        for (size_t t = 0; t < x.token_log_probs.size(); ++t)
-          out += (t ? " " : "\t") + number(x.token_log_probs[t], f.width);
+        for (size_t t = 0; t < x.token_log_probs.size(); ++t) {
+          out += t ? ' ' : '\t';
+          out += number(x.token_log_probs[t], f.width);
+        }
     }
     out += '\n';
   }

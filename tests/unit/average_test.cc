@@ -17,6 +17,7 @@
 using namespace tfm;
 using namespace tfm::io;
 using Catch::Contains;
+using test::error_of;
 
 namespace {
 
@@ -64,14 +65,6 @@ Checkpoint model_like(uint32_t seed) {
   return c;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 

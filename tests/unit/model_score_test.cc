@@ -14,6 +14,7 @@
 using namespace tfm;
 using namespace tfm::eval;
 using Catch::Contains;
+using test::error_of;
 
 namespace {
 
@@ -60,14 +61,6 @@ ModelScores scored(const ModelConfig& config, DType dtype, const Pairs& p, int64
   return score_pairs(model, p, plan);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.where().empty() ? std::string(e.what()) : std::string(e.what()) + " (" + e.where() + ")";
-  }
-  return "(no error)";
-}
 
 }  // namespace
 
