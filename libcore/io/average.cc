@@ -137,6 +137,7 @@ class Summer {
 
   // `base`: the tensor's first element in the accumulator.
   void piece(uint64_t base, DType dtype, uint64_t offset, std::span<const std::byte> bytes) {
+    if (bytes.empty()) return;  // an empty tensor
     const size_t es = dtype_size(dtype);
     uint64_t e = base + offset / es;
     const size_t in = static_cast<size_t>(offset % es);

@@ -25,14 +25,14 @@ template <typename T>
 CheckpointTensor tensor_of(std::string name, Shape shape, const std::vector<T>& values) {
   CheckpointTensor t{std::move(name), dtype_of<T>, shape, {}};
   t.data.resize(values.size() * sizeof(T));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
+  if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
   return t;
 }
 
 template <typename T>
 std::vector<T> values_of(const CheckpointTensor& t) {
   std::vector<T> v(t.data.size() / sizeof(T));
-  std::memcpy(v.data(), t.data.data(), t.data.size());
+  if (!v.empty()) std::memcpy(v.data(), t.data.data(), t.data.size());
   return v;
 }
 
