@@ -7,13 +7,17 @@
 //   tfm-score -r ref1 ref2 -i hyp -tok intl -lc --json
 //   tfm-score -r ref.de -i hyp.de --paper-bleu    + tokenizer.perl -l de, ##AT##, multi-bleu
 //
-// -m stays free for a model (forced-decoding scores, a later issue).
+// With a model, forced-decoding scores of target pieces given source pieces:
+//   tfm-score -m model.bin src.pieces tgt.pieces          corpus perplexity
+//   tfm-score -m model.bin --src s --tgt nbest -sl -b     one log-probability a line
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "libcore/app.h"
+#include "libcore/eval/model_score.h"
 #include "libcore/eval/score.h"
 
 namespace {
@@ -27,7 +31,20 @@ struct Options {
   std::optional<double> smooth_value;
   tfm::eval::ScoreOptions score;
   tfm::eval::FormatOptions format;
+  // -m: model scores
+  std::string model, device;
+  std::vector<std::string> files;
+  tfm::eval::ModelScoreOptions scoring;
 };
+
+// Options of the text metrics, and of model scoring: each is a usage error
+// in the other mode rather than silently ignored.
+const char* const kMetricOptions[] = {
+    "--references", "--input", "--metrics", "--tokenize", "--lowercase", "--smooth-method",
+    "--smooth-value", "--chrf-char-order", "--chrf-word-order", "--chrf-beta", "--chrf-whitespace",
+    "--chrf-lowercase", "--chrf-eps-smoothing", "--ter-case-sensitive", "--ter-normalized",
+    "--ter-no-punct", "--paper-bleu"};
+const char* const kModelOptions[] = {"--src", "--tgt", "--ids", "--device", "--max-tokens", "FILES"};
 
 // sacreBLEU's multi-letter short options, spelled as CLI11 wants them.
 const std::pair<const char*, const char*> kAliases[] = {
@@ -61,10 +78,12 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Score hypotheses against references: BLEU, chrF and TER exactly as sacreBLEU 2.x\n"
       "computes them, and the paper's tokenized BLEU. Hypotheses from -i FILE or stdin,\n"
-      "one segment a line; every reference file has as many lines."};
+      "one segment a line; every reference file has as many lines.\n"
+      "Or, with -m MODEL, score target pieces given source pieces with a model (forced\n"
+      "decoding): corpus perplexity, or per sentence its log-probability and its tokens'."};
   tfm::add_common_options(app, o.common);
   app.add_option("-r,--references", o.references, "Reference files, one or more (plain or gzip)")
-      ->required()->expected(1, -1);
+      ->expected(1, -1);
   app.add_option("-i,--input", o.input, "Hypotheses (default or '-': stdin)");
   app.add_option("--metrics", o.metrics, "Metrics: bleu chrf ter (default bleu)")
       ->expected(1, -1)->check(parsed_by(ev::parse_metric, "METRIC"));
@@ -95,8 +114,34 @@ int main(int argc, char** argv) {
   app.add_option("-w,--width", o.format.width, "Decimals of the scores (default 1; the last one counts)")
       ->check(CLI::Range(0, 17))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("--json", o.format.json, "Print JSON: one object per score (an array for several)");
+  app.add_option("-m,--model", o.model, "Score with this checkpoint (forced decoding) instead of references");
+  app.add_option("--src", o.scoring.src, "-m: source pieces, one sentence a line ('-': stdin)");
+  app.add_option("--tgt", o.scoring.tgt, "-m: target pieces to score, as many lines ('-': stdin)");
+  app.add_option("FILES", o.files, "-m: SRC TGT, instead of --src and --tgt")->expected(0, 2);
+  app.add_flag("--ids", o.scoring.ids, "-m: token ids instead of pieces");
+  app.add_option("--max-tokens", o.scoring.max_tokens,
+                 "-m: padded tokens a side of a batch (default 2048)")
+      ->check(CLI::PositiveNumber);
+  tfm::add_device_option(app, o.device);
 
   app.callback([&] {
+    const bool model = !o.model.empty();
+    for (const char* name : model ? std::span<const char* const>(kMetricOptions)
+                                  : std::span<const char* const>(kModelOptions))
+      if (app.count(name) > 0)
+        throw CLI::ValidationError(name, model ? "is for text metrics, not with -m"
+                                               : "scores with a model: give -m MODEL");
+    if (model) {
+      if (o.files.size() == 2 && (app.count("--src") || app.count("--tgt")))
+        throw CLI::ValidationError("FILES", "give SRC TGT or --src and --tgt, not both");
+      if (o.files.size() == 1) throw CLI::ValidationError("FILES", "takes both SRC and TGT");
+      if (o.files.size() == 2) o.scoring.src = o.files[0], o.scoring.tgt = o.files[1];
+      if (o.scoring.src == "-" && o.scoring.tgt == "-")
+        throw CLI::ValidationError("--src", "and --tgt cannot both read stdin");
+      if (app.count("--width") == 0) o.format.width = 4;
+    } else if (o.references.empty()) {
+      throw CLI::RequiredError("--references (or -m MODEL)");
+    }
     if (o.smooth_value && o.smooth != "floor" && o.smooth != "add-k")
       throw CLI::ValidationError("--smooth-value", "applies to floor and add-k only");
     if (o.score.sentence_level && o.metrics.size() != 1)
@@ -108,6 +153,14 @@ int main(int argc, char** argv) {
   });
 
   return tfm::run_program("tfm-score", app, static_cast<int>(args.size()), args.data(), o.common, [&] {
+    if (!o.model.empty()) {
+      o.scoring.device = tfm::select_device(tfm::parse_device(o.device));
+      const ev::ModelScores scores = ev::score_with_model(o.model, o.scoring);
+      const std::string out = o.score.sentence_level ? ev::format_model_sentences(scores, o.format)
+                                                     : ev::format_model_corpus(scores, o.format);
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      return;
+    }
     ev::ScoreOptions& s = o.score;
     s.metrics.clear();
     for (const std::string& m : o.metrics) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "kernels/ops.h"
+#include "libcore/error.h"
 
 namespace tfm::test {
 
@@ -118,6 +119,15 @@ Tensor i32(const std::vector<int>& values) {
   Tensor t({static_cast<int64_t>(values.size())}, DType::i32);
   for (size_t i = 0; i < values.size(); ++i) t.data_as<int32_t>()[i] = values[i];
   return t;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.where().empty() ? std::string(e.what()) : fmt::format("{} ({})", e.what(), e.where());
+  }
+  return "(no error)";
 }
 
 TempDir::TempDir() {

@@ -58,6 +58,10 @@ void require_close(std::initializer_list<Check> checks);
 // A CPU i32 tensor (ids, lengths, targets) holding `values`.
 Tensor i32(const std::vector<int>& values);
 
+// The message of the tfm::Error that fn throws, with " (WHERE)" when it
+// names a place; "(no error)" when it throws none. Other exceptions escape.
+std::string error_of(const std::function<void()>& fn);
+
 // A fresh directory under /tmp, removed with everything in it.
 class TempDir {
  public:

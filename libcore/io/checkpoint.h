@@ -60,9 +60,20 @@ struct NamedTensor {
   std::string name;
   TensorView view;  // on the CPU; data may be null only when numel() == 0
 };
+// A byte sink: receives data in order, in pieces of any size.
+using ByteSink = std::function<void(std::span<const std::byte>)>;
+
 struct NamedSection {
+  NamedSection(std::string name, std::string_view data) : name(std::move(name)), data(data) {}
+  // A section too large to hold (Adam's moments copied from another
+  // checkpoint): `produce` hands exactly `bytes` bytes to the sink it is given.
+  NamedSection(std::string name, uint64_t bytes, std::function<void(const ByteSink&)> produce)
+      : name(std::move(name)), produce(std::move(produce)), bytes(bytes) {}
+
   std::string name;
   std::string_view data;
+  std::function<void(const ByteSink&)> produce;  // when set, `data` is unused
+  uint64_t bytes = 0;
 };
 
 struct CheckpointWriteOptions {
@@ -115,8 +126,20 @@ Checkpoint read_checkpoint(const std::string& path);
 void read_checkpoint_tensors(const std::string& path,
                              const std::function<std::span<std::byte>(const TensorInfo&)>& dest);
 
+// Streams the tensor data without holding it: `piece` receives every
+// tensor's bytes in table order, in pieces of any size (an element may
+// straddle two pieces), `offset` being where the piece starts in that
+// tensor; a tensor of 0 bytes gets one empty piece. As above, the checksums
+// are verified after the last byte: on an Error the pieces seen were not.
+using TensorPiece =
+    std::function<void(const TensorInfo&, uint64_t offset, std::span<const std::byte>)>;
+void stream_checkpoint_tensors(const std::string& path, const TensorPiece& piece);
+
 // One optional section's bytes; Error if the checkpoint has none by that name.
 std::string read_checkpoint_section(const std::string& path, std::string_view name);
+// The same, streamed to `sink` (verified after the last byte).
+void stream_checkpoint_section(const std::string& path, std::string_view name,
+                               const ByteSink& sink);
 
 // Whether the file starts with the checkpoint magic (reads 8 bytes; a file
 // that cannot be opened is not one).

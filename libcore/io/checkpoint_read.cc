@@ -449,12 +449,44 @@ void read_checkpoint_tensors(const std::string& path,
       });
 }
 
-std::string read_checkpoint_section(const std::string& path, std::string_view name) {
+void stream_checkpoint_tensors(const std::string& path, const TensorPiece& piece) {
   const InFile f(path);
   const Layout layout = read_layout(f);
+  const CheckpointInfo info = read_info(f, layout);
+  std::vector<uint64_t> done(info.tensors.size());
+  stream_tensors(
+      f, layout, info.tensors,
+      [&](size_t i) {
+        if (info.tensors[i].bytes == 0) piece(info.tensors[i], 0, {});
+      },
+      [&](size_t i, const char* p, size_t n) {
+        if (n == 0) return;  // an empty tensor, announced by begin
+        piece(info.tensors[i], done[i], {reinterpret_cast<const std::byte*>(p), n});
+        done[i] += n;
+      });
+}
+
+namespace {
+
+const Section& extra_section(const Layout& layout, const std::string& path, std::string_view name) {
   for (const Section& s : layout.sections)
-    if (s.kind == SectionKind::extra && s.name == name) return read_bytes(f, s);
+    if (s.kind == SectionKind::extra && s.name == name) return s;
   fail("{} has no section named '{}'", path, name);
+}
+
+}  // namespace
+
+std::string read_checkpoint_section(const std::string& path, std::string_view name) {
+  const InFile f(path);
+  return read_bytes(f, extra_section(read_layout(f), path, name));
+}
+
+void stream_checkpoint_section(const std::string& path, std::string_view name,
+                               const ByteSink& sink) {
+  const InFile f(path);
+  stream_section(f, extra_section(read_layout(f), path, name), [&](const char* p, size_t n) {
+    sink({reinterpret_cast<const std::byte*>(p), n});
+  });
 }
 
 bool is_checkpoint(const std::string& path) {

@@ -175,7 +175,25 @@ void write_checkpoint(const std::string& path, std::string_view config,
     pos = offsets[i] + tensors[i].view.bytes();
   }
   w.end();
-  for (const NamedSection& s : sections) whole(s.name, SectionKind::extra, kCodecZstd, s.data);
+  for (const NamedSection& s : sections) {
+    if (!s.produce) {
+      whole(s.name, SectionKind::extra, kCodecZstd, s.data);
+      continue;
+    }
+    uint64_t fed = 0;
+    w.begin(s.name, SectionKind::extra, kCodecZstd, s.bytes, options.threads);
+    s.produce([&](std::span<const std::byte> piece) {
+      if (piece.size() > s.bytes - fed)
+        fail("cannot write {}: section '{}' gets more than the {} bytes it announced", path,
+             s.name, s.bytes);
+      fed += piece.size();
+      w.feed(piece.data(), piece.size());
+    });
+    if (fed != s.bytes)
+      fail("cannot write {}: section '{}' got {} bytes, not the {} it announced", path, s.name,
+           fed, s.bytes);
+    w.end();
+  }
 
   std::string dir;
   for (const Section& s : w.entries()) {

@@ -135,7 +135,113 @@ for bad in "" "-i $H" "-r $R0 --bogus" "-r $R0 -tok 14a" "-r $R0 --tokenize zh" 
   grep -q -- "--help" "$TMP/err" || fail "'$bad': no pointer to --help"
 done
 
+# -m: model scores (forced decoding) of a tiny random model with an embedded tokenizer.
+: "${TFM_TOOLS:?TFM_TOOLS must name the folder of the test helpers}"
+cat "$R0" "$R1" "$H" "$S" "$SR" >"$TMP/text"
+"$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 60 "$TMP/text" || fail "tfm-tok train"
+"$TFM_TOOLS/tiny_checkpoint" "$TMP/m.bin" --tokenizer "$TMP/spm.model" || fail "tiny_checkpoint"
+"$TFM_BIN/tfm-tok" -m "$TMP/m.bin" "$TMP/text" >"$TMP/src.pc"
+"$TFM_BIN/tfm-tok" -m "$TMP/m.bin" "$H" "$R0" "$R1" "$S" "$SR" >"$TMP/tgt.pc"
+"$TFM_BIN/tfm-tok" -m "$TMP/m.bin" --ids "$TMP/text" >"$TMP/src.ids"
+"$TFM_BIN/tfm-tok" -m "$TMP/m.bin" --ids "$H" "$R0" "$R1" "$S" "$SR" >"$TMP/tgt.ids"
+n=$(wc -l <"$TMP/src.pc")
+M="-m $TMP/m.bin"
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc"
+expect_rc 0 "-m"
+grep -qE "^PPL = [0-9]+\.[0-9]{4} \(log-prob = -[0-9]+\.[0-9]{4}, tokens = [0-9]+, sentences = $n\)$" "$TMP/out" \
+  || fail "-m corpus line: $(cat "$TMP/out")"
+cp "$TMP/out" "$TMP/corpus"
+# shellcheck disable=SC2086
+run $P $M --src "$TMP/src.pc" --tgt "$TMP/tgt.pc"; cmp -s "$TMP/out" "$TMP/corpus" || fail "--src/--tgt differ from SRC TGT"
+# shellcheck disable=SC2086
+"$TFM_BIN/$P" $M --src - --tgt "$TMP/tgt.pc" <"$TMP/src.pc" >"$TMP/dash" 2>/dev/null
+cmp -s "$TMP/dash" "$TMP/corpus" || fail "--src - differs"
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.ids" "$TMP/tgt.ids" --ids; cmp -s "$TMP/out" "$TMP/corpus" || fail "--ids differs from pieces"
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" --device cpu; cmp -s "$TMP/out" "$TMP/corpus" || fail "--device cpu differs"
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" --device cuda
+[ "$rc" -eq 0 ] || { expect_rc 1 "--device cuda"; expect_one_error_line $P "--device cuda"; }
+# -sl: a total and one log-probability per target token, eos included, in input order.
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" -sl -w 6
+cp "$TMP/out" "$TMP/sl"
+python3 - "$TMP/sl" "$TMP/tgt.pc" "$TMP/corpus" <<'PY' || fail "-sl: totals, token counts or perplexity wrong"
+import math, re, sys
+lines = open(sys.argv[1]).read().splitlines()
+tgt = open(sys.argv[2]).read().splitlines()
+assert len(lines) == len(tgt), (len(lines), len(tgt))
+total = tokens = 0
+for line, t in zip(lines, tgt):
+    head, rest = line.split("\t")
+    lps = [float(x) for x in rest.split(" ")]
+    assert len(lps) == len(t.split()) + 1, line
+    assert all(x < 0 for x in lps) and abs(sum(lps) - float(head)) < 1e-4, line
+    total += float(head); tokens += len(lps)
+m = re.match(r"PPL = ([0-9.]+) \(log-prob = (-[0-9.]+), tokens = ([0-9]+)", open(sys.argv[3]).read())
+assert int(m.group(3)) == tokens and abs(float(m.group(2)) - total) < 1e-3
+assert abs(float(m.group(1)) - math.exp(-total / tokens)) < 1e-3
+PY
+# Batching (sorted by length, any --max-tokens) changes neither values nor order.
+for mt in 1 7 100000; do
+  # shellcheck disable=SC2086
+  run $P $M "$TMP/src.pc" "$TMP/tgt.pc" -sl -w 6 --max-tokens $mt
+  python3 - "$TMP/out" "$TMP/sl" <<'PY' || fail "--max-tokens $mt changes the scores"
+import sys
+a, b = (open(f).read().split() for f in sys.argv[1:])
+assert len(a) == len(b) and all(abs(float(x) - float(y)) <= 2e-5 * (1 + abs(float(y))) for x, y in zip(a, b))
+PY
+done
+# -b, -w, --json.
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" -sl -b -w 6
+[ "$(cat "$TMP/out")" = "$(cut -f1 "$TMP/sl")" ] || fail "-sl -b: not the totals"
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" -b -w 2
+[[ "$(cat "$TMP/out")" =~ ^[0-9]+\.[0-9]{2}$ ]] || fail "-m -b -w 2: $(cat "$TMP/out")"
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" --json
+[ "$(json 'd["name"], d["sentences"], abs(d["perplexity"] - __import__("math").exp(-d["log_prob"] / d["tokens"])) < 1e-9')" \
+  = "PPL $n True" ] || fail "-m --json: $(cat "$TMP/out")"
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" --json -sl
+python3 -c "
+import json
+for i, l in enumerate(open('$TMP/out')):
+    d = json.loads(l)
+    assert d['line'] == i + 1 and d['tokens'] == len(d['token_log_probs'])
+    assert abs(sum(d['token_log_probs']) - d['log_prob']) < 1e-9
+" || fail "-m --json -sl"
+# Bad input: exit 1, one error line.
+head -3 "$TMP/tgt.pc" >"$TMP/short.pc"
+printf '4 5\n\n' >"$TMP/nosrc"; printf '4\n5\n' >"$TMP/two"; printf '4 60\n9\n' >"$TMP/bigid"
+head -c 2000 "$TMP/m.bin" >"$TMP/torn.bin"
+"$TFM_TOOLS/tiny_checkpoint" "$TMP/notok.bin"
+for bad in "$M $TMP/src.pc $TMP/short.pc|short.pc has 3" "$M $TMP/nosrc $TMP/two --ids|nosrc:2" \
+  "$M $TMP/two $TMP/bigid --ids|bigid:1" "-m $TMP/torn.bin $TMP/src.pc $TMP/tgt.pc|torn.bin is truncated" \
+  "-m $TMP/missing.bin $TMP/src.pc $TMP/tgt.pc|missing.bin" "-m $TMP/notok.bin $TMP/src.pc $TMP/tgt.pc|notok.bin" \
+  "$M $TMP/src.pc $TMP/missing|missing"; do
+  # shellcheck disable=SC2086
+  run $P ${bad%%|*}
+  expect_rc 1 "'${bad%%|*}'"; expect_one_error_line $P "'${bad%%|*}'"
+  grep -q -- "${bad##*|}" "$TMP/err" || fail "'${bad%%|*}': '${bad##*|}' not in $(cat "$TMP/err")"
+done
+# Bad usage: the other mode's options, files and stdin.
+for bad in "$M" "$M $TMP/src.pc" "$M $TMP/src.pc $TMP/tgt.pc --src $TMP/src.pc" "$M --src - --tgt -" \
+  "$M $TMP/src.pc $TMP/tgt.pc --metrics chrf" "$M $TMP/src.pc $TMP/tgt.pc -i $H" \
+  "$M $TMP/src.pc $TMP/tgt.pc -tok none" "$M $TMP/src.pc $TMP/tgt.pc --max-tokens 0" \
+  "$M $TMP/src.pc $TMP/tgt.pc --device gpu" "-r $R0 -i $H --src $TMP/src.pc" "-r $R0 -i $H --ids" \
+  "-r $R0 -i $H --max-tokens 5" "-r $R0 -i $H --device cpu" "-r $R0 -i $H $TMP/src.pc"; do
+  # shellcheck disable=SC2086
+  run $P $bad
+  expect_rc 2 "'$bad'"; expect_one_error_line $P "'$bad'"
+done
+
 # The completion script loads and offers the options.
 bash -c "source '$TFM_SOURCE/share/completions/tfm-score.bash'; COMP_WORDS=(tfm-score --met); COMP_CWORD=1; _tfm_score; echo \${COMPREPLY[*]}" \
   | grep -q -- --metrics || fail "completion: no --metrics"
+bash -c "source '$TFM_SOURCE/share/completions/tfm-score.bash'; COMP_WORDS=(tfm-score --max); COMP_CWORD=1; _tfm_score; echo \${COMPREPLY[*]}" \
+  | grep -q -- --max-tokens || fail "completion: no --max-tokens"
 finish

@@ -20,6 +20,7 @@
 using namespace tfm;
 using namespace tfm::io;
 using Catch::Contains;
+using test::error_of;
 
 namespace {
 
@@ -33,15 +34,6 @@ void spit(const std::string& path, std::string_view bytes) {
   REQUIRE(out.good());
 }
 
-// The message of the tfm::Error that fn throws; other exceptions escape.
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // Bytes that differ from tensor to tensor and element to element.
 CheckpointTensor make_tensor(std::string name, DType dtype, Shape shape, uint32_t seed) {
