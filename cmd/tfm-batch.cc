@@ -183,6 +183,8 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("give SRC and TGT, or --tsv FILE");
     if (!o.tsv.empty() && !o.files.empty())
       throw CLI::ValidationError("give SRC and TGT, or --tsv FILE, not both");
+    if (o.files.size() == 2 && o.files[0] == "-" && o.files[1] == "-")
+      throw CLI::ValidationError("SRC and TGT cannot both be - (stdin)");
   });
   return tfm::run_program("tfm-batch", app, argc, argv, o.common, [&] {
     if (info_cmd->parsed())

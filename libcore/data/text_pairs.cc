@@ -207,6 +207,7 @@ class Tokenizer {
 template <typename Read>
 std::optional<Fatal> tokenize_all(TextPairs& out, const PieceTable& table, const TextFilter& filter,
                                   const TextReadOptions& o, bool tsv, Read read) {
+  TFM_REQUIRE(o.chunk_lines > 0, "cannot read text in chunks of 0 lines");
   const Tokenizer tok(table, filter);
   const bool narrow = out.pairs.id_bytes() == 2;
   std::optional<Fatal> fatal;     // set by commit, under its lock

@@ -154,7 +154,7 @@ expect_rc 1 "missing source"; expect_one_error_line $P "missing source"
 for bad in "--bogus" "-o x a b" "-m $M a b" "-m $M -o x a" "-m $M -o x --tsv f a b" \
   "-m $M -o x a b --max-len 0" "-m $M -o x a b --max-len 5000" "-m $M -o x a b --max-tokens 0" \
   "-m $M -o x a b --max-ratio 0.5" "-m $M -o x a b --max-tokens abc" "-m $M -o x a b --threads -1" \
-  "-m $M -o x a b --threads x" "info" "info a b" "info a --threads 2" "info a --strict" "info a --max-len 9" "-o x info a"; do
+  "-m $M -o x a b --threads x" "-m $M -o x - -" "info" "info a b" "info a --threads 2" "info a --strict" "info a --max-len 9" "-o x info a"; do
   # shellcheck disable=SC2086
   run $P $bad
   expect_rc 2 "$bad"

@@ -133,6 +133,7 @@ TEST_CASE("text pairs: different line counts are one error, before any other", "
   write(tgt, "");
   CHECK_THROWS_WITH(read_text_pairs(src, tgt, table(), {}, {}), Contains("has 0"));
   CHECK_THROWS_WITH(read_text_pairs(src, dir.file("nope"), table(), {}, {}), Contains("nope"));
+  CHECK_THROWS_WITH(read_text_pairs(src, src, table(), {}, {1, 0}), Contains("chunks of 0 lines"));
 }
 
 TEST_CASE("text pairs: --tsv reads the same pairs, and a line without one TAB is an error", "[text_pairs]") {
