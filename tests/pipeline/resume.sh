@@ -4,7 +4,7 @@
 # interruption anywhere in an epoch: every counter must survive.
 set -euo pipefail
 : "${TFM_BIN:?}" "${TFM_SOURCE:?}"
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}  # see copy.sh
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # see copy.sh
 PYTHON=/usr/bin/python3  # numpy and zstandard for the checkpoint reader (Debian's)
 [ -x "$PYTHON" ] || PYTHON=python3
 TMP=$(mktemp -d)
@@ -75,9 +75,25 @@ for name in (f"checkpoint_{steps}.bin", "checkpoint_best.bin"):
     for t in x.tensors:
         if x.tensors[t].array.tobytes() != y.tensors[t].array.tobytes():
             bad.append(f"{name}: tensor {t} differs")
+    # The moments' layout as man tfm.7 gives it: each tensor at an element
+    # offset rounded up to a multiple of 64, zeros between.
+    import numpy as np
+    ends, o = [], 0
+    for t in x.tensors.values():
+        n = int(np.prod(t.shape))
+        ends.append((o, o + n))
+        o += (n + 63) // 64 * 64
     for s in ("adam.m", "adam.v"):
         if x.sections[s] != y.sections[s]:
             bad.append(f"{name}: section {s} differs")
+        m = np.frombuffer(x.sections[s], dtype="<f4")
+        if m.size != o:
+            bad.append(f"{name}: section {s} holds {m.size} values, man tfm.7 says {o}")
+        gaps = np.ones(m.size, bool)
+        for first, end in ends:
+            gaps[first:end] = False
+        if m.size == o and np.any(m[gaps] != 0):
+            bad.append(f"{name}: section {s} has non-zero values between tensors")
     state = lambda c: [l for l in c.sections["training_state"].decode().splitlines() if not l.startswith("elapsed")]
     if state(x) != state(y):
         bad.append(f"{name}: training state differs: {set(state(x)) ^ set(state(y))}")
