@@ -319,13 +319,10 @@ class Trainer {
                                  sig ? strsignal(sig) : "a signal", st_.step, last_checkpoint_,
                                  dir_->dir()));
     else
-      progress_.line(fmt::format("done ({}): update {}, epoch {}, {} of training; checkpoint {}{}",
+      progress_.line(fmt::format("done ({}): update {}, epoch {}, {} of training{}; checkpoint {}{}",
                                  stop_reason_text(*stop), st_.step, st_.epoch,
-                                 format_eta(elapsed()), last_checkpoint_,
-                                 st_.best_dev_nll ? fmt::format(", best {} (dev ppl {:.3f} at update {})",
-                                                                dir_->best(), std::exp(*st_.best_dev_nll),
-                                                                st_.best_step)
-                                                  : ""));
+                                 format_eta(elapsed()), skipped_text(), last_checkpoint_,
+                                 best_text()));
     JsonWriter j;
     j.begin_object().field("event", "stop").field("reason", stop_reason_text(*stop))
         .field("step", st_.step).field("checkpoint", last_checkpoint_).end_object();
@@ -384,12 +381,27 @@ class Trainer {
                                     : fmt::format("the last good checkpoint is {}", last_checkpoint_));
   }
 
+  // ", best DIR/checkpoint_best.bin (dev ppl 5.123 at update 900)", or nothing.
+  std::string best_text() const {
+    if (!st_.best_dev_nll) return {};
+    return fmt::format(", best {} (dev ppl {:.3f} at update {})", dir_->best(),
+                       std::exp(*st_.best_dev_nll), st_.best_step);
+  }
+
+  // ", 2 updates skipped for NaN/inf, 7 for fp16 overflows", or nothing.
+  std::string skipped_text() const {
+    if (st_.bad_steps == 0 && st_.overflow_steps == 0) return {};
+    return fmt::format(", {} updates skipped for NaN/inf, {} for fp16 overflows", st_.bad_steps,
+                       st_.overflow_steps);
+  }
+
   double elapsed() const {
     return elapsed_base_ + std::chrono::duration<double>(Clock::now() - start_).count();
   }
 
-  std::string memory_text() const {
-    return device_.is_cpu() ? format_bytes(resident_bytes()) : format_bytes(model_->memory_bytes());
+  // Resident memory on the CPU; on a GPU, the planned memory (nothing grows).
+  size_t memory_bytes() const {
+    return device_.is_cpu() ? resident_bytes() : model_->memory_bytes();
   }
 
   double eta() const {
@@ -413,10 +425,13 @@ class Trainer {
     const double tok_s = seconds > 0 ? static_cast<double>(w.tokens) / seconds : 0;
     const double loss = w.loss / tokens, nll = w.nll / tokens;
     const double gnorm = w.grad_norm / static_cast<double>(std::max<int64_t>(1, w.updates));
-    const std::string text = fmt::format(
+    std::string text = fmt::format(
         "update {} | epoch {} | loss {:.3f} | ppl {:.2f} | lr {:.3g} | gnorm {:.3f} | {:.0f} tok/s | "
         "mem {} | ETA {}",
-        st_.step, st_.epoch, loss, std::exp(nll), lr, gnorm, tok_s, memory_text(), format_eta(eta()));
+        st_.step, st_.epoch, loss, std::exp(nll), lr, gnorm, tok_s, format_bytes(memory_bytes()),
+        format_eta(eta()));
+    if (scaler_->dynamic())
+      text += fmt::format(" | scale {} | overflows {}", scaler_->scale(), st_.overflow_steps);
     if (progress_.live()) progress_.status(text, periodic);
     if (!periodic) return;
     if (!progress_.live()) progress_.line(text);
@@ -425,7 +440,8 @@ class Trainer {
         .field("loss", w.loss / tokens).field("nll", nll).field("ppl", std::exp(nll))
         .field("lr", lr).field("grad_norm", gnorm).field("tokens", w.tokens)
         .field("tokens_per_s", tok_s).field("loss_scale", scaler_->scale())
-        .field("elapsed", elapsed()).field("memory_bytes", device_.is_cpu() ? resident_bytes() : model_->memory_bytes())
+        .field("overflow_steps", st_.overflow_steps).field("bad_steps", st_.bad_steps)
+        .field("elapsed", elapsed()).field("memory_bytes", memory_bytes())
         .end_object();
     log(j);
     window_ = Window{};
