@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -32,8 +33,12 @@ class JsonWriter {
   JsonWriter& value(const char* s) { return raw(json_quote(s)); }
   JsonWriter& value(bool b) { return raw(b ? "true" : "false"); }
   JsonWriter& null() { return raw("null"); }
+  // Numbers in their shortest exact form; NaN and infinities, which JSON
+  // cannot spell, become null.
   template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
   JsonWriter& value(T v) {
+    if constexpr (std::is_floating_point_v<T>)
+      if (!std::isfinite(v)) return null();
     return raw(fmt::format("{}", v));
   }
 

@@ -1,42 +1,20 @@
 #include "libcore/model/config.h"
 
-#include <charconv>
-#include <cmath>
-
 #include "libcore/error.h"
+#include "libcore/io/key_value.h"
 
 namespace tfm {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
+// Values of the text form, checked; errors say "config: KEY must be ...".
 int64_t parse_int(std::string_view key, std::string_view v, int64_t lo, int64_t hi) {
-  int64_t x = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || end != v.data() + v.size())
-    fail("config: {} must be an integer, got '{}'", key, v);
-  if (x < lo || x > hi) fail("config: {} must be in [{}, {}], got {}", key, lo, hi, x);
-  return x;
+  return io::parse_int(fmt::format("config: {}", key), v, lo, hi);
 }
-
 float parse_float(std::string_view key, std::string_view v, double lo, double hi) {
-  // std::from_chars for floating point is in libstdc++ 12.
-  double x = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(x))
-    fail("config: {} must be a number, got '{}'", key, v);
-  if (x < lo || x > hi) fail("config: {} must be in [{}, {}], got {}", key, lo, hi, x);
-  return static_cast<float>(x);
+  return static_cast<float>(io::parse_double(fmt::format("config: {}", key), v, lo, hi));
 }
-
 bool parse_bool(std::string_view key, std::string_view v) {
-  if (v == "true" || v == "1" || v == "yes") return true;
-  if (v == "false" || v == "0" || v == "no") return false;
-  fail("config: {} must be true or false, got '{}'", key, v);
+  return io::parse_bool(fmt::format("config: {}", key), v);
 }
 
 }  // namespace
@@ -86,23 +64,9 @@ void ModelConfig::set(std::string_view key, std::string_view v) {
 }
 
 void ModelConfig::parse(std::string_view text, std::string_view source) {
-  int line_no = 0;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    ++line_no;
-    if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = trim(line);
-    if (line.empty() || line.front() == '[') continue;  // blank, or an INI section header
-    const size_t eq = line.find('=');
-    try {
-      if (eq == std::string_view::npos) fail("config: expected 'key = value', got '{}'", line);
-      set(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
-    } catch (const Error& e) {
-      throw Error(e.what(), fmt::format("{}:{}", source, line_no));
-    }
-  }
+  io::for_each_key_value(text, source, [&](std::string_view key, std::string_view value) {
+    set(key, value);
+  });
 }
 
 std::string ModelConfig::to_text() const {

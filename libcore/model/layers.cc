@@ -18,7 +18,7 @@ TensorView rows(const TensorView& t, int64_t r0, int64_t n) {
 
 void linear_forward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& y,
                     bool relu) {
-  ops::GemmOptions o;
+  ops::GemmOptions o = m.gemm();
   o.trans_b = true;
   o.relu = relu;
   ops::gemm(x, m.p(w.weight), y, o, m.stream, m.p(w.bias));
@@ -26,13 +26,13 @@ void linear_forward(const Blocks& m, const TensorView& x, LinearIds w, const Ten
 
 void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& dy,
                      const TensorView& dx, float dx_beta) {
-  ops::GemmOptions dw;
+  ops::GemmOptions dw = m.gemm();
   dw.trans_a = true;
   dw.beta = 1.0f;
   ops::gemm(dy, x, m.g(w.weight), dw, m.stream);
   ops::sum_rows(dy, m.g(w.bias), m.stream);
   if (dx.empty()) return;
-  ops::GemmOptions dxo;
+  ops::GemmOptions dxo = m.gemm();
   dxo.beta = dx_beta;
   ops::gemm(dy, m.p(w.weight), dx, dxo, m.stream);
 }
@@ -66,7 +66,7 @@ void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
   linear_forward(m, xkv, w.v, proj);
   split_heads(m, proj, a.k_offsets, sv.v);
 
-  ops::GemmOptions qk;
+  ops::GemmOptions qk = m.gemm();
   qk.trans_b = true;
   qk.alpha = static_cast<float>(1.0 / std::sqrt(static_cast<double>(K)));
   const TensorView scores = sv.probs.reshape({BH, a.tq, a.tk});
@@ -102,11 +102,11 @@ void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a
     ops::dropout_forward(sv.probs, a.dropout, a.key, weights, m.stream);  // the same mask again
   }
   // dV = W^T dO;  dW = dO V^T
-  ops::GemmOptions ta;
+  ops::GemmOptions ta = m.gemm();
   ta.trans_a = true;
   const TensorView dv = prefix(m.ws.dv, {BH, a.tk, E});
   ops::gemm(weights.reshape({BH, a.tq, a.tk}), dheads.reshape({BH, a.tq, E}), dv, ta, m.stream);
-  ops::GemmOptions tb;
+  ops::GemmOptions tb = m.gemm();
   tb.trans_b = true;
   const TensorView dprobs = prefix(m.ws.dprobs, {B, H, a.tq, a.tk});
   ops::gemm(dheads.reshape({BH, a.tq, E}), sv.v.reshape({BH, a.tk, E}),
@@ -116,11 +116,11 @@ void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a
 
   // scores = scale q k^T:  dq = scale dS k;  dk = scale dS^T q
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(K)));
-  ops::GemmOptions dqo;
+  ops::GemmOptions dqo = m.gemm();
   dqo.alpha = scale;
   const TensorView dq = prefix(m.ws.dq, {BH, a.tq, K});
   ops::gemm(dprobs.reshape({BH, a.tq, a.tk}), sv.k.reshape({BH, a.tk, K}), dq, dqo, m.stream);
-  ops::GemmOptions dko;
+  ops::GemmOptions dko = m.gemm();
   dko.alpha = scale;
   dko.trans_a = true;
   const TensorView dk = prefix(m.ws.dk, {BH, a.tk, K});

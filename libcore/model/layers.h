@@ -26,9 +26,16 @@ struct Blocks {
   const ParamLayout& layout;
   TensorView params, grads;
   Workspace ws;
+  bool tf32 = false;  // f32 GEMMs may use TF32 tensor cores (CUDA; --precision tf32)
 
   TensorView p(int id) const { return layout.view(params, id); }
   TensorView g(int id) const { return layout.view(grads, id); }
+  // The options every GEMM of the blocks starts from.
+  ops::GemmOptions gemm() const {
+    ops::GemmOptions o;
+    o.tf32 = tf32;
+    return o;
+  }
 };
 
 // The first `shape.numel()` elements of a planned buffer, seen as `shape`.

@@ -158,6 +158,7 @@ TensorView Transformer::weights() const {
 }
 
 std::string Transformer::memory_report() const { return plan_->mem.report(); }
+size_t Transformer::memory_bytes() const { return plan_->mem.total(); }
 
 void Transformer::init(uint64_t seed) { init_parameters(layout_, config_, params(), seed, *stream_); }
 
@@ -240,7 +241,8 @@ class Pass {
         m_{stream, c, layout, plan.shadow >= 0 ? mem.view(plan.shadow) : mem.view(plan.params),
            mem.view(plan.grads),
            {mem.view(plan.proj), mem.view(plan.scores), mem.view(plan.split), mem.view(plan.dq),
-            mem.view(plan.dk), mem.view(plan.dv), mem.view(plan.dprobs), mem.view(plan.dproj)}} {}
+            mem.view(plan.dk), mem.view(plan.dv), mem.view(plan.dprobs), mem.view(plan.dproj)},
+           step.tf32} {}
 
   TensorView v(int id, Shape s) const { return prefix(mem_.view(id), s); }
   float p_drop() const { return step_.dropout ? c_.dropout : 0.0f; }
@@ -549,6 +551,7 @@ LossSums Transformer::output_loss(const TrainStep& step, bool with_grads) {
     const TensorView logits = prefix(memory_->view(plan_->logits), {n, config_.vocab_size});
     ops::GemmOptions tb;
     tb.trans_b = true;
+    tb.tf32 = step.tf32;
     ops::gemm(rows(y, r0, n), E, logits, tb, *stream_);
     const TensorView t = TensorView(static_cast<int32_t*>(targets.data()) + r0, DType::i32, {n}, device_);
     ops::smoothed_cross_entropy(logits, t, config_.label_smoothing, step.grad_scale, sums, *stream_);
@@ -559,10 +562,13 @@ LossSums Transformer::output_loss(const TrainStep& step, bool with_grads) {
       dlogits = prefix(memory_->view(plan_->logits16), logits.shape());
       ops::cast(logits, dlogits, *stream_);
     }
-    ops::gemm(dlogits, E, rows(g, r0, n), {}, *stream_);
+    ops::GemmOptions nn;
+    nn.tf32 = step.tf32;
+    ops::gemm(dlogits, E, rows(g, r0, n), nn, *stream_);
     ops::GemmOptions ta;
     ta.trans_a = true;
     ta.beta = 1.0f;
+    ta.tf32 = step.tf32;
     ops::gemm(dlogits, rows(y, r0, n), dE, ta, *stream_);
   }
   double host[2] = {0, 0};

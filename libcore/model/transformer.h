@@ -38,6 +38,7 @@ struct TrainStep {
   uint64_t seed = 1;        // dropout masks are keyed by (seed, site, rng_step)
   uint32_t rng_step = 0;    // the step (and micro-batch) number
   float grad_scale = 1.0f;  // gradients are of grad_scale * (sum of token losses)
+  bool tf32 = false;        // f32 GEMMs may use TF32 tensor cores (CUDA only)
 };
 
 struct LossSums {
@@ -82,6 +83,7 @@ class Transformer {
   // "parameters 240.6 MiB, gradients 240.6 MiB, optimizer 481.3 MiB,
   // activations ..., workspace ..., total ..."
   std::string memory_report() const;
+  size_t memory_bytes() const;  // the total of that report
 
   void init(uint64_t seed);
   void zero_grads();

@@ -10,26 +10,19 @@
 // --no-reference). Results go to a table on stdout and a TSV file (--out).
 //
 //   model [--preset base] [--tokens 4000] [--src-len 25] [--tgt-len 25]
-//         [--steps 5] [--device cpu] [--out FILE] [--no-reference] [--gemm-shapes]
-#include <sys/wait.h>
-#include <unistd.h>
-
+//         [--steps 5] [--device cpu] [--out FILE] [--no-reference]
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 #include <vector>
 
-#include "kernels/cpu/blas.h"
 #include "libcore/app.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/model/transformer.h"
+#include "tests/bench/reference.h"
 
 #ifndef TFM_BENCH_SOURCE_DIR
 #define TFM_BENCH_SOURCE_DIR "tests/bench"
@@ -45,109 +38,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kSlow = 3;
 // tfm tokens/s over PyTorch tokens/s that counts as ok.
 constexpr double kTargetRatio = 2.0;
-// The reference's exit status when torch cannot be imported.
-constexpr int kNoTorch = 4;
-
-struct Options {
-  CommonOptions common;
-  std::string preset = "base";
-  int64_t tokens = 4000;
-  int64_t src_len = 25;
-  int64_t tgt_len = 25;
-  int steps = 5;
-  std::string device = "cpu";
-  std::string out = "model.tsv";
-  bool no_reference = false;
-  bool gemm_shapes = false;
-  std::string python = "/usr/bin/python3";
-  std::string script = TFM_BENCH_SOURCE_DIR "/model_pytorch.py";
-};
-
-// Sentence lengths cycle from the given length down by up to 4 words, so
-// the batch has padding on both sides; sentences are added until the
-// target side (words + eos) holds `tokens` tokens.
-HostBatch make_batch(const Options& o, int64_t vocab) {
-  std::vector<std::vector<int32_t>> sources, targets;
-  uint64_t state = 0x9e3779b97f4a7c15ull;
-  auto next_id = [&] {  // ids in [4, V): 0..3 are pad, unk, bos, eos
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<int32_t>(4 + (state >> 33) % static_cast<uint64_t>(vocab - 4));
-  };
-  int64_t target_tokens = 0;
-  for (int64_t i = 0; target_tokens < o.tokens; ++i) {
-    const int64_t s = std::max<int64_t>(1, o.src_len - i % 5);
-    const int64_t t = std::max<int64_t>(1, o.tgt_len - (i + 2) % 5);
-    std::vector<int32_t> src(s), tgt(t);
-    for (auto& id : src) id = next_id();
-    for (auto& id : tgt) id = next_id();
-    sources.push_back(std::move(src));
-    targets.push_back(std::move(tgt));
-    target_tokens += t + 1;
-  }
-  return HostBatch::from_pairs(sources, targets);
-}
-
-// Time spent inside OpenBLAS sgemm, by swapping a timing wrapper into the
-// process's one Blas table (kernels/cpu/blas.h). Every CPU GEMM of the model
-// goes through it, so the share is measured, not estimated; a
-// steady_clock read costs tens of nanoseconds against calls of microseconds
-// and more. Not available on CUDA (kernels run asynchronously).
-struct GemmClock {
-  // Per shape (trans_a, trans_b, m, n, k): calls and nanoseconds, kept only
-  // with --gemm-shapes (the lock costs more than the smallest GEMMs).
-  using Shape = std::tuple<bool, bool, int, int, int>;
-  struct Tally {
-    int64_t calls = 0, nanoseconds = 0;
-  };
-  static inline ops::cpu::Blas::Sgemm real = nullptr;
-  static inline std::atomic<int64_t> nanoseconds{0};
-  static inline bool by_shape = false;
-  static inline std::mutex mutex;
-  static inline std::map<Shape, Tally> shapes;
-
-  static void timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
-                    ops::cpu::CblasTranspose tb, int m, int n, int k, float alpha,
-                    const float* a, int lda, const float* b, int ldb, float beta, float* c,
-                    int ldc) {
-    const auto start = Clock::now();
-    real(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    const int64_t ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    nanoseconds += ns;
-    if (by_shape) {
-      const std::lock_guard lock(mutex);
-      Tally& t = shapes[{ta != ops::cpu::CblasNoTrans, tb != ops::cpu::CblasNoTrans, m, n, k}];
-      ++t.calls;
-      t.nanoseconds += ns;
-    }
-  }
-
-  // The shapes that took the most time, with their rate, as a table.
-  static void print_shapes(int steps, int top = 20) {
-    std::vector<std::pair<Shape, Tally>> rows(shapes.begin(), shapes.end());
-    std::sort(rows.begin(), rows.end(),
-              [](const auto& a, const auto& b) { return a.second.nanoseconds > b.second.nanoseconds; });
-    std::printf("\n%-3s %-3s %7s %7s %7s %9s %9s %9s\n", "ta", "tb", "m", "n", "k",
-                "calls/stp", "ms/step", "GFLOP/s");
-    for (int i = 0; i < top && i < static_cast<int>(rows.size()); ++i) {
-      const auto& [shape, t] = rows[static_cast<size_t>(i)];
-      const auto [ta, tb, m, n, k] = shape;
-      const double flop = 2.0 * m * n * k * static_cast<double>(t.calls);
-      std::printf("%-3s %-3s %7d %7d %7d %9.1f %9.1f %9.1f\n", ta ? "T" : "N", tb ? "T" : "N", m,
-                  n, k, static_cast<double>(t.calls) / steps, t.nanoseconds * 1e-6 / steps,
-                  flop / static_cast<double>(t.nanoseconds));
-    }
-  }
-
-  // The table is a function-local static that is not const itself, so
-  // writing through the const reference blas() returns is well defined.
-  static void install() {
-    auto& blas = const_cast<ops::cpu::Blas&>(ops::cpu::blas());
-    if (blas.sgemm == &timed) return;
-    real = blas.sgemm;
-    blas.sgemm = &timed;
-  }
-};
 
 struct TfmResult {
   double tokens_per_s = 0;
@@ -155,7 +45,7 @@ struct TfmResult {
   double gemm_share = -1;  // < 0: not measured
 };
 
-TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& batch,
+TfmResult run_tfm(const bench::BenchOptions& o, const ModelConfig& config, const HostBatch& batch,
                   Device device) {
   ModelLimits limits;
   limits.max_tokens = std::max(batch.batch * batch.src_len, batch.batch * batch.tgt_len);
@@ -166,7 +56,7 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
               static_cast<long long>(config.parameter_count()));
   std::fflush(stdout);
   model.init(1);
-  if (device.is_cpu()) GemmClock::install();
+  if (device.is_cpu()) bench::GemmClock::install();
 
   TrainStep step;  // dropout on, as in training
   auto one_step = [&](uint32_t n) {
@@ -177,110 +67,30 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   one_step(0);  // warm-up: first touch of planned memory, thread pools, kernel choice
   model.stream().synchronize();
 
-  GemmClock::nanoseconds = 0;
-  GemmClock::by_shape = o.gemm_shapes && device.is_cpu();
+  bench::GemmClock::nanoseconds = 0;
   const auto start = Clock::now();
   for (int i = 0; i < o.steps; ++i) one_step(static_cast<uint32_t>(i + 1));
   model.stream().synchronize();
   TfmResult r;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.tokens_per_s = static_cast<double>(batch.target_tokens) * o.steps / r.seconds;
-  if (device.is_cpu()) r.gemm_share = GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
-  if (GemmClock::by_shape) GemmClock::print_shapes(o.steps);
-  return r;
-}
-
-struct TorchResult {
-  double tokens_per_s = 0;
-  long long params = 0;
-  int threads = 0;
-  std::string version;
-};
-
-std::string join_lengths(const std::vector<int32_t>& lengths) {
-  std::string s;
-  for (size_t i = 0; i < lengths.size(); ++i) s += fmt::format("{}{}", i ? "," : "", lengths[i]);
-  return s;
-}
-
-// Runs model_pytorch.py as a child on a batch of the same shape: the same
-// source lengths, and decoder lengths of target words + 1 (tgt_lengths
-// already counts the eos, and the decoder input has bos in its place).
-TorchResult run_reference(const Options& o, const ModelConfig& config, const HostBatch& batch,
-                          Device device) {
-  TFM_REQUIRE(config.heads * config.d_k == config.d_model &&
-                  config.heads * config.d_v == config.d_model,
-              "the PyTorch reference needs heads * d_k = heads * d_v = d_model, but preset {} "
-              "has {} x {} (d_v {}) against d_model {}",
-              o.preset, config.heads, config.d_k, config.d_v, config.d_model);
-  TFM_REQUIRE(config.share_embeddings && !config.learned_positions,
-              "the PyTorch reference builds shared embeddings with sinusoidal positions only");
-  TFM_REQUIRE(access(o.script.c_str(), R_OK) == 0, "cannot read the PyTorch reference {}",
-              o.script);
-  const std::string cmd = fmt::format(
-      "{} {} --vocab {} --layers {} --d-model {} --d-ff {} --heads {} --dropout {} "
-      "--label-smoothing {}{} --steps {} --warmup 1 --threads {} --device {} "
-      "--src-lengths {} --tgt-lengths {}",
-      o.python, o.script, config.vocab_size, config.layers, config.d_model, config.d_ff,
-      config.heads, config.dropout, config.label_smoothing, config.pre_norm ? " --pre-norm" : "",
-      o.steps, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu",
-      join_lengths(batch.src_lengths), join_lengths(batch.tgt_lengths));
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) fail("cannot start {}", o.python);
-  TorchResult r;
-  bool found = false;
-  std::string no_torch;
-  char line[1024];
-  while (std::fgets(line, sizeof line, pipe)) {
-    std::string text(line);
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    if (text.rfind("NO_TORCH ", 0) == 0) no_torch = text.substr(9);
-    char version[128] = {0};
-    if (std::sscanf(line, "RESULT tokens_per_s=%lf %*s %*s %*s params=%lld threads=%d torch=%127s",
-                    &r.tokens_per_s, &r.params, &r.threads, version) == 4) {
-      r.version = version;
-      found = true;
-    }
-  }
-  const int status = pclose(pipe);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == kNoTorch || !no_torch.empty())
-    fail("PyTorch cannot be imported by {} ({}); --no-reference times tfm alone", o.python,
-         no_torch.empty() ? "no reason given" : no_torch);
-  if (code != 0 || !found || !(r.tokens_per_s > 0))
-    fail("the PyTorch reference failed (exit status {}): {}", code, cmd.substr(0, 200));
+  if (device.is_cpu()) r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
   return r;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
+  bench::BenchOptions o;
+  o.out = "model.tsv";
+  o.script = TFM_BENCH_SOURCE_DIR "/model_pytorch.py";
   CLI::App app{"Model benchmark: tfm training throughput against PyTorch on the same machine."};
-  add_common_options(app, o.common);
-  app.add_option("--preset", o.preset, "Model preset: base, big or tiny")->capture_default_str();
-  app.add_option("--tokens", o.tokens, "Target tokens per batch (eos included)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--src-len", o.src_len, "Longest source sentence (words); lengths cycle down by up to 4")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--tgt-len", o.tgt_len, "Longest target sentence (words); lengths cycle down by up to 4")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--steps", o.steps, "Timed steps, after one warm-up step")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--device", o.device, "cpu, or cuda[:N] when built with CUDA and a GPU is usable")
-      ->capture_default_str();
-  app.add_option("--out", o.out, "Write the results as TSV to this file")->capture_default_str();
-  app.add_flag("--no-reference", o.no_reference, "Time tfm alone (no PyTorch, no verdict)");
-  app.add_flag("--gemm-shapes", o.gemm_shapes,
-               "On the CPU, also print the time and rate of each GEMM shape");
-  app.add_option("--python", o.python, "Interpreter with torch for the reference")
-      ->capture_default_str();
-  app.add_option("--script", o.script, "The PyTorch reference script")->capture_default_str();
+  bench::add_bench_options(app, o);
   int status = 0;
   const int rc = run_program("model", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
     const ModelConfig config = ModelConfig::preset(o.preset);
-    const HostBatch batch = make_batch(o, config.vocab_size);
+    const HostBatch batch = bench::make_batch(o.tokens, o.src_len, o.tgt_len, config.vocab_size);
     std::printf("%s model on %s (%d threads), %lld sentences, batch (B %lld, S %lld, T %lld), "
                 "%lld target tokens, %d steps after 1 warm-up, dropout on\n",
                 o.preset.c_str(), device.is_cpu() ? cpu_name().c_str() : device.str().c_str(),
@@ -291,9 +101,14 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     const TfmResult mine = run_tfm(o, config, batch, device);  // the model is freed here
-    TorchResult ref;
+    bench::TorchResult ref;
     if (!o.no_reference) {
-      ref = run_reference(o, config, batch, device);
+      bench::TorchRun run;
+      run.python = o.python;
+      run.script = o.script;
+      run.preset = o.preset;
+      run.steps = o.steps;
+      ref = bench::run_torch(run, config, batch, device);
       std::printf("pytorch: torch %s, %d threads, %.2f M parameters\n", ref.version.c_str(),
                   ref.threads, ref.params / 1e6);
     }

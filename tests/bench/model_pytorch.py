@@ -1,7 +1,10 @@
 #!/usr/bin/python3
-# tests/bench/model_pytorch.py: the reference for tests/bench/model. Times
-# forward + backward of the same Transformer in PyTorch, on a batch of the
-# same shape and padding as tfm's, and prints one machine-readable line:
+# tests/bench/model_pytorch.py: the reference for tests/bench/model and
+# tests/bench/train. Times forward + backward of the same Transformer in
+# PyTorch (with --adam, a whole training step: the gradient norm and an Adam
+# update with the paper's betas, epsilon and schedule, as tfm-train's), on a
+# batch of the same shape and padding as tfm's, and prints one
+# machine-readable line:
 #
 #   RESULT tokens_per_s=X seconds=X steps=N tokens=N params=N threads=N torch=VERSION device=D
 #
@@ -49,6 +52,9 @@ def parse_args():
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=1)
+    # A whole training step: also the gradient norm and an Adam update.
+    p.add_argument("--adam", action="store_true")
+    p.add_argument("--warmup-steps", type=int, default=4000, help="of the learning-rate schedule")
     return p.parse_args()
 
 
@@ -133,12 +139,25 @@ def main():
         if device.type == "cuda":
             torch.cuda.synchronize()
 
+    # The paper's optimizer (PAPER.md, "Training"), as libcore/train/optimizer.h.
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    updates = 0
+
     def step():
+        nonlocal updates
         model.zero_grad(set_to_none=False)  # as tfm's zero_grads: a memset
         logits = model(src, tgt_in, src_pad, tgt_pad, causal)
         loss = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=-1,
                                label_smoothing=args.label_smoothing, reduction="sum")
-        loss.backward()
+        if not args.adam:
+            loss.backward()
+            return
+        (loss / tokens).backward()  # the mean token loss, as tfm-train's
+        nn.utils.clip_grad_norm_(model.parameters(), float("inf"))  # the norm tfm-train reports
+        updates += 1
+        for g in opt.param_groups:
+            g["lr"] = D ** -0.5 * min(updates ** -0.5, updates * args.warmup_steps ** -1.5)
+        opt.step()
 
     for _ in range(args.warmup):
         step()

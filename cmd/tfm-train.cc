@@ -1,0 +1,56 @@
+// tfm-train: train the Transformer on a .tfmb corpus with the paper's recipe;
+// checkpoints by time and steps, exact resume, validation, progress.
+//
+//   tfm-train -m spm.model -o ckpt/ train.tfmb --dev dev.tfmb
+//   tfm-train --resume ckpt/ train.tfmb              continue exactly
+//   tfm-train --preset big --dump-config > big.ini   then: --config big.ini
+#include <cstdio>
+
+#include "libcore/app.h"
+#include "libcore/train/trainer.h"
+
+int main(int argc, char** argv) {
+  tfm::CommonOptions common;
+  tfm::train::TrainRequest r;
+  bool dump = false;
+  CLI::App app{
+      "Train a Transformer on a .tfmb corpus (tfm-batch) with the paper's recipe: Adam, the\n"
+      "warm-up schedule, label smoothing, dropout. Checkpoints go to -o DIR by time and by\n"
+      "steps; --resume continues a run exactly. SIGINT/SIGTERM end the step, write a\n"
+      "checkpoint and exit 0."};
+  app.set_config("--config", "", "Read options from an INI file, as --dump-config writes it");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  tfm::add_common_options(app, common);
+  app.add_option("train", r.train, "The training corpus (.tfmb)")->type_name("TRAIN.tfmb");
+  app.add_option("-m,--vocab", r.vocab,
+                 "The SentencePiece model the corpus was made with (embedded in every checkpoint)")
+      ->type_name("SPM.model");
+  app.add_option("--dev", r.dev, "A dev corpus (.tfmb) for validation and the best checkpoint")
+      ->type_name("DEV.tfmb");
+  app.add_option("-o,--output", r.output, "Checkpoint directory (resuming: the checkpoint's)")
+      ->type_name("DIR");
+  app.add_option("--resume", r.resume, "Continue from a checkpoint, or from DIR/checkpoint_last.bin")
+      ->type_name("DIR|FILE")
+      ->configurable(false);
+  app.add_option("--log", r.log, "Append one JSON object a line (progress, validations) to FILE")
+      ->type_name("FILE");
+  tfm::add_device_option(app, r.device);
+  app.add_flag("--dump-config", dump, "Print the configuration as --config reads it, and exit")
+      ->configurable(false);
+  tfm::train::add_model_options(app, r.overrides);
+  tfm::train::add_train_options(app, r.overrides);
+  app.callback([&] {
+    if (dump) return;
+    if (r.train.empty()) throw CLI::RequiredError("TRAIN.tfmb");
+    if (r.output.empty() && r.resume.empty()) throw CLI::RequiredError("-o/--output");
+  });
+  return tfm::run_program("tfm-train", app, argc, argv, common, [&] {
+    if (dump) {
+      std::fputs(tfm::train::dump_config(r).c_str(), stdout);
+      return;
+    }
+    r.quiet = common.quiet;
+    tfm::train::install_stop_signals();
+    tfm::train::train(r);
+  });
+}

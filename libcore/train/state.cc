@@ -1,0 +1,130 @@
+#include "libcore/train/state.h"
+
+#include <algorithm>
+
+#include "libcore/error.h"
+#include "libcore/io/checkpoint.h"
+#include "libcore/io/key_value.h"
+#include "libcore/model/model_io.h"
+
+namespace tfm::train {
+
+std::string TrainState::to_text() const {
+  std::string t = fmt::format("format = {}\n", kTrainStateFormat);
+  t += fmt::format("step = {}\nmicro_batches = {}\nepoch = {}\ncursor = {}\n", step, micro_batches,
+                   epoch, cursor);
+  t += fmt::format("loss_scale = {}\nloss_scale_streak = {}\nelapsed = {}\ntokens = {}\n",
+                   loss_scale, loss_scale_streak, elapsed, tokens);
+  t += fmt::format("bad_steps = {}\nconsecutive_bad = {}\noverflow_steps = {}\n", bad_steps,
+                   consecutive_bad, overflow_steps);
+  t += fmt::format("best_dev_nll = {}\nbest_step = {}\nstale_validations = {}\n",
+                   best_dev_nll ? fmt::format("{}", *best_dev_nll) : "none", best_step,
+                   stale_validations);
+  t += fmt::format("corpus_vocab = {}\ncorpus_pairs = {}\ncorpus_src_tokens = {}\n", corpus.vocab,
+                   corpus.pairs, corpus.src_tokens);
+  t += fmt::format("corpus_tgt_tokens = {}\ncorpus_digest = {}\nbatches = {}\n", corpus.tgt_tokens,
+                   corpus.digest, batches);
+  return t + "[options]\n" + options.to_text();
+}
+
+TrainState TrainState::parse(std::string_view text, std::string_view source) {
+  TrainState s;
+  int format = 0;
+  constexpr int64_t kMax = INT64_MAX;
+  io::for_each_key_value(text, source, [&](std::string_view key, std::string_view v) {
+    auto count = [&](int64_t lo) { return io::parse_int(key, v, lo, kMax); };
+    if (key == "format") {
+      format = static_cast<int>(io::parse_int(key, v, 1, 1 << 30));
+      if (format != kTrainStateFormat)
+        fail("training state format {} is not the {} this tfm reads (a newer tfm wrote it?)",
+             format, kTrainStateFormat);
+    }
+    else if (key == "step") s.step = count(0);
+    else if (key == "micro_batches") s.micro_batches = count(0);
+    else if (key == "epoch") s.epoch = count(1);
+    else if (key == "cursor") s.cursor = count(0);
+    else if (key == "loss_scale") s.loss_scale = io::parse_double(key, v, 1, 1e300);
+    else if (key == "loss_scale_streak") s.loss_scale_streak = count(0);
+    else if (key == "elapsed") s.elapsed = io::parse_double(key, v, 0, 1e300);
+    else if (key == "tokens") s.tokens = count(0);
+    else if (key == "bad_steps") s.bad_steps = count(0);
+    else if (key == "consecutive_bad") s.consecutive_bad = count(0);
+    else if (key == "overflow_steps") s.overflow_steps = count(0);
+    else if (key == "best_dev_nll")
+      s.best_dev_nll = v == "none" ? std::nullopt : std::optional(io::parse_double(key, v, 0, 1e300));
+    else if (key == "best_step") s.best_step = count(0);
+    else if (key == "stale_validations") s.stale_validations = count(0);
+    else if (key == "corpus_vocab") s.corpus.vocab = std::string(v);
+    else if (key == "corpus_pairs") s.corpus.pairs = count(0);
+    else if (key == "corpus_src_tokens") s.corpus.src_tokens = count(0);
+    else if (key == "corpus_tgt_tokens") s.corpus.tgt_tokens = count(0);
+    else if (key == "corpus_digest") s.corpus.digest = std::string(v);
+    else if (key == "batches") s.batches = count(1);
+    else s.options.set(key, v);  // the training options; unknown keys fail there
+  });
+  if (format == 0) throw Error("the training state has no format line", std::string(source));
+  if (s.cursor > s.batches)
+    throw Error(fmt::format("the training state's cursor {} is past its {} batches", s.cursor,
+                            s.batches),
+                std::string(source));
+  return s;
+}
+
+namespace {
+
+std::string_view bytes_of(const TensorView& t) {
+  return {static_cast<const char*>(t.data()), t.bytes()};
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Transformer& model,
+                     const std::string& tokenizer, const TrainState& state) {
+  TFM_REQUIRE(model.param_dtype() == DType::f32,
+              "cannot write {}: training checkpoints hold f32 parameters, not {}", path,
+              dtype_name(model.param_dtype()));
+  auto [m, v] = model.optimizer_state();
+  Tensor host_m, host_v;  // staging copies of a GPU model's moments
+  if (!model.device().is_cpu()) {
+    host_m = Tensor(m.shape(), m.dtype());
+    host_v = Tensor(v.shape(), v.dtype());
+    copy(host_m, m, &model.stream());
+    copy(host_v, v, &model.stream());
+    m = host_m.view();
+    v = host_v.view();
+  }
+  const std::string text = state.to_text();
+  const io::NamedSection sections[] = {
+      {kStateSection, text}, {kAdamM, bytes_of(m)}, {kAdamV, bytes_of(v)}};
+  save_model(path, model, tokenizer, sections);
+}
+
+TrainState read_state(const std::string& path) {
+  const io::CheckpointInfo info = io::read_checkpoint_info(path);
+  const bool has = std::any_of(info.sections.begin(), info.sections.end(),
+                               [](const io::SectionInfo& s) { return s.name == kStateSection; });
+  TFM_REQUIRE(has,
+              "{} holds no training state (a model for decoding, such as an average of "
+              "checkpoints): it cannot be resumed",
+              path);
+  return TrainState::parse(io::read_checkpoint_section(path, kStateSection),
+                           path + " (training state)");
+}
+
+void load_checkpoint(const std::string& path, Transformer& model) {
+  // The alignment gaps between tensors hold zeros, as after init().
+  const TensorView p = model.params();
+  device_memset_zero(p.data(), p.device(), p.bytes(), nullptr);
+  load_parameters(path, model);
+  const auto [m, v] = model.optimizer_state();
+  for (const auto& [name, dst] : {std::pair{kAdamM, m}, std::pair{kAdamV, v}}) {
+    const std::string bytes = io::read_checkpoint_section(path, name);
+    TFM_REQUIRE(bytes.size() == dst.bytes(),
+                "{}: section '{}' holds {} bytes, but the model's Adam moments take {}", path, name,
+                bytes.size(), dst.bytes());
+    copy(dst, TensorView(const_cast<char*>(bytes.data()), dst.dtype(), dst.shape()), &model.stream());
+  }
+  model.stream().synchronize();
+}
+
+}  // namespace tfm::train

@@ -1,0 +1,552 @@
+#include "libcore/train/trainer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "libcore/data/vocab.h"
+#include "libcore/error.h"
+#include "libcore/log.h"
+#include "libcore/io/checkpoint.h"
+#include "libcore/memory.h"
+#include "libcore/model/model_io.h"
+#include "libcore/train/checkpoint_dir.h"
+#include "libcore/train/data.h"
+#include "libcore/train/progress.h"
+#include "libcore/train/state.h"
+#include "libcore/train/step.h"
+
+namespace tfm::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+// The options that change what a resumed run computes: changing one on
+// resume is allowed, but the run no longer continues exactly.
+constexpr const char* kTrajectoryKeys[] = {"lr-scale", "warmup", "update-freq", "seed",
+                                           "clip-norm", "precision"};
+
+TrainOptions apply(TrainOptions options, const Overrides& o) {
+  for (const auto& [key, value] : o.train) options.set(key, value);
+  return options;
+}
+
+// Whether `file` lies in directory `dir`.
+bool same_directory(const std::string& file, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path parent = fs::path(file).parent_path();
+  return fs::equivalent(parent.empty() ? fs::path(".") : parent, dir, ec);
+}
+
+DType compute_dtype(Precision p) {
+  switch (p) {
+    case Precision::bf16: return DType::bf16;
+    case Precision::fp16: return DType::f16;
+    default: return DType::f32;
+  }
+}
+
+// "63.1M", "45.2K", "900"
+std::string format_count(int64_t n) {
+  const double x = static_cast<double>(n);
+  return n >= 1000000 ? fmt::format("{:.1f}M", x / 1e6)
+         : n >= 1000  ? fmt::format("{:.1f}K", x / 1e3)
+                      : fmt::format("{}", n);
+}
+
+std::string stop_reason_text(StopReason r) {
+  switch (r) {
+    case StopReason::max_steps: return "--max-steps reached";
+    case StopReason::max_epochs: return "--max-epochs reached";
+    case StopReason::max_time: return "--max-time reached";
+    case StopReason::early_stop: return "early stop: the dev perplexity stopped improving";
+    case StopReason::interrupted: return "interrupted";
+  }
+  return "?";
+}
+
+// What a window of updates between two reports adds up to.
+struct Window {
+  double loss = 0, nll = 0, grad_norm = 0;
+  int64_t tokens = 0, updates = 0;
+  Clock::time_point start = Clock::now();
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const TrainRequest& request)
+      : req_(request), progress_(isatty(STDERR_FILENO) == 1, request.quiet) {}
+
+  TrainResult run() {
+    setup();
+    return loop();
+  }
+
+ private:
+  // ------------------------------------------------------------------ setup
+  void setup() {
+    std::optional<TrainState> resumed;
+    ModelConfig resumed_config;
+    if (!req_.resume.empty()) {
+      resume_path_ = CheckpointDir::resume_path(req_.resume);
+      resumed = read_state(resume_path_);
+      resumed_config = read_model_config(resume_path_);
+      check_model_overrides(resumed_config, req_.overrides, resume_path_);
+    }
+    opt_ = apply(resumed ? resumed->options : TrainOptions{}, req_.overrides);
+
+    train_ = std::make_unique<BatchSource>(req_.train, opt_.max_tokens);
+    if (resumed) check_resume_options(*resumed);
+    opt_.max_tokens = train_->max_tokens();  // 0 ("as packed") made explicit
+    setup_vocab(resumed.has_value());
+    if (!req_.dev.empty()) {
+      dev_ = std::make_unique<BatchSource>(req_.dev, opt_.max_tokens);
+      check_vocab(dev_->meta().fingerprint, req_.dev, vocab_fingerprint_, vocab_origin_);
+    }
+
+    config_ = resumed ? resumed_config : requested_model(req_.overrides);
+    if (!resumed) config_.vocab_size = train_->meta().vocab_size;
+    TFM_REQUIRE(config_.vocab_size == train_->meta().vocab_size,
+                "vocabulary mismatch: {} holds ids of a vocabulary of {}, the model has {}",
+                req_.train, train_->meta().vocab_size, config_.vocab_size);
+    if (resumed) check_corpus(*resumed);
+
+    device_ = select_device(parse_device(req_.device));
+    TFM_REQUIRE(device_.is_cuda() || opt_.precision == Precision::fp32,
+                "--precision {} computes on a GPU only; on the CPU tfm trains in fp32 (use "
+                "--precision fp32, or --device cuda where a GPU is usable)",
+                precision_name(opt_.precision));
+    make_model();
+
+    dir_ = std::make_unique<CheckpointDir>(output_dir());
+    if (dir_->has_last() && !(resumed && same_directory(resume_path_, dir_->dir())))
+      fail("{} already holds a run ({}): resume it with --resume {}, or train into another -o",
+           dir_->dir(), dir_->last(), dir_->dir());
+    if (!req_.log.empty()) log_ = std::make_unique<JsonLog>(req_.log);
+
+    scaler_ = std::make_unique<LossScaler>(opt_.precision == Precision::fp16);
+    if (resumed) {
+      load_checkpoint(resume_path_, *model_);
+      st_ = *resumed;
+      st_.options = opt_;
+      scaler_->restore(st_.loss_scale, st_.loss_scale_streak);
+      saved_step_ = st_.step;
+      last_checkpoint_ = resume_path_;
+    } else {
+      model_->init(opt_.seed);
+      st_.corpus = train_->identity();
+      st_.batches = static_cast<int64_t>(train_->size());
+      st_.options = opt_;
+      st_.loss_scale = scaler_->scale();
+    }
+    order_ = epoch_order(train_->size(), opt_.seed, st_.epoch);
+    describe(resumed.has_value());
+  }
+
+  void check_resume_options(const TrainState& s) {
+    const BatchSource& t = *train_;
+    TFM_REQUIRE(t.max_tokens() == s.options.max_tokens,
+                "--max-tokens {} packs other batches than the checkpoint's {}: resume with "
+                "--max-tokens {}",
+                t.max_tokens(), s.options.max_tokens, s.options.max_tokens);
+    for (const char* key : kTrajectoryKeys)
+      if (opt_.get(key) != s.options.get(key))
+        log::warn("resuming with --{} {} where the checkpoint has {}: the run will not continue "
+                  "exactly as it would have",
+                  key, opt_.get(key), s.options.get(key));
+  }
+
+  void check_corpus(const TrainState& s) {
+    const CorpusIdentity have = train_->identity();
+    TFM_REQUIRE(have == s.corpus,
+                "corpus mismatch: {} was trained on another corpus ({}) than {} ({})",
+                resume_path_, s.corpus.str(), req_.train, have.str());
+    TFM_REQUIRE(static_cast<int64_t>(train_->size()) == s.batches,
+                "{}: the checkpoint's epochs have {} batches, {} packs {}", resume_path_,
+                s.batches, req_.train, train_->size());
+  }
+
+  static void check_vocab(const std::string& fingerprint, const std::string& what,
+                          const std::string& want, const std::string& origin) {
+    TFM_REQUIRE(fingerprint == want,
+                "vocabulary mismatch: {} was made with vocabulary {}, but {} is {}", what,
+                fingerprint, origin, want);
+  }
+
+  // The tokenizer embedded in every checkpoint: the checkpoint's own when
+  // resuming, otherwise --vocab; its fingerprint must be the corpus's.
+  void setup_vocab(bool resuming) {
+    std::optional<Vocab> given;
+    if (!req_.vocab.empty()) given = Vocab::load(req_.vocab);
+    if (resuming) {
+      std::string bytes = io::read_checkpoint_tokenizer(resume_path_);
+      if (!bytes.empty()) {
+        const Vocab embedded = Vocab::from_bytes(std::move(bytes), resume_path_);
+        if (given)
+          check_vocab(given->fingerprint(), req_.vocab, embedded.fingerprint(),
+                      resume_path_ + " (its embedded vocabulary)");
+        given.emplace(Vocab::from_bytes(embedded.bytes(), resume_path_));
+        vocab_origin_ = resume_path_ + " (its embedded vocabulary)";
+      }
+    }
+    TFM_REQUIRE(given.has_value(),
+                "tfm-train needs the vocabulary {} was made with: -m/--vocab SPM.model (a .tfmb "
+                "records only its fingerprint, {})",
+                req_.train, train_->meta().fingerprint);
+    if (vocab_origin_.empty()) vocab_origin_ = req_.vocab;
+    vocab_fingerprint_ = given->fingerprint();
+    check_vocab(train_->meta().fingerprint, req_.train, vocab_fingerprint_, vocab_origin_);
+    tokenizer_ = given->bytes();
+  }
+
+  void make_model() {
+    ModelLimits limits = dev_ ? limits_for({train_.get(), dev_.get()}) : train_->limits();
+    TFM_REQUIRE(limits.max_len <= config_.max_positions,
+                "the corpus holds a sentence of {} tokens (eos included), over the {} positions "
+                "the model has (--max-positions)",
+                limits.max_len, config_.max_positions);
+    try {
+      model_ = std::make_unique<Transformer>(config_, limits, device_, compute_dtype(opt_.precision));
+    } catch (const Error& e) {
+      if (std::string_view(e.what()).find("out of memory") == std::string_view::npos) throw;
+      fail("{}: lower --max-tokens (batches of up to {} tokens a side now; --update-freq keeps "
+           "the tokens per update) or the model (--d-model, --d-ff, --layers)",
+           e.what(), limits.max_tokens);
+    }
+    const auto [m, v] = model_->optimizer_state();
+    adam_ = std::make_unique<Adam>(m, v);
+  }
+
+  std::string output_dir() const {
+    if (!req_.output.empty()) return req_.output;
+    TFM_REQUIRE(!resume_path_.empty(), "give the checkpoint directory: -o DIR");
+    const std::string parent = std::filesystem::path(resume_path_).parent_path().string();
+    return parent.empty() ? "." : parent;
+  }
+
+  void describe(bool resumed) {
+    progress_.line(fmt::format(
+        "model: {} layers, d_model {}, d_ff {}, {} heads, vocabulary {}: {} parameters, on {} in "
+        "{}",
+        config_.layers, config_.d_model, config_.d_ff, config_.heads, config_.vocab_size,
+        format_count(config_.parameter_count()), device_.str(), precision_name(opt_.precision)));
+    progress_.line(fmt::format("memory: {}", model_->memory_report()));
+    progress_.line(fmt::format("{}: {} pairs in {} batches of <= {} tokens a side; {} batch{} an "
+                               "update",
+                               req_.train, train_->pairs(), train_->size(), train_->max_tokens(),
+                               opt_.update_freq, opt_.update_freq == 1 ? "" : "es"));
+    if (dev_)
+      progress_.line(fmt::format("{}: {} pairs in {} batches, validated every {} updates",
+                                 req_.dev, dev_->pairs(), dev_->size(), opt_.valid_every));
+    if (resumed)
+      progress_.line(fmt::format("resumed from {}: update {}, epoch {}, batch {} of {}",
+                                 resume_path_, st_.step, st_.epoch, st_.cursor, st_.batches));
+    JsonWriter j;
+    j.begin_object().field("event", "start").field("step", st_.step).field("epoch", st_.epoch)
+        .field("resumed_from", resume_path_).field("parameters", config_.parameter_count())
+        .field("device", device_.str()).field("precision", precision_name(opt_.precision))
+        .end_object();
+    log(j);
+  }
+
+  // ------------------------------------------------------------------ loop
+  TrainResult loop() {
+    start_ = Clock::now();
+    last_save_ = start_;
+    window_ = Window{};
+    elapsed_base_ = st_.elapsed;
+    std::optional<StopReason> stop;
+    std::vector<HostBatch> batches;
+    while (!(stop = stop_before_update())) {
+      batches.clear();
+      for (int64_t i = 0; i < opt_.update_freq; ++i) {
+        if (!next_batch(batches)) break;
+      }
+      if (batches.empty()) {
+        stop = StopReason::max_epochs;
+        break;
+      }
+      StepConfig sc;
+      sc.step = st_.step + 1;
+      sc.lr = noam_learning_rate(sc.step, config_.d_model, opt_.warmup, opt_.lr_scale);
+      sc.seed = opt_.seed;
+      sc.rng_counter = static_cast<uint32_t>(st_.micro_batches);
+      sc.clip_norm = opt_.clip_norm;
+      sc.tf32 = opt_.precision == Precision::tf32;
+      const StepResult r = train_step(*model_, *adam_, batches, sc, *scaler_);
+      st_.micro_batches += static_cast<int64_t>(batches.size());
+      st_.loss_scale = scaler_->scale();
+      st_.loss_scale_streak = scaler_->streak();
+      if (r.outcome != StepOutcome::applied) {
+        skipped(r, sc);
+        continue;
+      }
+      ++st_.step;
+      ++run_updates_;
+      st_.consecutive_bad = 0;
+      st_.tokens += r.sums.tokens;
+      window_.loss += r.sums.loss;
+      window_.nll += r.sums.nll;
+      window_.tokens += r.sums.tokens;
+      window_.grad_norm += r.grad_norm;
+      ++window_.updates;
+      report(sc.lr);
+      if (dev_ && st_.step % opt_.valid_every == 0 && validate()) stop = StopReason::early_stop;
+      const bool by_steps = opt_.save_every_steps > 0 && st_.step % opt_.save_every_steps == 0;
+      const bool by_time = opt_.save_every > 0 &&
+          std::chrono::duration<double>(Clock::now() - last_save_).count() >= opt_.save_every;
+      if (by_steps || by_time) save(by_steps ? "every-steps" : "every-time");
+      if (stop) break;
+    }
+    progress_.end_live();
+    if (st_.step != saved_step_ || last_checkpoint_.empty()) save("end");
+    const int sig = g_stop_signal.load();
+    if (*stop == StopReason::interrupted)
+      progress_.line(fmt::format("interrupted by {} after update {}; checkpoint written to {} "
+                                 "(resume with --resume {})",
+                                 sig ? strsignal(sig) : "a signal", st_.step, last_checkpoint_,
+                                 dir_->dir()));
+    else
+      progress_.line(fmt::format("done ({}): update {}, epoch {}, {} of training{}; checkpoint {}{}",
+                                 stop_reason_text(*stop), st_.step, st_.epoch,
+                                 format_eta(elapsed()), skipped_text(), last_checkpoint_,
+                                 best_text()));
+    JsonWriter j;
+    j.begin_object().field("event", "stop").field("reason", stop_reason_text(*stop))
+        .field("step", st_.step).field("checkpoint", last_checkpoint_).end_object();
+    log(j);
+    return {*stop, st_.step, last_checkpoint_};
+  }
+
+  std::optional<StopReason> stop_before_update() const {
+    if (g_stop_signal.load() != 0) return StopReason::interrupted;
+    if (opt_.max_steps > 0 && st_.step >= opt_.max_steps) return StopReason::max_steps;
+    if (opt_.max_time > 0 && elapsed() >= opt_.max_time) return StopReason::max_time;
+    if (opt_.max_epochs > 0 && st_.epoch >= opt_.max_epochs &&
+        st_.cursor >= static_cast<int64_t>(order_.size()))
+      return StopReason::max_epochs;
+    return std::nullopt;
+  }
+
+  // The next batch of the shuffled order, starting the next epoch at the
+  // end of one; false after the last epoch (--max-epochs).
+  bool next_batch(std::vector<HostBatch>& out) {
+    if (st_.cursor >= static_cast<int64_t>(order_.size())) {
+      if (opt_.max_epochs > 0 && st_.epoch >= opt_.max_epochs) return false;
+      ++st_.epoch;
+      st_.cursor = 0;
+      order_ = epoch_order(train_->size(), opt_.seed, st_.epoch);
+    }
+    out.push_back(train_->batch(order_[static_cast<size_t>(st_.cursor++)]));
+    return true;
+  }
+
+  void skipped(const StepResult& r, const StepConfig& sc) {
+    const bool overflow = r.outcome == StepOutcome::overflow;
+    JsonWriter j;
+    j.begin_object().field("event", "skip").field("step", sc.step)
+        .field("reason", overflow ? "overflow" : "nan").field("loss", r.sums.loss)
+        .field("grad_norm", r.grad_norm).field("loss_scale", scaler_->scale()).end_object();
+    log(j);
+    if (overflow) {
+      ++st_.overflow_steps;
+      log::debug("update {}: fp16 gradient overflow, skipped; loss scale now {}", sc.step,
+                 scaler_->scale());
+      return;
+    }
+    ++st_.bad_steps;
+    ++st_.consecutive_bad;
+    progress_.end_live();
+    log::warn("update {} skipped: the loss or the gradient is NaN or infinite (loss {}, gradient "
+              "norm {}); {} in a row",
+              sc.step, r.sums.loss / std::max<double>(1, static_cast<double>(r.sums.tokens)),
+              r.grad_norm, st_.consecutive_bad);
+    if (st_.consecutive_bad >= opt_.max_bad_steps)
+      fail("stopped after {} updates in a row with a NaN or infinite loss or gradient (lower "
+           "--lr-scale, or set --clip-norm); {}",
+           st_.consecutive_bad,
+           last_checkpoint_.empty() ? "no checkpoint was written"
+                                    : fmt::format("the last good checkpoint is {}", last_checkpoint_));
+  }
+
+  // ", best DIR/checkpoint_best.bin (dev ppl 5.123 at update 900)", or nothing.
+  std::string best_text() const {
+    if (!st_.best_dev_nll) return {};
+    return fmt::format(", best {} (dev ppl {:.3f} at update {})", dir_->best(),
+                       std::exp(*st_.best_dev_nll), st_.best_step);
+  }
+
+  // ", 2 updates skipped for NaN/inf, 7 for fp16 overflows", or nothing.
+  std::string skipped_text() const {
+    if (st_.bad_steps == 0 && st_.overflow_steps == 0) return {};
+    return fmt::format(", {} updates skipped for NaN/inf, {} for fp16 overflows", st_.bad_steps,
+                       st_.overflow_steps);
+  }
+
+  double elapsed() const {
+    return elapsed_base_ + std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
+  // Resident memory on the CPU; on a GPU, the planned memory (nothing grows).
+  size_t memory_bytes() const {
+    return device_.is_cpu() ? resident_bytes() : model_->memory_bytes();
+  }
+
+  double eta() const {
+    if (run_updates_ == 0) return -1;
+    const double per_update =
+        std::chrono::duration<double>(Clock::now() - start_).count() / static_cast<double>(run_updates_);
+    double left = INFINITY;
+    if (opt_.max_steps > 0) left = static_cast<double>(opt_.max_steps - st_.step) * per_update;
+    if (opt_.max_time > 0) left = std::min(left, opt_.max_time - elapsed());
+    return std::isfinite(left) ? left : -1;
+  }
+
+  // The live line after every update; a line and a log record every
+  // --log-every updates, over the updates since the last one.
+  void report(double lr) {
+    const bool periodic = st_.step % opt_.log_every == 0;
+    if (!periodic && !progress_.live()) return;
+    const Window& w = window_;
+    const double tokens = std::max<double>(1, static_cast<double>(w.tokens));
+    const double seconds = std::chrono::duration<double>(Clock::now() - w.start).count();
+    const double tok_s = seconds > 0 ? static_cast<double>(w.tokens) / seconds : 0;
+    const double loss = w.loss / tokens, nll = w.nll / tokens;
+    const double gnorm = w.grad_norm / static_cast<double>(std::max<int64_t>(1, w.updates));
+    std::string text = fmt::format(
+        "update {} | epoch {} | loss {:.3f} | ppl {:.2f} | lr {:.3g} | gnorm {:.3f} | {:.0f} tok/s | "
+        "mem {} | ETA {}",
+        st_.step, st_.epoch, loss, std::exp(nll), lr, gnorm, tok_s, format_bytes(memory_bytes()),
+        format_eta(eta()));
+    if (scaler_->dynamic())
+      text += fmt::format(" | scale {} | overflows {}", scaler_->scale(), st_.overflow_steps);
+    if (progress_.live()) progress_.status(text, periodic);
+    if (!periodic) return;
+    if (!progress_.live()) progress_.line(text);
+    JsonWriter j;
+    j.begin_object().field("event", "train").field("step", st_.step).field("epoch", st_.epoch)
+        .field("loss", w.loss / tokens).field("nll", nll).field("ppl", std::exp(nll))
+        .field("lr", lr).field("grad_norm", gnorm).field("tokens", w.tokens)
+        .field("tokens_per_s", tok_s).field("loss_scale", scaler_->scale())
+        .field("overflow_steps", st_.overflow_steps).field("bad_steps", st_.bad_steps)
+        .field("elapsed", elapsed()).field("memory_bytes", memory_bytes())
+        .end_object();
+    log(j);
+    window_ = Window{};
+  }
+
+  // Dev loss and perplexity; keeps the best checkpoint. True when early
+  // stopping says to stop.
+  bool validate() {
+    LossSums sum;
+    for (size_t i = 0; i < dev_->size(); ++i) {
+      const LossSums s = model_->evaluate(dev_->batch(i));
+      sum.loss += s.loss;
+      sum.nll += s.nll;
+      sum.tokens += s.tokens;
+    }
+    const double tokens = static_cast<double>(std::max<int64_t>(1, sum.tokens));
+    const double nll = sum.nll / tokens;
+    const bool better = !st_.best_dev_nll || nll < *st_.best_dev_nll;
+    if (better) {
+      st_.best_dev_nll = nll;
+      st_.best_step = st_.step;
+      st_.stale_validations = 0;
+    } else {
+      ++st_.stale_validations;
+    }
+    progress_.line(fmt::format("update {}: dev loss {:.4f}, nll {:.4f}, ppl {:.3f}{}", st_.step,
+                               sum.loss / tokens, nll, std::exp(nll),
+                               better ? " (best)"
+                                      : fmt::format(" (best {:.3f} at update {}; {} without better)",
+                                                    std::exp(*st_.best_dev_nll), st_.best_step,
+                                                    st_.stale_validations)));
+    JsonWriter j;
+    j.begin_object().field("event", "valid").field("step", st_.step).field("loss", sum.loss / tokens)
+        .field("nll", nll).field("ppl", std::exp(nll)).field("tokens", sum.tokens)
+        .field("best_ppl", std::exp(*st_.best_dev_nll)).field("best_step", st_.best_step)
+        .end_object();
+    log(j);
+    if (better) write_checkpoint(dir_->best(), "best");
+    return opt_.early_stop > 0 && st_.stale_validations >= opt_.early_stop;
+  }
+
+  void write_checkpoint(const std::string& path, const char* why) {
+    st_.elapsed = elapsed();
+    save_checkpoint(path, *model_, tokenizer_, st_);
+    JsonWriter j;
+    j.begin_object().field("event", "checkpoint").field("step", st_.step).field("path", path)
+        .field("why", why).end_object();
+    log(j);
+  }
+
+  void save(const char* why) {
+    const std::string path = dir_->numbered(st_.step);
+    write_checkpoint(path, why);
+    dir_->commit(st_.step, opt_.keep_last);
+    saved_step_ = st_.step;
+    last_checkpoint_ = path;
+    last_save_ = Clock::now();
+    log::debug("update {}: checkpoint {} ({})", st_.step, path, why);
+  }
+
+  void log(const JsonWriter& record) {
+    if (log_) log_->write(record);
+  }
+
+  TrainRequest req_;
+  Progress progress_;
+  std::string resume_path_, vocab_origin_, vocab_fingerprint_, tokenizer_;
+  TrainOptions opt_;
+  ModelConfig config_;
+  std::unique_ptr<BatchSource> train_, dev_;
+  Device device_;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<Adam> adam_;
+  std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<CheckpointDir> dir_;
+  std::unique_ptr<JsonLog> log_;
+  TrainState st_;
+  std::vector<uint32_t> order_;
+  Window window_;
+  Clock::time_point start_, last_save_;
+  double elapsed_base_ = 0;
+  int64_t saved_step_ = -1, run_updates_ = 0;
+  std::string last_checkpoint_;
+};
+
+}  // namespace
+
+std::string dump_config(const TrainRequest& req) {
+  if (req.resume.empty())
+    return config_file_text(requested_model(req.overrides), apply(TrainOptions{}, req.overrides));
+  const std::string path = CheckpointDir::resume_path(req.resume);
+  const ModelConfig config = read_model_config(path);
+  check_model_overrides(config, req.overrides, path);
+  return config_file_text(config, apply(read_state(path).options, req.overrides));
+}
+
+TrainResult train(const TrainRequest& request) { return Trainer(request).run(); }
+
+void install_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESETHAND;  // a second signal acts as usual
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+}  // namespace tfm::train

@@ -1,0 +1,132 @@
+#include "tests/bench/reference.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "libcore/device.h"
+#include "libcore/error.h"
+
+namespace tfm::bench {
+
+void add_bench_options(CLI::App& app, BenchOptions& o) {
+  add_common_options(app, o.common);
+  app.add_option("--preset", o.preset, "Model preset: base, big or tiny")->capture_default_str();
+  app.add_option("--tokens", o.tokens, "Target tokens per batch (eos included)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--src-len", o.src_len, "Longest source sentence (words); lengths cycle down by up to 4")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--tgt-len", o.tgt_len, "Longest target sentence (words); lengths cycle down by up to 4")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--steps", o.steps, "Timed steps, after one warm-up step")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--device", o.device, "cpu, or cuda[:N] when built with CUDA and a GPU is usable")
+      ->capture_default_str();
+  app.add_option("--out", o.out, "Write the results as TSV to this file")->capture_default_str();
+  app.add_flag("--no-reference", o.no_reference, "Time tfm alone (no PyTorch, no verdict)");
+  app.add_option("--python", o.python, "Interpreter with torch for the reference")
+      ->capture_default_str();
+  app.add_option("--script", o.script, "The PyTorch reference script")->capture_default_str();
+}
+
+HostBatch make_batch(int64_t tokens, int64_t src_len, int64_t tgt_len, int64_t vocab) {
+  std::vector<std::vector<int32_t>> sources, targets;
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next_id = [&] {  // ids in [4, V): 0..3 are pad, unk, bos, eos
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int32_t>(4 + (state >> 33) % static_cast<uint64_t>(vocab - 4));
+  };
+  int64_t target_tokens = 0;
+  for (int64_t i = 0; target_tokens < tokens; ++i) {
+    const int64_t s = std::max<int64_t>(1, src_len - i % 5);
+    const int64_t t = std::max<int64_t>(1, tgt_len - (i + 2) % 5);
+    std::vector<int32_t> src(static_cast<size_t>(s)), tgt(static_cast<size_t>(t));
+    for (auto& id : src) id = next_id();
+    for (auto& id : tgt) id = next_id();
+    sources.push_back(std::move(src));
+    targets.push_back(std::move(tgt));
+    target_tokens += t + 1;
+  }
+  return HostBatch::from_pairs(sources, targets);
+}
+
+namespace {
+
+std::string join_lengths(const std::vector<int32_t>& lengths) {
+  std::string s;
+  for (size_t i = 0; i < lengths.size(); ++i) s += fmt::format("{}{}", i ? "," : "", lengths[i]);
+  return s;
+}
+
+}  // namespace
+
+TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const HostBatch& batch,
+                      Device device) {
+  TFM_REQUIRE(config.heads * config.d_k == config.d_model &&
+                  config.heads * config.d_v == config.d_model,
+              "the PyTorch reference needs heads * d_k = heads * d_v = d_model, but preset {} "
+              "has {} x {} (d_v {}) against d_model {}",
+              run.preset, config.heads, config.d_k, config.d_v, config.d_model);
+  TFM_REQUIRE(config.share_embeddings && !config.learned_positions,
+              "the PyTorch reference builds shared embeddings with sinusoidal positions only");
+  TFM_REQUIRE(access(run.script.c_str(), R_OK) == 0, "cannot read the PyTorch reference {}",
+              run.script);
+  const std::string cmd = fmt::format(
+      "{} {} --vocab {} --layers {} --d-model {} --d-ff {} --heads {} --dropout {} "
+      "--label-smoothing {}{} --steps {} --warmup 1 --threads {} --device {} "
+      "--src-lengths {} --tgt-lengths {}{}",
+      run.python, run.script, config.vocab_size, config.layers, config.d_model, config.d_ff,
+      config.heads, config.dropout, config.label_smoothing, config.pre_norm ? " --pre-norm" : "",
+      run.steps, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu",
+      join_lengths(batch.src_lengths), join_lengths(batch.tgt_lengths),
+      run.adam ? fmt::format(" --adam --warmup-steps {}", run.warmup) : "");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) fail("cannot start {}", run.python);
+  TorchResult r;
+  bool found = false;
+  std::string no_torch;
+  char line[1024];
+  while (std::fgets(line, sizeof line, pipe)) {
+    std::string text(line);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text.rfind("NO_TORCH ", 0) == 0) no_torch = text.substr(9);
+    char version[128] = {0};
+    if (std::sscanf(line, "RESULT tokens_per_s=%lf seconds=%lf %*s %*s params=%lld threads=%d torch=%127s",
+                    &r.tokens_per_s, &r.seconds, &r.params, &r.threads, version) == 5) {
+      r.version = version;
+      found = true;
+    }
+  }
+  const int status = pclose(pipe);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == kNoTorch || !no_torch.empty())
+    fail("PyTorch cannot be imported by {} ({}); --no-reference times tfm alone", run.python,
+         no_torch.empty() ? "no reason given" : no_torch);
+  if (code != 0 || !found || !(r.tokens_per_s > 0))
+    fail("the PyTorch reference failed (exit status {}): {}", code, cmd.substr(0, 200));
+  return r;
+}
+
+void GemmClock::timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
+                      ops::cpu::CblasTranspose tb, int m, int n, int k, float alpha,
+                      const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                      int ldc) {
+  const auto start = std::chrono::steady_clock::now();
+  real(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+}
+
+// The table is a function-local static that is not const itself, so
+// writing through the const reference blas() returns is well defined.
+void GemmClock::install() {
+  auto& blas = const_cast<ops::cpu::Blas&>(ops::cpu::blas());
+  if (blas.sgemm == &timed) return;
+  real = blas.sgemm;
+  blas.sgemm = &timed;
+}
+
+}  // namespace tfm::bench

@@ -1,0 +1,82 @@
+// What tests/bench/model and tests/bench/train share: the batch they time,
+// the PyTorch reference (model_pytorch.py) run as a child on a batch of the
+// same shape, and a clock on OpenBLAS sgemm.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "kernels/cpu/blas.h"
+#include "libcore/app.h"
+#include "libcore/device.h"
+#include "libcore/model/batch.h"
+#include "libcore/model/config.h"
+
+namespace tfm::bench {
+
+// The options both benchmarks take (and -q, -v, --version).
+struct BenchOptions {
+  CommonOptions common;
+  std::string preset = "base";
+  int64_t tokens = 4000;
+  int64_t src_len = 25;
+  int64_t tgt_len = 25;
+  int steps = 5;
+  std::string device = "cpu";
+  std::string out;          // the TSV file
+  bool no_reference = false;
+  std::string python = "/usr/bin/python3";
+  std::string script;       // model_pytorch.py
+};
+void add_bench_options(CLI::App& app, BenchOptions& o);
+
+// Sentence lengths cycle from the given length down by up to 4 words, so
+// the batch has padding on both sides; sentences are added until the
+// target side (words + eos) holds `tokens` tokens. Ids in [4, vocab).
+HostBatch make_batch(int64_t tokens, int64_t src_len, int64_t tgt_len, int64_t vocab);
+
+// model_pytorch.py's exit status when torch cannot be imported.
+inline constexpr int kNoTorch = 4;
+
+struct TorchRun {
+  std::string python = "/usr/bin/python3";  // Debian's, with python3-torch
+  std::string script;                       // model_pytorch.py
+  std::string preset;                       // for messages
+  int steps = 5;
+  bool adam = false;                        // a whole training step (--adam)
+  int64_t warmup = 4000;                    // of the schedule, with adam
+};
+
+struct TorchResult {
+  double tokens_per_s = 0;
+  double seconds = 0;
+  long long params = 0;
+  int threads = 0;
+  std::string version;
+};
+
+// Runs the reference on a batch of the same shape as `batch`: the same
+// source lengths, and decoder lengths of target words + 1. Throws Error when
+// torch cannot be imported or the script fails.
+TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const HostBatch& batch,
+                      Device device);
+
+// Time spent inside OpenBLAS sgemm, by swapping a timing wrapper into the
+// process's one Blas table (kernels/cpu/blas.h). Every CPU GEMM of the model
+// goes through it, so the share is measured, not estimated; a
+// steady_clock read costs tens of nanoseconds against calls of microseconds
+// and more. Not available on CUDA (kernels run asynchronously).
+struct GemmClock {
+  static inline ops::cpu::Blas::Sgemm real = nullptr;
+  static inline std::atomic<int64_t> nanoseconds{0};
+
+  static void timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
+                    ops::cpu::CblasTranspose tb, int m, int n, int k, float alpha,
+                    const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                    int ldc);
+  static void install();
+};
+
+}  // namespace tfm::bench

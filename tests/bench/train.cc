@@ -1,0 +1,206 @@
+// tests/bench/train: whole training steps, as tfm-train runs them
+// (libcore/train/step.h: forward and backward with dropout, the gradient
+// norm, the Adam update with the paper's schedule), in steps and target
+// tokens per second, next to the same model and batch in PyTorch (with an
+// Adam step) measured in the same run on the same machine.
+//
+// The reference is tests/bench/model_pytorch.py --adam, run as a child with
+// /usr/bin/python3 (Debian's python3-torch) with as many threads as tfm
+// uses. tfm must reach 2x PyTorch's throughput; the exit status says whether
+// it did (3 when it did not; 1 is an error, and so is a PyTorch that cannot
+// be imported, unless --no-reference). With --peak-tflops the table adds the
+// model FLOPs utilization (6 x parameters x tokens per second over the
+// peak). Results go to a table on stdout and a TSV file (--out).
+//
+//   train [--preset base] [--tokens 4000] [--src-len 25] [--tgt-len 25]
+//         [--steps 5] [--update-freq 1] [--device cpu] [--precision fp32]
+//         [--peak-tflops X] [--out FILE] [--no-reference]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "libcore/app.h"
+#include "libcore/io/atomic_file.h"
+#include "libcore/memory.h"
+#include "libcore/train/options.h"
+#include "libcore/train/step.h"
+#include "tests/bench/reference.h"
+
+#ifndef TFM_BENCH_SOURCE_DIR
+#define TFM_BENCH_SOURCE_DIR "tests/bench"
+#endif
+
+using namespace tfm;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kSlow = 3;              // exit status under the target (1 is an error)
+constexpr double kTargetRatio = 2.0;  // tfm tokens/s over PyTorch tokens/s
+constexpr int64_t kWarmup = 4000;     // the schedule's, in both
+
+struct Options : bench::BenchOptions {
+  int64_t update_freq = 1;
+  std::string precision = "fp32";
+  double peak_tflops = 0;
+};
+
+struct TfmResult {
+  double steps_per_s = 0;
+  double tokens_per_s = 0;
+  double seconds = 0;
+  double gemm_share = -1;  // < 0: not measured
+  size_t memory = 0;       // peak resident (CPU) or planned (GPU) bytes
+};
+
+TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& batch,
+                  Device device, train::Precision precision) {
+  ModelLimits limits;
+  limits.max_tokens = std::max(batch.batch * batch.src_len, batch.batch * batch.tgt_len);
+  limits.max_len = std::max(batch.src_len, batch.tgt_len);
+  const DType dtype = precision == train::Precision::bf16   ? DType::bf16
+                      : precision == train::Precision::fp16 ? DType::f16
+                                                            : DType::f32;
+  Transformer model(config, limits, device, dtype);
+  std::printf("tfm: %s\n", model.memory_report().c_str());
+  std::fflush(stdout);
+  model.init(1);
+  Adam adam(model.optimizer_state().first, model.optimizer_state().second);
+  train::LossScaler scaler(precision == train::Precision::fp16);
+  if (device.is_cpu()) bench::GemmClock::install();
+
+  const std::vector<HostBatch> batches(static_cast<size_t>(o.update_freq), batch);
+  int64_t step = 0;
+  auto one_step = [&] {
+    train::StepConfig sc;
+    sc.step = ++step;
+    sc.lr = noam_learning_rate(sc.step, config.d_model, kWarmup);
+    sc.rng_counter = static_cast<uint32_t>((step - 1) * o.update_freq);
+    sc.tf32 = precision == train::Precision::tf32;
+    const train::StepResult r = train::train_step(model, adam, batches, sc, scaler);
+    TFM_REQUIRE(r.outcome == train::StepOutcome::applied, "step {} was skipped (loss {})", step,
+                r.sums.loss);
+  };
+  one_step();  // warm-up: first touch of planned memory, thread pools, kernel choice
+  model.stream().synchronize();
+
+  bench::GemmClock::nanoseconds = 0;
+  const auto start = Clock::now();
+  for (int i = 0; i < o.steps; ++i) one_step();
+  model.stream().synchronize();
+  TfmResult r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.steps_per_s = o.steps / r.seconds;
+  r.tokens_per_s = r.steps_per_s * static_cast<double>(batch.target_tokens * o.update_freq);
+  if (device.is_cpu()) r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  r.memory = device.is_cpu() ? static_cast<size_t>(usage.ru_maxrss) * 1024 : model.memory_bytes();
+  return r;
+}
+
+std::string num(double x, const char* format = "{:.2f}") {
+  return x > 0 ? fmt::format(fmt::runtime(format), x) : "-";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  o.out = "train.tsv";
+  o.script = TFM_BENCH_SOURCE_DIR "/model_pytorch.py";
+  CLI::App app{"Training-step benchmark: tfm's step with Adam against PyTorch's on the same machine."};
+  bench::add_bench_options(app, o);
+  app.add_option("--update-freq", o.update_freq, "Batches accumulated into one update (tfm only)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--precision", o.precision, "fp32, tf32, bf16 or fp16 (all but fp32: CUDA)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}))->capture_default_str();
+  app.add_option("--peak-tflops", o.peak_tflops, "The device's peak TFLOP/s, for the MFU column")
+      ->check(CLI::NonNegativeNumber);
+  int status = 0;
+  const int rc = run_program("train", app, argc, argv, o.common, [&] {
+    const Device device = select_device(parse_device(o.device));
+    train::TrainOptions precision_of;
+    precision_of.set("precision", o.precision);
+    const train::Precision precision = precision_of.precision;
+    TFM_REQUIRE(device.is_cuda() || precision == train::Precision::fp32,
+                "--precision {} needs a GPU; the CPU trains in fp32", o.precision);
+    const ModelConfig config = ModelConfig::preset(o.preset);
+    const HostBatch batch = bench::make_batch(o.tokens, o.src_len, o.tgt_len, config.vocab_size);
+    std::printf("%s model on %s (%d threads), %s, batch (B %lld, S %lld, T %lld) of %lld target "
+                "tokens, %lld a step, %d steps after 1 warm-up; dropout, gradient norm, Adam\n",
+                o.preset.c_str(), device.is_cpu() ? cpu_name().c_str() : device.str().c_str(),
+                cpu_threads(), o.precision.c_str(), static_cast<long long>(batch.batch),
+                static_cast<long long>(batch.src_len), static_cast<long long>(batch.tgt_len),
+                static_cast<long long>(batch.target_tokens),
+                static_cast<long long>(batch.target_tokens * o.update_freq), o.steps);
+    std::fflush(stdout);
+
+    const TfmResult mine = run_tfm(o, config, batch, device, precision);  // the model is freed here
+    bench::TorchResult ref;
+    if (!o.no_reference) {
+      TFM_REQUIRE(o.update_freq == 1 && precision == train::Precision::fp32,
+                  "the PyTorch reference runs fp32 steps of one batch: use --no-reference with "
+                  "--update-freq or --precision");
+      bench::TorchRun run;
+      run.python = o.python;
+      run.script = o.script;
+      run.preset = o.preset;
+      run.steps = o.steps;
+      run.adam = true;
+      run.warmup = kWarmup;
+      ref = bench::run_torch(run, config, batch, device);
+      std::printf("pytorch: torch %s, %d threads, %.2f M parameters\n", ref.version.c_str(),
+                  ref.threads, ref.params / 1e6);
+    }
+    const bool has_ref = ref.tokens_per_s > 0;
+    const double ratio = has_ref ? mine.tokens_per_s / ref.tokens_per_s : 0;
+    const bool ok = !has_ref || ratio >= kTargetRatio;
+    const double tflops = 6.0 * static_cast<double>(config.parameter_count()) * mine.tokens_per_s / 1e12;
+    const double mfu = o.peak_tflops > 0 ? tflops / o.peak_tflops : 0;
+
+    std::printf("\n%-7s %-7s %-9s %7s %9s %11s %9s %11s %6s %8s %5s %10s  %s\n", "preset", "device",
+                "precision", "tokens", "tfm st/s", "tfm tok/s", "torch st/s", "torch tok/s", "ratio",
+                "TFLOP/s", "MFU", "memory", "verdict");
+    const std::string verdict = !has_ref ? "no reference"
+                                : ok     ? fmt::format("ok (>= {:.1f}x)", kTargetRatio)
+                                         : fmt::format("SLOW (< {:.1f}x)", kTargetRatio);
+    std::printf("%-7s %-7s %-9s %7lld %9.3f %11.1f %9s %11s %6s %8.3f %5s %10s  %s\n",
+                o.preset.c_str(), device.str().c_str(), o.precision.c_str(),
+                static_cast<long long>(batch.target_tokens * o.update_freq), mine.steps_per_s,
+                mine.tokens_per_s, has_ref ? num(o.steps / ref.seconds, "{:.3f}").c_str() : "-",
+                has_ref ? num(ref.tokens_per_s, "{:.1f}").c_str() : "-",
+                has_ref ? fmt::format("{:.2f}x", ratio).c_str() : "-", tflops,
+                mfu > 0 ? fmt::format("{:.1f}%", 100 * mfu).c_str() : "-",
+                format_bytes(mine.memory).c_str(), verdict.c_str());
+    if (mine.gemm_share >= 0)
+      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%.3f s of %.3f s)\n",
+                  mine.gemm_share * 100, mine.gemm_share * mine.seconds, mine.seconds);
+    std::printf("\nwhole training steps; target tokens/s; ratio = tfm / PyTorch; memory: %s. "
+                "Written to %s\n",
+                device.is_cpu() ? "peak resident" : "planned on the device", o.out.c_str());
+
+    std::string tsv =
+        "preset\tdevice\tprecision\tB\tS\tT\ttarget_tokens\tupdate_freq\tsteps\tthreads\t"
+        "tfm_steps_per_s\ttfm_tokens_per_s\ttorch_steps_per_s\ttorch_tokens_per_s\tratio\t"
+        "target_ratio\ttflops\tmfu\tmemory_bytes\tgemm_share\tok\n";
+    tsv += fmt::format(
+        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.4f}\t{:.1f}\t{}\t{}\t{}\t{:.1f}\t{:.4f}\t{}\t{}\t{}\t{}\n",
+        o.preset, device.str(), o.precision, batch.batch, batch.src_len, batch.tgt_len,
+        batch.target_tokens, o.update_freq, o.steps, cpu_threads(), mine.steps_per_s,
+        mine.tokens_per_s, has_ref ? fmt::format("{:.4f}", o.steps / ref.seconds) : "",
+        has_ref ? fmt::format("{:.1f}", ref.tokens_per_s) : "",
+        has_ref ? fmt::format("{:.3f}", ratio) : "", kTargetRatio, tflops,
+        mfu > 0 ? fmt::format("{:.4f}", mfu) : "", mine.memory,
+        mine.gemm_share >= 0 ? fmt::format("{:.3f}", mine.gemm_share) : "",
+        has_ref ? (ok ? "1" : "0") : "");
+    io::write_file_atomic(o.out, tsv);
+    status = ok ? 0 : kSlow;
+  });
+  return rc != 0 ? rc : status;
+}

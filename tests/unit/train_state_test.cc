@@ -1,0 +1,133 @@
+// The training state in checkpoints (libcore/train/state.h) and the
+// checkpoint directory (libcore/train/checkpoint_dir.h): round trips that
+// lose nothing, and a clear error for what cannot be resumed.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "libcore/error.h"
+#include "libcore/io/checkpoint.h"
+#include "libcore/model/model_io.h"
+#include "libcore/train/checkpoint_dir.h"
+#include "libcore/train/state.h"
+#include "tests/support.h"
+
+using namespace tfm;
+using namespace tfm::train;
+using Catch::Contains;
+
+namespace {
+
+TrainState sample_state() {
+  TrainState s;
+  s.step = 1234;
+  s.micro_batches = 2470;
+  s.epoch = 7;
+  s.cursor = 3;
+  s.loss_scale = 8192;
+  s.loss_scale_streak = 17;
+  s.elapsed = 0.1 + 0.2;  // a double that only round-trips if printed exactly
+  s.tokens = 98765432;
+  s.bad_steps = 2;
+  s.consecutive_bad = 1;
+  s.overflow_steps = 5;
+  s.best_dev_nll = std::log(7.0);
+  s.best_step = 1000;
+  s.stale_validations = 2;
+  s.corpus = {"spm-0123456789abcdef", 29000, 377534, 361284, "00ff00ff00ff00ff"};
+  s.batches = 27;
+  s.options.set("update-freq", "2");
+  s.options.set("lr-scale", "0.3");
+  s.options.set("precision", "fp16");
+  return s;
+}
+
+bool same_bytes(const TensorView& a, const TensorView& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("the training state round-trips through its text exactly", "[train]") {
+  const TrainState s = sample_state();
+  CHECK(TrainState::parse(s.to_text(), "state") == s);
+  TrainState none = s;
+  none.best_dev_nll.reset();
+  CHECK(TrainState::parse(none.to_text(), "state") == none);
+
+  std::string newer = s.to_text();
+  newer.replace(newer.find("format = 1"), 10, "format = 2");
+  REQUIRE_THROWS_WITH(TrainState::parse(newer, "x"), Contains("training state format 2"));
+  REQUIRE_THROWS_WITH(TrainState::parse("step = 3\n", "x"), Contains("no format line"));
+  REQUIRE_THROWS_WITH(TrainState::parse("format = 1\nwhatever = 3\n", "x"),
+                      Contains("unknown training option 'whatever'"));
+  try {
+    TrainState::parse("format = 1\nstep = -4\n", "ck.bin");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("step must be in") != std::string::npos);
+    CHECK(e.where() == "ck.bin:2");
+  }
+}
+
+TEST_CASE("a training checkpoint restores parameters and Adam's moments bit for bit", "[train]") {
+  const test::TempDir dir;
+  const std::string path = dir.file("ck.bin");
+  ModelConfig c = ModelConfig::preset("tiny");
+  ModelLimits limits;
+  limits.max_tokens = 32;
+  limits.max_len = 8;
+  Transformer a(c, limits, Device::cpu());
+  a.init(5);
+  const auto [am, av] = a.optimizer_state();
+  copy(am, test::random(am.shape(), DType::f32, 6));
+  copy(av, test::random(av.shape(), DType::f32, 7, 0.0f, 1.0f));
+  const TrainState s = sample_state();
+  save_checkpoint(path, a, "spm bytes", s);
+
+  CHECK(read_state(path) == s);
+  Transformer b(c, limits, Device::cpu());
+  load_checkpoint(path, b);
+  const auto [bm, bv] = b.optimizer_state();
+  CHECK(same_bytes(a.params(), b.params()));
+  CHECK(same_bytes(am, bm));
+  CHECK(same_bytes(av, bv));
+  CHECK(io::read_checkpoint_tokenizer(path) == "spm bytes");
+  // The same file still loads as a plain model (tfm-decode's view of it).
+  CHECK(load_model(path, limits, Device::cpu())->config() == c);
+
+  // A model written without training state cannot be resumed.
+  save_model(dir.file("model.bin"), a, "spm bytes");
+  REQUIRE_THROWS_WITH(read_state(dir.file("model.bin")), Contains("holds no training state"));
+  // Moments of another model are refused.
+  ModelConfig other = c;
+  other.d_ff = 48;
+  Transformer wrong(other, limits, Device::cpu());
+  REQUIRE_THROWS_WITH(load_checkpoint(path, wrong), Contains("another configuration"));
+}
+
+TEST_CASE("the checkpoint directory keeps the newest and links the last", "[train]") {
+  const test::TempDir tmp;
+  const CheckpointDir dir(tmp.file("run/sub"));  // created with its parents
+  CHECK_FALSE(dir.has_last());
+  for (int64_t step : {10, 20, 30, 40}) {
+    std::FILE* f = std::fopen(dir.numbered(step).c_str(), "w");
+    REQUIRE(f);
+    std::fprintf(f, "%lld", static_cast<long long>(step));
+    std::fclose(f);
+    dir.commit(step, 2);
+  }
+  namespace fs = std::filesystem;
+  CHECK_FALSE(fs::exists(dir.numbered(10)));
+  CHECK_FALSE(fs::exists(dir.numbered(20)));
+  CHECK(fs::exists(dir.numbered(30)));
+  CHECK(fs::exists(dir.numbered(40)));
+  CHECK(dir.has_last());
+  CHECK(fs::equivalent(dir.last(), dir.numbered(40)));
+  CHECK(CheckpointDir::resume_path(tmp.file("run/sub")) == dir.last());
+  CHECK(CheckpointDir::resume_path(dir.numbered(30)) == dir.numbered(30));
+  REQUIRE_THROWS_WITH(CheckpointDir::resume_path(tmp.file("run")), Contains("no checkpoint_last.bin"));
+  REQUIRE_THROWS_WITH(CheckpointDir::resume_path(tmp.file("nope.bin")), Contains("no such file"));
+}
