@@ -20,6 +20,10 @@ using Catch::Contains;
 
 namespace {
 
+struct TokenPair {
+  std::vector<int32_t> src, tgt;
+};
+
 // Seeded pairs of ids in [4, vocab).
 std::vector<TokenPair> pairs(size_t n, int32_t vocab, uint64_t seed) {
   std::vector<TokenPair> out(n);
@@ -35,6 +39,12 @@ std::vector<TokenPair> pairs(size_t n, int32_t vocab, uint64_t seed) {
     for (auto& x : p.tgt) x = 4 + next(vocab - 4);
   }
   return out;
+}
+
+PairStore store_of(const std::vector<TokenPair>& ps, int64_t vocab) {
+  PairStore store(vocab);
+  for (const TokenPair& p : ps) store.add(p.src, p.tgt);
+  return store;
 }
 
 HostBatch batch_of(const std::vector<TokenPair>& ps, size_t first, size_t count) {
@@ -108,7 +118,7 @@ TEST_CASE("the batch order is a seeded permutation per epoch", "[train]") {
 TEST_CASE("batches from a corpus: every pair once, limits that cover them", "[train]") {
   const test::TempDir dir;
   const std::string path = dir.file("c.tfmb");
-  write_corpus(path, {"spm-0123456789abcdef", 40, 100, 40}, pairs(300, 40, 3));
+  write_corpus(path, {"spm-0123456789abcdef", 40, 100, 40}, store_of(pairs(300, 40, 3), 40));
   const BatchSource as_packed(path, 0);
   const BatchSource repacked(path, 20);
   CHECK(as_packed.max_tokens() == 40);
@@ -130,7 +140,7 @@ TEST_CASE("batches from a corpus: every pair once, limits that cover them", "[tr
   CHECK(as_packed.identity() == repacked.identity());
   auto other = pairs(300, 40, 3);
   other[17].tgt[0] = other[17].tgt[0] == 5 ? 6 : 5;
-  write_corpus(dir.file("d.tfmb"), {"spm-0123456789abcdef", 40, 100, 40}, other);
+  write_corpus(dir.file("d.tfmb"), {"spm-0123456789abcdef", 40, 100, 40}, store_of(other, 40));
   CHECK(BatchSource(dir.file("d.tfmb"), 0).identity().digest != as_packed.identity().digest);
 }
 
