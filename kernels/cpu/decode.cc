@@ -1,11 +1,13 @@
 // CPU decoding ops (ops.h, "decoding"): attention over gathered keys and the
 // top-k log-softmax. Every row is computed by one thread in a fixed order:
-// dot products in kLanes partial sums added by a fixed tree (vectorizable
-// without reassociating any one sum), the softmax's sum in double, the
-// weighted sum of values in key order. So a row's bits depend on nothing but
+// dot products and the log-softmax's sum of exponentials in kLanes partial
+// sums added by a fixed tree (vectorizable without reassociating any one
+// sum), the softmax's sum in double, the weighted sum of values in key
+// order; f32 exponentials of the log-softmax come from a vectorizable expf. So a row's bits depend on nothing but
 // its own inputs: not on the other rows, their number or the thread count.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -81,6 +83,85 @@ void attention_rows(const TensorView& q, const TensorView& keys, const TensorVie
   }
 }
 
+// Sixteen floats as one value (GCC vector extensions): one AVX-512
+// register, two AVX2 or four SSE2 ones, depending on the clone that runs.
+// Every lane does the same arithmetic in every clone, so all give the same
+// bits; target_clones picks the widest the CPU has at load time.
+typedef float F16 __attribute__((vector_size(64)));
+typedef int32_t I16 __attribute__((vector_size(64)));
+typedef double D8 __attribute__((vector_size(64)));
+#define TFM_WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+[[gnu::always_inline]] inline F16 load16(const float* p) {
+  F16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// exp(x) for x <= 0, lane by lane (Cephes' expf: x = n ln 2 + r, a degree-7
+// polynomial for e^r, 2^n from the exponent bits): within 2 ulp. Below -87
+// it gives exp(-87), nothing next to the row's largest term, 1.
+[[gnu::always_inline]] inline F16 exp_nonpositive(F16 x) {
+  const F16 lo = x * 0.0f - 87.0f;
+  x = x > lo ? x : lo;
+  const F16 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
+  F16 r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  const F16 z = r * r;
+  F16 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * z + r + 1.0f;
+  const I16 bits = (__builtin_convertvector(n, I16) + 127) << 23;
+  return p * reinterpret_cast<F16>(bits);
+}
+
+// sum_j exp(x[j] - mx): sixteen float lanes over blocks of 64 terms, each
+// block added into eight double lanes (lane l + 8 into l); the lanes meet in
+// a fixed tree. The tail is padded with lanes that count 0.
+TFM_WIDE_CLONES double sum_exp(const float* x, int64_t v, float mx) {
+  D8 acc = {};
+  for (int64_t j0 = 0; j0 < v; j0 += 64) {
+    F16 part = {};
+    for (int64_t j = j0; j < std::min(v, j0 + 64); j += 16) {
+      if (j + 16 <= v) {
+        part += exp_nonpositive(load16(x + j) - mx);
+        continue;
+      }
+      float tail[16] = {};
+      std::copy(x + j, x + v, tail);
+      F16 e = exp_nonpositive(load16(tail) - mx);
+      for (int64_t l = v - j; l < 16; ++l) e[l] = 0.0f;
+      part += e;
+    }
+    const D8 lo = {part[0], part[1], part[2], part[3], part[4], part[5], part[6], part[7]};
+    const D8 hi = {part[8], part[9], part[10], part[11], part[12], part[13], part[14], part[15]};
+    acc += lo + hi;
+  }
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+// The first j >= j0, in steps of 16, whose 16 values x[j, j + 16) hold one
+// above kth; v - v % 16 (or j0) when none does: the top-k's screen.
+TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float kth) {
+  for (; j0 + 16 <= v; j0 += 16) {
+    const I16 above = load16(x + j0) > kth;
+    I16 folded = above;
+    for (int l = 0; l < 16; ++l) folded[0] |= above[l];
+    if (folded[0]) return j0;
+  }
+  return j0;
+}
+
+// f64 (the tests' exact path): std::exp, summed in order.
+double sum_exp(const double* x, int64_t v, double mx) {
+  double sum = 0;
+  for (int64_t j = 0; j < v; ++j) sum += std::exp(x[j] - mx);
+  return sum;
+}
+
 // The k best of one row into (value, id) pairs, best first; ties: smaller id.
 template <typename T>
 void top_k(const T* x, int64_t v, int64_t k, std::vector<std::pair<T, int32_t>>& best) {
@@ -95,14 +176,24 @@ void top_k(const T* x, int64_t v, int64_t k, std::vector<std::pair<T, int32_t>>&
     return;
   }
   // Insertion into a sorted list; a later equal value has a larger id, so it
-  // enters only when strictly larger.
-  for (int64_t j = 0; j < v; ++j) {
-    const T xj = x[j];
-    if (static_cast<int64_t>(best.size()) == k && !(xj > best.back().first)) continue;
+  // enters only when strictly larger. Chunks with no value above the k-th
+  // are skipped after a vectorized comparison.
+  constexpr int64_t kChunk = 16;
+  auto insert = [&](T xj, int64_t j) {
     size_t pos = best.size();
     while (pos > 0 && xj > best[pos - 1].first) --pos;
     if (static_cast<int64_t>(best.size()) == k) best.pop_back();
     best.insert(best.begin() + static_cast<int64_t>(pos), {xj, static_cast<int32_t>(j)});
+  };
+  int64_t j0 = 0;
+  for (; j0 < v && static_cast<int64_t>(best.size()) < k; ++j0) insert(x[j0], j0);
+  for (; j0 < v; j0 += kChunk) {
+    if constexpr (std::is_same_v<T, float>) {
+      j0 = next_above(x, j0, v, best.back().first);
+      if (j0 >= v) break;
+    }
+    for (int64_t j = j0; j < std::min(v, j0 + kChunk); ++j)
+      if (x[j] > best.back().first) insert(x[j], j);
   }
 }
 
@@ -147,13 +238,9 @@ void log_softmax_topk(const TensorView& logits, const TensorView& values, const 
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < n; ++r) {
         const T* x = px + r * v;
-        T mx = x[0];
-        for (int64_t j = 1; j < v; ++j) mx = std::max(mx, x[j]);
-        double sum = 0;  // one exp per logit, in T, summed in double (as the loss)
-        for (int64_t j = 0; j < v; ++j) sum += static_cast<T>(std::exp(x[j] - mx));
-        const double row_lse = static_cast<double>(mx) + std::log(sum);
+        top_k(x, v, k, best);  // best[0] is the row's largest value
+        const double row_lse = static_cast<double>(best[0].first) + std::log(sum_exp(x, v, best[0].first));
         plse[r] = static_cast<T>(row_lse);
-        top_k(x, v, k, best);
         for (int64_t i = 0; i < k; ++i) {
           pvals[r * k + i] = static_cast<T>(best[static_cast<size_t>(i)].first - row_lse);
           pids[r * k + i] = best[static_cast<size_t>(i)].second;
