@@ -66,6 +66,7 @@ void decode(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tfm::prefer_sleeping_threads(argv);
   Options o;
   tfm::TranslateOptions& t = o.translate;
   CLI::App app{
