@@ -1,9 +1,9 @@
 // CPU decoding ops (ops.h, "decoding"): attention over gathered keys and the
 // top-k log-softmax. Every row is computed by one thread in a fixed order:
-// dot products and the log-softmax's sum of exponentials in kLanes partial
-// sums added by a fixed tree (vectorizable without reassociating any one
-// sum), the softmax's sum in double, the weighted sum of values in key
-// order; f32 exponentials of the log-softmax come from a vectorizable expf. So a row's bits depend on nothing but
+// dot products and sums of exponentials in lanes added by a fixed tree
+// (vectorizable without reassociating any one sum), the weighted sum of
+// values in key order; f32 exponentials from a vectorizable expf. f64 (for
+// tests) takes the plain scalar path. So a row's bits depend on nothing but
 // its own inputs: not on the other rows, their number or the thread count.
 #include <algorithm>
 #include <cmath>
@@ -13,6 +13,11 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/detail.h"
+
+// The 64-byte vector helpers below are always inlined into code compiled
+// for their width; GCC's note that their by-value ABI depends on AVX-512
+// concerns calls that never happen.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -29,58 +34,6 @@ T dot(const T* a, const T* b, int64_t k) {
     for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
   for (int l = 0; i < k; ++i, ++l) acc[l] += a[i] * b[i];
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
-
-template <typename T>
-void attention_rows(const TensorView& q, const TensorView& keys, const TensorView& values,
-                    const int32_t* index, const int32_t* lengths, const int32_t* groups,
-                    int64_t list_len, float scale, const TensorView& out, const TensorView& probs) {
-  const int64_t n = q.dim(0), nh = q.dim(1), k = q.dim(2), e = values.dim(2);
-  const T* pq = q.data_as<T>();
-  const T* pk = keys.data_as<T>();
-  const T* pv = values.data_as<T>();
-  T* po = out.data_as<T>();
-  T* pp = probs.empty() ? nullptr : probs.data_as<T>();
-  const T s = static_cast<T>(scale);
-  const int64_t work = n * nh * list_len * (k + e);
-#pragma omp parallel if (work > kParallelMin)
-  {
-    std::vector<T> w(static_cast<size_t>(list_len));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < n * nh; ++r) {
-      const int64_t row = r / nh, h = r % nh;
-      const int32_t g = groups[row];
-      const int32_t* idx = index + g * list_len;
-      const int64_t len = lengths[g];
-      T* o = po + r * e;
-      std::fill(o, o + e, T(0));
-      if (len > 0) {
-        const T* qr = pq + r * k;
-        T mx = -INFINITY;
-        for (int64_t j = 0; j < len; ++j) {
-          w[static_cast<size_t>(j)] = s * dot(qr, pk + (idx[j] * nh + h) * k, k);
-          mx = std::max(mx, w[static_cast<size_t>(j)]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < len; ++j) {
-          w[static_cast<size_t>(j)] = std::exp(w[static_cast<size_t>(j)] - mx);
-          sum += w[static_cast<size_t>(j)];
-        }
-        const T inv = static_cast<T>(1.0 / sum);
-        for (int64_t j = 0; j < len; ++j) {
-          const T p = w[static_cast<size_t>(j)] * inv;
-          w[static_cast<size_t>(j)] = p;
-          const T* vr = pv + (idx[j] * nh + h) * e;
-          for (int64_t c = 0; c < e; ++c) o[c] += p * vr[c];
-        }
-      }
-      if (pp) {
-        T* pr = pp + r * list_len;
-        std::copy(w.begin(), w.begin() + len, pr);
-        std::fill(pr + len, pr + list_len, T(0));
-      }
-    }
-  }
 }
 
 // Sixteen floats as one value (GCC vector extensions): one AVX-512
@@ -118,6 +71,129 @@ typedef double D8 __attribute__((vector_size(64)));
   return p * reinterpret_cast<F16>(bits);
 }
 
+// a[0] + ... + a[15] by a fixed tree: halves folded onto each other.
+[[gnu::always_inline]] inline float fold16(F16 a) {
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] += a[l + w];
+  return a[0];
+}
+
+// One (row, head) of attention_gather in f32: scores into w (len), their
+// softmax, the weighted values into o (e, zeroed). Dot products in sixteen
+// lanes when K allows, exponentials as the top-k's, the softmax's sum in
+// double over sixteen float lanes.
+TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float* values,
+                                const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
+                                int64_t e, float scale, float* w, float* o) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < len; ++j) {
+    const float* kr = keys + (idx[j] * nh + h) * k;
+    float d;
+    if (k % 16 == 0) {
+      F16 acc = {};
+      for (int64_t c = 0; c < k; c += 16) acc += load16(qr + c) * load16(kr + c);
+      d = fold16(acc);
+    } else {
+      d = dot(qr, kr, k);
+    }
+    w[j] = scale * d;
+    mx = std::max(mx, w[j]);
+  }
+  F16 part = {};
+  for (int64_t j0 = 0; j0 < len; j0 += 16) {
+    float block[16];
+    const int64_t n = std::min<int64_t>(16, len - j0);
+    std::fill(std::copy(w + j0, w + j0 + n, block), block + 16, mx);
+    F16 x = exp_nonpositive(load16(block) - mx);
+    for (int64_t l = n; l < 16; ++l) x[l] = 0.0f;
+    std::memcpy(block, &x, sizeof block);
+    std::copy(block, block + n, w + j0);
+    part += x;
+  }
+  double sum = 0;
+  for (int l = 0; l < 16; ++l) sum += part[l];
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < len; ++j) {
+    const float p = w[j] * inv;
+    w[j] = p;
+    const float* vr = values + (idx[j] * nh + h) * e;
+    for (int64_t c = 0; c < e; ++c) o[c] += p * vr[c];
+  }
+}
+
+// The same in f64 (tests): scalar, std::exp, sums in order.
+void attend_f64(const double* qr, const double* keys, const double* values, const int32_t* idx,
+                int64_t len, int64_t nh, int64_t h, int64_t k, int64_t e, double scale, double* w,
+                double* o) {
+  double mx = -INFINITY, sum = 0;
+  for (int64_t j = 0; j < len; ++j) {
+    w[j] = scale * dot(qr, keys + (idx[j] * nh + h) * k, k);
+    mx = std::max(mx, w[j]);
+  }
+  for (int64_t j = 0; j < len; ++j) sum += (w[j] = std::exp(w[j] - mx));
+  for (int64_t j = 0; j < len; ++j) {
+    w[j] /= sum;
+    const double* vr = values + (idx[j] * nh + h) * e;
+    for (int64_t c = 0; c < e; ++c) o[c] += w[j] * vr[c];
+  }
+}
+
+inline void attend(const float* qr, const float* keys, const float* values, const int32_t* idx,
+                   int64_t len, int64_t nh, int64_t h, int64_t k, int64_t e, float scale, float* w,
+                   float* o) {
+  attend_f32(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+}
+inline void attend(const double* qr, const double* keys, const double* values, const int32_t* idx,
+                   int64_t len, int64_t nh, int64_t h, int64_t k, int64_t e, double scale, double* w,
+                   double* o) {
+  attend_f64(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+}
+
+template <typename T>
+void attention_rows(const TensorView& q, const TensorView& keys, const TensorView& values,
+                    const int32_t* index, const int32_t* lengths, const int32_t* groups,
+                    int64_t list_len, float scale, const TensorView& out, const TensorView& probs) {
+  const int64_t n = q.dim(0), nh = q.dim(1), k = q.dim(2), e = values.dim(2);
+  const T* pq = q.data_as<T>();
+  const T* pk = keys.data_as<T>();
+  const T* pv = values.data_as<T>();
+  T* po = out.data_as<T>();
+  T* pp = probs.empty() ? nullptr : probs.data_as<T>();
+  const T s = static_cast<T>(scale);
+  const int64_t work = n * nh * list_len * (k + e);
+#pragma omp parallel if (work > kParallelMin)
+  {
+    std::vector<T> w(static_cast<size_t>(list_len));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n * nh; ++r) {
+      const int64_t row = r / nh, h = r % nh;
+      const int32_t g = groups[row];
+      const int32_t* idx = index + g * list_len;
+      const int64_t len = lengths[g];
+      T* o = po + r * e;
+      std::fill(o, o + e, T(0));
+      if (len > 0) attend(pq + r * k, pk, pv, idx, len, nh, h, k, e, s, w.data(), o);
+      if (pp) {
+        T* pr = pp + r * list_len;
+        std::copy(w.begin(), w.begin() + len, pr);
+        std::fill(pr + len, pr + list_len, T(0));
+      }
+    }
+  }
+}
+
+// The first j >= j0, in steps of 16, whose 16 values x[j, j + 16) hold one
+// above kth; v - v % 16 (or j0) when none does: the top-k's screen.
+TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float kth) {
+  for (; j0 + 16 <= v; j0 += 16) {
+    const I16 above = load16(x + j0) > kth;
+    I16 folded = above;
+    for (int l = 0; l < 16; ++l) folded[0] |= above[l];
+    if (folded[0]) return j0;
+  }
+  return j0;
+}
+
 // sum_j exp(x[j] - mx): sixteen float lanes over blocks of 64 terms, each
 // block added into eight double lanes (lane l + 8 into l); the lanes meet in
 // a fixed tree. The tail is padded with lanes that count 0.
@@ -141,18 +217,6 @@ TFM_WIDE_CLONES double sum_exp(const float* x, int64_t v, float mx) {
     acc += lo + hi;
   }
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
-
-// The first j >= j0, in steps of 16, whose 16 values x[j, j + 16) hold one
-// above kth; v - v % 16 (or j0) when none does: the top-k's screen.
-TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float kth) {
-  for (; j0 + 16 <= v; j0 += 16) {
-    const I16 above = load16(x + j0) > kth;
-    I16 folded = above;
-    for (int l = 0; l < 16; ++l) folded[0] |= above[l];
-    if (folded[0]) return j0;
-  }
-  return j0;
 }
 
 // f64 (the tests' exact path): std::exp, summed in order.
