@@ -58,6 +58,9 @@ void require_close(std::initializer_list<Check> checks);
 // A CPU i32 tensor (ids, lengths, targets) holding `values`.
 Tensor i32(const std::vector<int>& values);
 
+// `count` integers uniform in [0, below), from a seeded LCG (index tables).
+std::vector<int> random_ints(int64_t count, int64_t below, uint64_t seed);
+
 // A fresh directory under /tmp, removed with everything in it.
 class TempDir {
  public:

@@ -182,6 +182,29 @@ TensorView IncrementalDecoder::sublayer_end(NormIds norm, const TensorView& resi
   return gemm_view(out_id, rows, c.d_model);
 }
 
+// The feed-forward sub-layer of a block whose input is x; the block's
+// output goes to x (the buffer), for the next block.
+TensorView IncrementalDecoder::feed_forward(FfnIds w, NormIds norm, const TensorView& x, int64_t rows) {
+  const Ids& i = *ids_;
+  const ModelConfig& c = model_.config();
+  const model::Blocks m{model_.stream(), c, model_.layout(), model_.weights(), {}, {}};
+  const TensorView in = sublayer_input(norm, x, rows);
+  model::linear_forward(m, in, w.fc1, gemm_view(i.f, rows, c.d_ff), /*relu=*/true);
+  model::linear_forward(m, gemm_view(i.f, rows, c.d_ff), w.fc2, gemm_view(i.s, rows, c.d_model));
+  return sublayer_end(norm, x, i.s, i.x, rows);
+}
+
+// Pre-norm stacks end in a layer norm: LayerNorm(y) into y_a.
+TensorView IncrementalDecoder::final_norm(NormIds norm, const TensorView& y, int64_t rows) {
+  const Ids& i = *ids_;
+  const int64_t D = model_.config().d_model;
+  ops::layernorm_forward(prefix(y, {rows, D}), model_.param(norm.gamma), model_.param(norm.beta),
+                         model_.config().layer_norm_eps, prefix(view(i.y_a), {rows, D}),
+                         prefix(view(i.mean), {rows}), prefix(view(i.rstd), {rows}),
+                         model_.stream());
+  return gemm_view(i.y_a, rows, D);
+}
+
 void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources, int64_t rows,
                                int64_t steps) {
   const int64_t B = static_cast<int64_t>(sources.size());
@@ -262,18 +285,9 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
                           prefix(view(i.ctx), {M, H, c.d_v}), {}, st);
     model::linear_forward(m, gemm_view(i.ctx, M, H * c.d_v), w.self_attn.out, gemm_view(i.s, M, D));
     const TensorView y_a = sublayer_end(w.self_attn_norm, y, i.s, i.y_a, M);
-    in = sublayer_input(w.ffn_norm, y_a, M);
-    model::linear_forward(m, in, w.ffn.fc1, gemm_view(i.f, M, c.d_ff), /*relu=*/true);
-    model::linear_forward(m, gemm_view(i.f, M, c.d_ff), w.ffn.fc2, gemm_view(i.s, M, D));
-    y = sublayer_end(w.ffn_norm, y_a, i.s, i.x, M);
+    y = feed_forward(w.ffn, w.ffn_norm, y_a, M);
   }
-  if (c.pre_norm) {
-    ops::layernorm_forward(prefix(y, {M, D}), model_.param(L.encoder_norm.gamma),
-                           model_.param(L.encoder_norm.beta), c.layer_norm_eps,
-                           prefix(view(i.y_a), {M, D}), prefix(view(i.mean), {M}),
-                           prefix(view(i.rstd), {M}), st);
-    y = gemm_view(i.y_a, M, D);
-  }
+  if (c.pre_norm) y = final_norm(L.encoder_norm, y, M);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     const AttentionIds& w = L.decoder[static_cast<size_t>(layer)].cross_attn;
     model::linear_forward(m, y, w.k, gemm_view(i.cross_k[static_cast<size_t>(layer)], M, H * c.d_k));
@@ -368,18 +382,9 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
     model::linear_forward(m, gemm_view(i.ctx, N, HE), w.cross_attn.out, gemm_view(i.s, N, D));
     const TensorView y_b = sublayer_end(w.cross_attn_norm, y_a, i.s, i.y_b, N);
 
-    in = sublayer_input(w.ffn_norm, y_b, N);
-    model::linear_forward(m, in, w.ffn.fc1, gemm_view(i.f, N, c.d_ff), /*relu=*/true);
-    model::linear_forward(m, gemm_view(i.f, N, c.d_ff), w.ffn.fc2, gemm_view(i.s, N, D));
-    y = sublayer_end(w.ffn_norm, y_b, i.s, i.x, N);
+    y = feed_forward(w.ffn, w.ffn_norm, y_b, N);
   }
-  if (c.pre_norm) {
-    ops::layernorm_forward(prefix(y, {N, D}), model_.param(L.decoder_norm.gamma),
-                           model_.param(L.decoder_norm.beta), c.layer_norm_eps,
-                           prefix(view(i.y_a), {N, D}), prefix(view(i.mean), {N}),
-                           prefix(view(i.rstd), {N}), st);
-    y = gemm_view(i.y_a, N, D);
-  }
+  if (c.pre_norm) y = final_norm(L.decoder_norm, y, N);
   ops::GemmOptions tb;
   tb.trans_b = true;
   ops::gemm(y, model_.weight(L.tgt_embed), gemm_view(i.logits, N, c.vocab_size), tb, st);

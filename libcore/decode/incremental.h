@@ -94,6 +94,8 @@ class IncrementalDecoder {
   void encode(const std::vector<std::vector<int32_t>>& sources);
   TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, int64_t rows);
   TensorView sublayer_input(NormIds norm, const TensorView& x, int64_t rows);
+  TensorView final_norm(NormIds norm, const TensorView& y, int64_t rows);
+  TensorView feed_forward(FfnIds w, NormIds norm, const TensorView& x, int64_t rows);
 
   Transformer& model_;
   DecoderLimits limits_;

@@ -13,19 +13,6 @@
 
 using namespace tfm;
 
-namespace {
-
-std::vector<int> random_index(int64_t count, int64_t pool, uint64_t seed) {
-  std::vector<int> index(static_cast<size_t>(count));
-  for (int& i : index) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    i = static_cast<int>((seed >> 33) % static_cast<uint64_t>(pool));
-  }
-  return index;
-}
-
-}  // namespace
-
 TEST_CASE("cuda attention_gather matches the cpu", "[decode]") {
   const Device gpu = Device::cuda(0);
   Stream cuda(gpu), cpu(Device::cpu());
@@ -43,7 +30,7 @@ TEST_CASE("cuda attention_gather matches the cpu", "[decode]") {
       Tensor q = test::random({c.n, c.h, c.k}, dtype, ++seed);
       Tensor keys = test::random({c.pool, c.h, c.k}, dtype, ++seed);
       Tensor values = test::random({c.pool, c.h, c.e}, dtype, ++seed);
-      const std::vector<int> index = random_index(G * c.list, c.pool, ++seed);
+      const std::vector<int> index = test::random_ints(G * c.list, c.pool, ++seed);
       Tensor idx = test::from_f64(std::vector<double>(index.begin(), index.end()), {G, c.list}, DType::i32);
       Tensor lengths = test::i32(c.lengths), groups = test::i32(c.groups);
       // Device copies live until the stream is done with them.
@@ -94,24 +81,14 @@ TEST_CASE("cuda log_softmax_topk matches the cpu", "[decode]") {
 
 TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[decode]") {
   ModelConfig c = ModelConfig::preset("tiny");
-  c.vocab_size = 97;
-  c.d_model = 48;
-  c.d_ff = 80;
-  c.heads = 3;
-  c.d_k = 20;
-  c.d_v = 12;
+  c.parse("vocab_size = 97\nd_model = 48\nd_ff = 80\nheads = 3\nd_k = 20\nd_v = 12");  // row B's shapes
   ModelLimits limits;
   limits.inference = true;
   Transformer cpu(c, limits, Device::cpu()), gpu(c, limits, Device::cuda(0));
   cpu.init(8);
   gpu.init(8);
   const std::vector<std::vector<int32_t>> sources = {{5, 6, 7}, {8, 9, 10, 11, 12}};
-  DecoderLimits dl;
-  dl.sentences = 2;
-  dl.src_len = 5;
-  dl.src_tokens = 10;
-  dl.rows = 4;
-  dl.steps = 8;
+  DecoderLimits dl{.sentences = 2, .src_tokens = 10, .src_len = 5, .rows = 4, .steps = 8};
   IncrementalDecoder dc(cpu, dl), dg(gpu, dl);
   dc.start(sources, 4, 8);
   dg.start(sources, 4, 8);

@@ -56,15 +56,6 @@ GatherRef gather_reference(const GatherCase& g, const std::vector<double>& q,
   return ref;
 }
 
-std::vector<int> random_index(int64_t groups, int64_t list, int64_t pool, uint64_t seed) {
-  std::vector<int> index(static_cast<size_t>(groups * list));
-  for (int& i : index) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    i = static_cast<int>((seed >> 33) % static_cast<uint64_t>(pool));
-  }
-  return index;
-}
-
 }  // namespace
 
 TEST_CASE("attention_gather matches float64", "[decode]") {
@@ -81,7 +72,7 @@ TEST_CASE("attention_gather matches float64", "[decode]") {
       Tensor q = test::random({g.n, g.h, g.k}, dtype, ++seed);
       Tensor keys = test::random({g.pool, g.h, g.k}, dtype, ++seed);
       Tensor values = test::random({g.pool, g.h, g.e}, dtype, ++seed);
-      const std::vector<int> index = random_index(G, g.list, g.pool, ++seed);
+      const std::vector<int> index = test::random_ints(G * g.list, g.pool, ++seed);
       Tensor idx = test::from_f64(std::vector<double>(index.begin(), index.end()), {G, g.list}, DType::i32);
       Tensor out = test::random({g.n, g.h, g.e}, dtype, ++seed);  // written, not accumulated
       Tensor probs = test::random({g.n, g.h, g.list}, dtype, ++seed);

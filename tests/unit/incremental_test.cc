@@ -18,13 +18,7 @@ namespace {
 // Small odd shapes; d_k and d_v apart from d_model / heads (Table 3 row B).
 ModelConfig variant(int which) {
   ModelConfig c = ModelConfig::preset("tiny");
-  c.vocab_size = 29;
-  c.d_model = 16;
-  c.d_ff = 24;
-  c.heads = 2;
-  c.d_k = 6;
-  c.d_v = 5;
-  c.max_positions = 24;
+  c.parse("vocab_size = 29\nd_model = 16\nd_ff = 24\nheads = 2\nd_k = 6\nd_v = 5\nmax_positions = 24");
   c.pre_norm = which == 1;
   c.learned_positions = which == 2;
   c.share_embeddings = which != 3;
@@ -68,13 +62,7 @@ TEST_CASE("the incremental decoder gives the full forward pass's log-probabiliti
     const ModelConfig c = variant(which);
     Transformer model(c, limits, Device::cpu(), DType::f64);
     model.init(11);
-    DecoderLimits dl;
-    dl.sentences = 3;
-    dl.src_tokens = 15;
-    dl.src_len = 5;
-    dl.rows = 4;
-    dl.steps = 6;
-    IncrementalDecoder dec(model, dl);
+    IncrementalDecoder dec(model, {.sentences = 3, .src_tokens = 15, .src_len = 5, .rows = 4, .steps = 6});
     dec.start(sources, 4, 6);
 
     // Rows per step: {sentence, parent}; tokens come from a fixed stream.
@@ -119,14 +107,7 @@ TEST_CASE("the decoder's top-k and eos log-probabilities agree with its full log
   const ModelConfig c = variant(0);
   Transformer model(c, limits, Device::cpu());
   model.init(4);
-  DecoderLimits dl;
-  dl.sentences = 2;
-  dl.src_tokens = 8;
-  dl.src_len = 4;
-  dl.rows = 2;
-  dl.steps = 3;
-  dl.top_k = 5;
-  IncrementalDecoder dec(model, dl);
+  IncrementalDecoder dec(model, {.sentences = 2, .src_tokens = 8, .src_len = 4, .rows = 2, .steps = 3, .top_k = 5});
   dec.start({{5, 6, 7, 8}, {9}}, 2, 3);
   dec.step({{0, 0, kBosId}, {1, 0, kBosId}});
   std::vector<double> values;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 
 #include "libcore/decode/search.h"
@@ -20,14 +21,18 @@ namespace {
 
 ModelConfig small_config(int64_t vocab) {
   ModelConfig c = ModelConfig::preset("tiny");
-  c.vocab_size = vocab;
-  c.d_model = 16;
-  c.d_ff = 32;
-  c.heads = 2;
-  c.d_k = 8;
-  c.d_v = 8;
-  c.max_positions = 64;
+  c.parse(fmt::format("vocab_size = {}\nd_model = 16\nd_ff = 32\nheads = 2\nd_k = 8\nd_v = 8\n"
+                      "max_positions = 64", vocab));
   return c;
+}
+
+// A random f32 model planned for inference only.
+std::unique_ptr<Transformer> inference_model(int64_t vocab, uint64_t seed) {
+  ModelLimits limits;
+  limits.inference = true;
+  auto model = std::make_unique<Transformer>(small_config(vocab), limits, Device::cpu());
+  model->init(seed);
+  return model;
 }
 
 // A decoder planned for `batch` searched with `o`.
@@ -151,11 +156,9 @@ TEST_CASE("beam search with a beam of V^length equals exhaustive search", "[sear
 }
 
 TEST_CASE("beam search with a beam of 1 is greedy search", "[search]") {
-  const ModelConfig c = small_config(29);
-  ModelLimits ml;
-  ml.inference = true;
-  Transformer model(c, ml, Device::cpu());
-  model.init(5);
+  const auto owned = inference_model(29, 5);
+  Transformer& model = *owned;
+  const ModelConfig& c = model.config();
   const std::vector<SearchRequest> batch = random_requests(9, c.vocab_size, 6, 77);
   for (const LengthPenalty form : {LengthPenalty::gnmt, LengthPenalty::plain}) {
     BeamSearchOptions o;
@@ -186,25 +189,17 @@ TEST_CASE("beam search with a beam of 1 is greedy search", "[search]") {
 }
 
 TEST_CASE("n-best lists are sorted and distinct, and the bound stops with the same n-best", "[search]") {
-  const ModelConfig c = small_config(11);
-  ModelLimits ml;
-  ml.inference = true;
-  Transformer model(c, ml, Device::cpu());
-  model.init(8);
-  const std::vector<SearchRequest> batch = random_requests(12, c.vocab_size, 4, 5);
-  for (const LengthPenalty form : {LengthPenalty::gnmt, LengthPenalty::plain}) {
-    BeamSearchOptions o;
-    o.beam_size = 5;
-    o.n_best = 3;
-    o.alpha = form == LengthPenalty::gnmt ? 0.6 : 1.0;
-    o.length_penalty = form;
-    o.early_stopping = EarlyStopping::bound;
-    const auto bound = search(model, batch, o);
+  const auto model = inference_model(11, 8);
+  const std::vector<SearchRequest> batch = random_requests(12, 11, 4, 5);
+  const std::pair<LengthPenalty, double> forms[] = {{LengthPenalty::gnmt, 0.6}, {LengthPenalty::plain, 1.0}};
+  for (const auto& [form, alpha] : forms) {
+    BeamSearchOptions o{.beam_size = 5, .alpha = alpha, .length_penalty = form, .n_best = 3};
+    const auto bound = search(*model, batch, o);
     o.early_stopping = EarlyStopping::never;
-    const auto never = search(model, batch, o);
+    const auto never = search(*model, batch, o);
     o.early_stopping = EarlyStopping::beam;
     o.n_best = 5;
-    const auto beam = search(model, batch, o);
+    const auto beam = search(*model, batch, o);
     for (size_t s = 0; s < batch.size(); ++s) {
       INFO("sentence " << s);
       REQUIRE(bound[s].size() == 3);
@@ -231,11 +226,9 @@ TEST_CASE("n-best lists are sorted and distinct, and the bound stops with the sa
 }
 
 TEST_CASE("beam search keeps cross-attention weights and honours forced lengths", "[search]") {
-  const ModelConfig c = small_config(13);
-  ModelLimits ml;
-  ml.inference = true;
-  Transformer model(c, ml, Device::cpu());
-  model.init(2);
+  const auto owned = inference_model(13, 2);
+  Transformer& model = *owned;
+  const ModelConfig& c = model.config();
   std::vector<SearchRequest> batch = random_requests(4, c.vocab_size, 3, 9);
   for (SearchRequest& r : batch) r.min_len = r.max_len = static_cast<int64_t>(r.source.size()) + 1;
   for (const bool heads : {false, true}) {
@@ -260,31 +253,27 @@ TEST_CASE("beam search keeps cross-attention weights and honours forced lengths"
 }
 
 TEST_CASE("a model trained to copy decodes its inputs, through a checkpoint", "[search]") {
-  ModelConfig c = ModelConfig::preset("tiny");
-  c.vocab_size = 16;
-  c.dropout = 0.0f;
-  ModelLimits limits;
-  limits.max_tokens = 128;
-  limits.max_len = 12;
-  Transformer model(c, limits, Device::cpu());
-  model.init(3);
-  const auto [m, v] = model.optimizer_state();
-  Adam adam(m, v);
-  std::vector<SearchRequest> batch = random_requests(16, c.vocab_size, 5, 42);
-  std::vector<std::vector<int32_t>> src;
-  for (const SearchRequest& r : batch) src.push_back(r.source);
-  const HostBatch hb = HostBatch::from_pairs(src, src);
-  for (int step = 1; step <= 150; ++step) {
-    model.zero_grads();
-    TrainStep ts;
-    ts.rng_step = static_cast<uint32_t>(step);
-    ts.grad_scale = 1.0f / static_cast<float>(hb.target_tokens);
-    model.forward_backward(hb, ts);
-    adam.step(model.params(), model.grads(), noam_learning_rate(step, c.d_model, 30), step,
-              clip_factor(gradient_norm(model.grads(), model.stream()), 1.0), model.stream());
-  }
+  const std::vector<SearchRequest> batch = random_requests(16, 16, 5, 42);
   const test::TempDir dir;
-  save_model(dir.file("copy.bin"), model);
+  {
+    ModelConfig c = ModelConfig::preset("tiny");
+    c.parse("vocab_size = 16\ndropout = 0");
+    Transformer model(c, {.max_tokens = 128, .max_len = 12}, Device::cpu());
+    model.init(3);
+    Adam adam(model.optimizer_state().first, model.optimizer_state().second);
+    std::vector<std::vector<int32_t>> copy;
+    for (const SearchRequest& r : batch) copy.push_back(r.source);
+    const HostBatch pairs = HostBatch::from_pairs(copy, copy);
+    const float per_token = 1.0f / static_cast<float>(pairs.target_tokens);
+    for (uint32_t step = 1; step <= 150; ++step) {  // the paper's Adam, a short warm-up
+      model.zero_grads();
+      model.forward_backward(pairs, {.rng_step = step, .grad_scale = per_token});
+      const float clip = clip_factor(gradient_norm(model.grads(), model.stream()), 1.0);
+      adam.step(model.params(), model.grads(), noam_learning_rate(step, c.d_model, 30), step, clip,
+                model.stream());
+    }
+    save_model(dir.file("copy.bin"), model);
+  }
   ModelLimits inference;
   inference.inference = true;
   auto loaded = load_model(dir.file("copy.bin"), inference, Device::cpu());
