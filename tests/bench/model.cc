@@ -11,7 +11,6 @@
 //
 //   model [--preset base] [--tokens 4000] [--src-len 25] [--tgt-len 25]
 //         [--steps 5] [--device cpu] [--out FILE] [--no-reference]
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 #include "libcore/app.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/model/transformer.h"
+#include "tests/bench/reference.h"
 
 #ifndef TFM_BENCH_SOURCE_DIR
 #define TFM_BENCH_SOURCE_DIR "tests/bench"
@@ -42,8 +42,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kSlow = 3;
 // tfm tokens/s over PyTorch tokens/s that counts as ok.
 constexpr double kTargetRatio = 2.0;
-// The reference's exit status when torch cannot be imported.
-constexpr int kNoTorch = 4;
 
 struct Options {
   CommonOptions common;
@@ -186,30 +184,13 @@ TorchResult run_reference(const Options& o, const ModelConfig& config, const Hos
       config.heads, config.dropout, config.label_smoothing, config.pre_norm ? " --pre-norm" : "",
       o.steps, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu",
       join_lengths(batch.src_lengths), join_lengths(batch.tgt_lengths));
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) fail("cannot start {}", o.python);
+  const std::string result = bench::run_reference(cmd, o.python);
   TorchResult r;
-  bool found = false;
-  std::string no_torch;
-  char line[1024];
-  while (std::fgets(line, sizeof line, pipe)) {
-    std::string text(line);
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    if (text.rfind("NO_TORCH ", 0) == 0) no_torch = text.substr(9);
-    char version[128] = {0};
-    if (std::sscanf(line, "RESULT tokens_per_s=%lf %*s %*s %*s params=%lld threads=%d torch=%127s",
-                    &r.tokens_per_s, &r.params, &r.threads, version) == 4) {
-      r.version = version;
-      found = true;
-    }
-  }
-  const int status = pclose(pipe);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == kNoTorch || !no_torch.empty())
-    fail("PyTorch cannot be imported by {} ({}); --no-reference times tfm alone", o.python,
-         no_torch.empty() ? "no reason given" : no_torch);
-  if (code != 0 || !found || !(r.tokens_per_s > 0))
-    fail("the PyTorch reference failed (exit status {}): {}", code, cmd.substr(0, 200));
+  char version[128] = {0};
+  if (std::sscanf(result.c_str(), "tokens_per_s=%lf %*s %*s %*s params=%lld threads=%d torch=%127s",
+                  &r.tokens_per_s, &r.params, &r.threads, version) != 4 || !(r.tokens_per_s > 0))
+    fail("the PyTorch reference printed an unexpected result: {}", result);
+  r.version = version;
   return r;
 }
 
