@@ -107,9 +107,9 @@ int main(int argc, char** argv) {
                "With --attention: every head instead of their mean")->group(output);
   auto* batching = "Batching and limits";
   app.add_option("--max-tokens", t.max_tokens, "Source tokens of a batch, padding counted")
-      ->default_val(4096)->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group(batching);
+      ->default_val(8192)->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group(batching);
   app.add_option("--batch-size", t.batch_size, "Sentences of a batch; 1 answers each line at once")
-      ->default_val(128)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
+      ->default_val(256)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
   app.add_option("--max-input-len", t.max_input_len, "Longer lines are an error (FILE:LINE)")
       ->default_val(1024)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
   app.add_flag("--truncate", t.truncate, "Cut longer lines to --max-input-len, with a warning")

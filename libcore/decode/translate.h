@@ -35,8 +35,8 @@ struct TranslateOptions {
   BeamSearchOptions search;
   double max_len_a = 1.0;        // output tokens at most a * |x| + b (eos not counted)
   double max_len_b = 50.0;
-  int64_t max_tokens = 4096;     // source tokens of a batch, padding included
-  int64_t batch_size = 128;      // sentences of a batch
+  int64_t max_tokens = 8192;     // source tokens of a batch, padding included
+  int64_t batch_size = 256;      // sentences of a batch
   int64_t max_input_len = 1024;  // tokens of a line; longer lines are an error ...
   bool truncate = false;         // ... or cut to it with a warning
   bool ids = false;              // read and write ids instead of pieces

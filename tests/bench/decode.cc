@@ -62,7 +62,7 @@ constexpr int64_t kSpmVocab = 32000;
 struct Options {
   CommonOptions common;
   std::string preset = "base", device = "cpu", precision = "fp32";
-  int64_t sentences = 0, beam = 4, max_tokens = 4096, batch_size = 128, invariance = 0;
+  int64_t sentences = 0, beam = 4, max_tokens = 8192, batch_size = 256, invariance = 0;
   std::string data = TFM_BENCH_SOURCE_DIR "/../../../shared/data";
   std::string spm = "decode.spm.model";
   std::string out = "decode.tsv";
