@@ -67,6 +67,13 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
                             float grad_scale, const TensorView& sums);
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
                const TensorView& v, const AdamOptions& options);
+void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
+                      const TensorView& index, const TensorView& lengths,
+                      const TensorView& groups, float scale, const TensorView& out,
+                      const TensorView& probs);
+void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
+                      const TensorView& lse);
+int64_t gemm_invariant_rows(int64_t n, int64_t k);
 }  // namespace tfm::ops::cpu
 
 namespace tfm::ops::cuda {
@@ -127,4 +134,10 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
                             float grad_scale, const TensorView& sums, const Stream& stream);
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
                const TensorView& v, const AdamOptions& options, const Stream& stream);
+void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
+                      const TensorView& index, const TensorView& lengths,
+                      const TensorView& groups, float scale, const TensorView& out,
+                      const TensorView& probs, const Stream& stream);
+void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
+                      const TensorView& lse, const Stream& stream);
 }  // namespace tfm::ops::cuda

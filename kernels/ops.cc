@@ -592,6 +592,75 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
   }
 }
 
+// ------------------------------------------------------------------ decoding
+
+void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
+                      const TensorView& index, const TensorView& lengths,
+                      const TensorView& groups, float scale, const TensorView& out,
+                      const TensorView& probs, const Stream& stream) {
+  const char* op = "attention_gather";
+  require_device(op, stream, {{"q", &q}, {"keys", &keys}, {"values", &values}, {"index", &index},
+                              {"lengths", &lengths}, {"groups", &groups}, {"out", &out}});
+  require_float(op, q, "q");
+  TFM_REQUIRE(q.rank() == 3, "{}: q is {} but must be (N, H, K)", op, q.str());
+  const int64_t n = q.dim(0), h = q.dim(1), k = q.dim(2);
+  TFM_REQUIRE(keys.rank() == 3 && keys.dim(1) == h && keys.dim(2) == k,
+              "{}: keys is {} but must be (P, {}, {}) to match q", op, keys.str(), h, k);
+  TFM_REQUIRE(values.rank() == 3 && values.dim(0) == keys.dim(0) && values.dim(1) == h,
+              "{}: values is {} but must be ({}, {}, E) to match keys", op, values.str(),
+              keys.dim(0), h);
+  for (const auto& [t, name] : {std::pair{&keys, "keys"}, std::pair{&values, "values"},
+                                std::pair{&out, "out"}})
+    TFM_REQUIRE(t->dtype() == q.dtype(), "{}: {} is {} but q is {}", op, name, t->str(), q.str());
+  require_shape(op, out, "out", Shape{n, h, values.dim(2)}, "N, H, E");
+  require_i32(op, index, "index");
+  require_i32(op, lengths, "lengths");
+  require_i32(op, groups, "groups");
+  TFM_REQUIRE(index.rank() == 2, "{}: index is {} but must be (G, L)", op, index.str());
+  require_shape(op, lengths, "lengths", Shape{index.dim(0)}, "G");
+  require_shape(op, groups, "groups", Shape{n}, "N");
+  if (!probs.empty()) {
+    require_device(op, stream, {{"probs", &probs}});
+    require_shape(op, probs, "probs", Shape{n, h, index.dim(1)}, "N, H, L");
+    require_stat(op, probs, "probs", q, "q");
+  }
+  if (n == 0 || out.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu:
+      return cpu::attention_gather(q, keys, values, index, lengths, groups, scale, out, probs);
+    case DeviceType::cuda:
+      TFM_CUDA_DISPATCH(attention_gather(q, keys, values, index, lengths, groups, scale, out,
+                                         probs, stream));
+  }
+}
+
+void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
+                      const TensorView& lse, const Stream& stream) {
+  const char* op = "log_softmax_topk";
+  require_device(op, stream, {{"logits", &logits}, {"values", &values}, {"ids", &ids}, {"lse", &lse}});
+  require_float(op, logits, "logits");
+  TFM_REQUIRE(logits.rank() == 2 && logits.dim(1) > 0,
+              "{}: logits is {} but must be (N, V) with V > 0", op, logits.str());
+  const int64_t n = logits.dim(0), v = logits.dim(1);
+  TFM_REQUIRE(values.rank() == 2 && values.dim(0) == n && values.dim(1) >= 1 && values.dim(1) <= v,
+              "{}: values is {} but must be ({}, k) with 1 <= k <= {} (V)", op, values.str(), n, v);
+  require_stat(op, values, "values", logits, "logits");
+  require_i32(op, ids, "ids");
+  require_shape(op, ids, "ids", values.shape(), "N, k");
+  require_shape(op, lse, "lse", Shape{n}, "N");
+  require_stat(op, lse, "lse", logits, "logits");
+  if (n == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::log_softmax_topk(logits, values, ids, lse);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(log_softmax_topk(logits, values, ids, lse, stream));
+  }
+}
+
+int64_t gemm_invariant_rows(Device device, int64_t n, int64_t k) {
+  TFM_REQUIRE(n >= 1 && k >= 1, "gemm_invariant_rows: n = {} and k = {} must be positive", n, k);
+  return device.is_cpu() ? cpu::gemm_invariant_rows(n, k) : 1;
+}
+
 // ----------------------------------------------------------------- optimizer
 
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,

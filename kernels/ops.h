@@ -206,6 +206,51 @@ void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream)
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
                             float grad_scale, const TensorView& sums, const Stream& stream);
 
+// ------------------------------------------------------------------ decoding
+// The inference path (libcore/decode, tfm-decode). Each op computes every
+// row alone and in a fixed order, so a row's result does not depend on the
+// other rows of the call, on their number or on the thread count (batch
+// invariance; together with gemm_invariant_rows below for the GEMMs).
+
+// Attention of query rows over keys and values gathered from pools. Row n
+// reads the key list g = groups[n]: pool rows index[g, j] for j < lengths[g].
+//   s_j = scale * q[n, h, :] . keys[index[g, j], h, :]
+//   p = softmax_j(s);   out[n, h, :] = sum_j p_j * values[index[g, j], h, :]
+// q (N, H, K); keys (P, H, K); values (P, H, E); index (G, L) i32 in [0, P);
+// lengths (G) i32 in [0, L]; groups (N) i32 in [0, G);
+// out (N, H, E) =;  probs (N, H, L) = p_j, 0 past the length (optional: an
+// empty view). A row whose list is empty gets out = 0. Pools are how the
+// decoder avoids copies: a beam's self-attention cache is read through its
+// history of pool rows, and a sentence's cross-attention keys are shared by
+// its beams (one group). dtypes: q, keys, values, out alike (CPU f32 or f64;
+// CUDA f32, bf16 or f16, accumulating in f32); probs f32 (f64 for f64).
+void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
+                      const TensorView& index, const TensorView& lengths,
+                      const TensorView& groups, float scale, const TensorView& out,
+                      const TensorView& probs, const Stream& stream);
+
+// The k most likely next tokens of each row of logits, and its normalizer:
+//   lse[n] = log sum_v exp(logits[n, v])
+//   ids[n, :] = the k largest logits of row n, largest first (ties: smaller id first)
+//   values[n, i] = logits[n, ids[n, i]] - lse[n]          (log-probabilities)
+// logits (N, V); values (N, k) =; ids (N, k) i32 =; lse (N) =; 1 <= k <= V.
+// values and lse are f32 (f64 for f64 logits); logits as log_softmax takes them.
+// What a beam search needs of a step, without (N, V) log-probabilities.
+void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
+                      const TensorView& lse, const Stream& stream);
+
+// The fewest rows M from which gemm computes a row of C the same way
+// whatever M is and wherever the row sits in A, for products x W^T
+// (trans_b) of n output columns and inner size k: callers that need a row's
+// result independent of its batch pad A and C to at least this many rows.
+// CPU: OpenBLAS (0.3.x, SkylakeX and Cooperlake cores) runs separate "small
+// matrix" kernels for small products, whose summation differs from its
+// blocked kernels in the last bits; the blocked kernels give every row the
+// same result for any M (tests/unit/batch_invariance_test.cc holds OpenBLAS
+// to both). CUDA: 1, and no invariance is promised (cuBLASLt picks its
+// algorithm by M).
+int64_t gemm_invariant_rows(Device device, int64_t n, int64_t k);
+
 // ----------------------------------------------------------------- optimizer
 
 struct AdamOptions {

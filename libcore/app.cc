@@ -1,6 +1,9 @@
 #include "libcore/app.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 
 #include "libcore/error.h"
@@ -17,6 +20,13 @@ std::string version_string() {
   if (!cuda.compiled) return fmt::format("tfm {} (CPU only)", TFM_VERSION);
   return fmt::format("tfm {} (CUDA {}.{} for {})", TFM_VERSION, cuda.runtime_version / 1000,
                      cuda.runtime_version % 1000 / 10, cuda.architectures);
+}
+
+void prefer_sleeping_threads(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OMP_WAIT_POLICY");  // still here: run as we are
 }
 
 void add_common_options(CLI::App& app, CommonOptions& o) {

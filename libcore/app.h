@@ -34,4 +34,12 @@ int run_program(const char* name, CLI::App& app, int argc, char** argv,
 // "tfm 0.1.0 (CUDA 13.0 for 80;90)" or "tfm 0.1.0 (CPU only)".
 std::string version_string();
 
+// Makes OpenMP's idle threads sleep instead of spin (OMP_WAIT_POLICY=passive)
+// unless the user chose a policy: call first thing in main. libgomp reads
+// the variable when it loads, before main, so the program runs itself again
+// with it set (execv; on failure it goes on as it is). A spinning thread
+// waits for the next parallel region on a core the other processes need:
+// measured on the 2-core VM at load 9, tfm-decode 3x slower with spinning.
+void prefer_sleeping_threads(char** argv);
+
 }  // namespace tfm

@@ -130,6 +130,15 @@ std::string error_of(const std::function<void()>& fn) {
   return "(no error)";
 }
 
+std::vector<int> random_ints(int64_t count, int64_t below, uint64_t seed) {
+  std::vector<int> out(static_cast<size_t>(count));
+  for (int& v : out) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v = static_cast<int>((seed >> 33) % static_cast<uint64_t>(below));
+  }
+  return out;
+}
+
 TempDir::TempDir() {
   char tmpl[] = "/tmp/tfm-test-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);

@@ -61,6 +61,8 @@ Tensor i32(const std::vector<int>& values);
 // The message of the tfm::Error that fn throws, with " (WHERE)" when it
 // names a place; "(no error)" when it throws none. Other exceptions escape.
 std::string error_of(const std::function<void()>& fn);
+// `count` integers uniform in [0, below), from a seeded LCG (index tables).
+std::vector<int> random_ints(int64_t count, int64_t below, uint64_t seed);
 
 // A fresh directory under /tmp, removed with everything in it.
 class TempDir {

@@ -71,9 +71,10 @@ void load_parameters(const std::string& path, Transformer& model) {
 }
 
 std::unique_ptr<Transformer> load_model(const std::string& path, const ModelLimits& limits,
-                                        Device device, std::string* tokenizer) {
-  auto model = std::make_unique<Transformer>(read_model_config(path), limits, device);
+                                        Device device, std::string* tokenizer, DType dtype) {
+  auto model = std::make_unique<Transformer>(read_model_config(path), limits, device, dtype);
   load_parameters(path, *model);
+  model->refresh_weights();
   if (tokenizer) *tokenizer = io::read_checkpoint_tokenizer(path);
   return model;
 }

@@ -20,10 +20,12 @@ void save_model(const std::string& path, const Transformer& model, std::string_v
 // The configuration a checkpoint was written with.
 ModelConfig read_model_config(const std::string& path);
 
-// Builds the model the checkpoint describes, with `limits` on `device`, and
-// loads its parameters. `tokenizer` (optional) receives the embedded model.
+// Builds the model the checkpoint describes, with `limits` on `device`
+// computing in `dtype` (Transformer), and loads its parameters (and the
+// 16-bit copy, if any). `tokenizer` (optional) receives the embedded model.
 std::unique_ptr<Transformer> load_model(const std::string& path, const ModelLimits& limits,
-                                        Device device, std::string* tokenizer = nullptr);
+                                        Device device, std::string* tokenizer = nullptr,
+                                        DType dtype = DType::f32);
 
 // Loads parameters into an existing model of the same configuration.
 void load_parameters(const std::string& path, Transformer& model);

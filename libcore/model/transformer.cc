@@ -41,7 +41,7 @@ DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
 // uses, sized from (config, limits), in one MemoryPlan.
 struct Transformer::Plan {
   MemoryPlan mem;
-  int params, grads, adam_m, adam_v;
+  int params, grads = -1, adam_m = -1, adam_v = -1;  // -1: inference only
   int src, src_lengths, src_offsets, tgt_in, tgt_out, tgt_lengths, tgt_offsets;
   int enc_in, dec_in;
   std::vector<EncoderLayerPlan> enc;
@@ -69,6 +69,7 @@ struct Transformer::Plan {
     };
     params = mem.add(MemoryKind::parameters, "params", pt, {param_elems});
     if (dt != pt) shadow = mem.add(MemoryKind::parameters, "params.compute", dt, {param_elems});
+    if (lim.inference) return;  // everything below serves the passes
     grads = mem.add(MemoryKind::gradients, "grads", pt, {param_elems});
     adam_m = mem.add(MemoryKind::optimizer, "adam.m", pt, {param_elems});
     adam_v = mem.add(MemoryKind::optimizer, "adam.v", pt, {param_elems});
@@ -128,12 +129,13 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
   TFM_REQUIRE(limits.max_tokens >= 1 && limits.max_len >= 1 && limits.loss_chunk >= 1,
               "model limits must be positive (max_tokens {}, max_len {}, loss_chunk {})",
               limits.max_tokens, limits.max_len, limits.loss_chunk);
-  TFM_REQUIRE(limits.max_len <= config.max_positions,
+  TFM_REQUIRE(limits.inference || limits.max_len <= config.max_positions,
               "max_len {} is over the {} positions the model has (max_positions)", limits.max_len,
               config.max_positions);
   stream_ = std::make_unique<Stream>(device);
   plan_ = std::make_unique<Plan>(config_, limits_, dtype_, param_dtype_, layout_.total());
   memory_ = std::make_unique<PlannedMemory>(plan_->mem, device);
+  if (limits_.inference) return;
   if (!config_.learned_positions) {
     Tensor table = sinusoid_table(limits_.max_len, config_.d_model, param_dtype_);
     positions_ = Tensor(table.shape(), param_dtype_, device);
@@ -148,8 +150,11 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
 Transformer::~Transformer() = default;
 
 TensorView Transformer::params() const { return memory_->view(plan_->params); }
-TensorView Transformer::grads() const { return memory_->view(plan_->grads); }
+TensorView Transformer::grads() const {
+  return plan_->grads >= 0 ? memory_->view(plan_->grads) : TensorView();
+}
 std::pair<TensorView, TensorView> Transformer::optimizer_state() const {
+  TFM_REQUIRE(!limits_.inference, "the model was built for inference only: it has no optimizer state");
   return {memory_->view(plan_->adam_m), memory_->view(plan_->adam_v)};
 }
 
@@ -164,10 +169,17 @@ void Transformer::init(uint64_t seed) { init_parameters(layout_, config_, params
 
 void Transformer::zero_grads() {
   const TensorView g = grads();
-  device_memset_zero(g.data(), device_, g.bytes(), nullptr);
+  if (!g.empty()) device_memset_zero(g.data(), device_, g.bytes(), nullptr);
+}
+
+void Transformer::refresh_weights() {
+  if (plan_->shadow >= 0) ops::cast(params(), weights(), *stream_);
 }
 
 void Transformer::upload(const HostBatch& b) {
+  TFM_REQUIRE(!limits_.inference,
+              "the model was built for inference only: training and evaluation passes need "
+              "a model planned for them");
   const int64_t R = limits_.max_tokens;
   TFM_REQUIRE(b.batch >= 1 && b.src_len >= 1 && b.tgt_len >= 1, "the batch is empty");
   TFM_REQUIRE(b.batch * b.src_len <= R && b.batch * b.tgt_len <= R,
@@ -186,7 +198,7 @@ void Transformer::upload(const HostBatch& b) {
   check_ids(b.tgt_out, true, "target");
   // Every pass starts from the current parameters (an optimizer step may
   // have changed them): refresh the 16-bit copy the GEMMs read.
-  if (plan_->shadow >= 0) ops::cast(params(), weights(), *stream_);
+  refresh_weights();
   B_ = b.batch;
   S_ = b.src_len;
   T_ = b.tgt_len;

@@ -31,6 +31,10 @@ struct ModelLimits {
   int64_t max_tokens = 4096;  // padded tokens on each side of a batch: B*S and B*T
   int64_t max_len = 256;      // longest sentence on either side (S, T; positions too)
   int64_t loss_chunk = 1024;  // target rows whose logits exist at once (C x V)
+  // Plans the parameters alone (and their 16-bit copy): no gradients,
+  // optimizer state or pass activations, for a decoder that plans its own
+  // (libcore/decode). The passes below then throw; the other limits are unused.
+  bool inference = false;
 };
 
 struct TrainStep {
@@ -67,7 +71,8 @@ class Transformer {
   DType param_dtype() const { return param_dtype_; }  // parameters and gradients
   const Stream& stream() const { return *stream_; }
 
-  // The flat buffers (layout()): parameters and their gradients.
+  // The flat buffers (layout()): parameters and their gradients (an empty
+  // view for an inference-only model).
   TensorView params() const;
   TensorView grads() const;
   TensorView param(int id) const { return layout_.view(params(), id); }
@@ -79,6 +84,9 @@ class Transformer {
   // parameters themselves when compute and parameter dtypes agree.
   TensorView weights() const;
   TensorView weight(int id) const { return layout_.view(weights(), id); }
+  // Refreshes the 16-bit copy from the parameters (no-op without one). Every
+  // pass below does it itself; a decoder calls it once after loading.
+  void refresh_weights();
 
   // "parameters 240.6 MiB, gradients 240.6 MiB, optimizer 481.3 MiB,
   // activations ..., workspace ..., total ..."

@@ -23,7 +23,8 @@ import os
 import sys
 import time
 
-EXIT_NO_TORCH = 4
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from torch_reference import EXIT_NO_TORCH, import_torch, sinusoids  # noqa: E402
 
 
 def parse_lengths(text):
@@ -60,13 +61,11 @@ def parse_args():
 
 def main():
     args = parse_args()
-    try:
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-    except Exception as e:  # ImportError, or a broken install raising anything
-        print(f"NO_TORCH {type(e).__name__}: {e}")
+    torch = import_torch()
+    if torch is None:
         return EXIT_NO_TORCH
+    import torch.nn as nn
+    import torch.nn.functional as F
 
     if len(args.src_lengths) != len(args.tgt_lengths):
         raise SystemExit("model_pytorch.py: --src-lengths and --tgt-lengths differ in count")
@@ -82,12 +81,7 @@ def main():
             super().__init__()
             self.embed = nn.Embedding(V, D, padding_idx=0)
             nn.init.normal_(self.embed.weight, 0.0, D ** -0.5)
-            pe = torch.zeros(4096, D)
-            pos = torch.arange(4096, dtype=torch.float).unsqueeze(1)
-            div = torch.exp(torch.arange(0, D, 2, dtype=torch.float) * (-math.log(10000.0) / D))
-            pe[:, 0::2] = torch.sin(pos * div)
-            pe[:, 1::2] = torch.cos(pos * div)
-            self.register_buffer("pe", pe)
+            self.register_buffer("pe", sinusoids(torch, 4096, D))
             self.drop = nn.Dropout(args.dropout)
 
             def norm():

@@ -1,12 +1,11 @@
 // The whole model on CUDA against the whole model on the CPU: one training
 // step (forward, backward, Adam) in fp32 from the same Philox
-// initialization, with dropout on (the masks are the same on both devices),
-// and the incremental decoder's log-probabilities.
+// initialization, with dropout on (the masks are the same on both devices).
+// The incremental decoder's log-probabilities: decode_test.cc.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
-#include "libcore/model/incremental.h"
 #include "libcore/model/transformer.h"
 #include "libcore/train/optimizer.h"
 #include "tests/support.h"
@@ -116,29 +115,5 @@ TEST_CASE("one bf16 and one f16 training step on cuda match the fp32 cpu step", 
     gpu.stream().synchronize();
     CHECK(std::isfinite(after.loss));
     CHECK(after.loss != b.loss);
-  }
-}
-
-TEST_CASE("the incremental decoder on cuda matches the cpu", "[model]") {
-  ModelLimits limits;
-  limits.max_tokens = 64;
-  limits.max_len = 16;
-  const ModelConfig c = config_for(false);
-  Transformer cpu(c, limits, Device::cpu()), gpu(c, limits, Device::cuda(0));
-  cpu.init(8);
-  gpu.init(8);
-  const std::vector<std::vector<int32_t>> sources = {{5, 6, 7}, {8, 9, 10, 11, 12}};
-  IncrementalDecoder dc(cpu, 2, 8, 10), dg(gpu, 2, 8, 10);
-  dc.start(sources);
-  dg.start(sources);
-  std::vector<int32_t> tokens = {kBosId, kBosId};
-  for (int t = 0; t < 6; ++t) {
-    const std::vector<double> a = test::to_f64(dc.step(tokens));
-    const TensorView on_gpu = dg.step(tokens);
-    gpu.stream().synchronize();
-    const std::vector<double> b = test::to_f64(on_gpu);
-    INFO("step " << t);
-    test::require_close({{"log-probs", TensorView(const_cast<double*>(b.data()), DType::f64, {static_cast<int64_t>(b.size())}), a, {1e-4, 1e-5}}});
-    tokens = {static_cast<int32_t>(20 + t), static_cast<int32_t>(40 + t)};
   }
 }

@@ -1,9 +1,10 @@
 # pipeline: a tiny model learns to copy random sequences: tfm-tok, tfm-batch
 # and tfm-train end to end, then greedy decoding of the trained checkpoint
-# must reproduce >= 99% of 500 unseen sequences exactly, all in under 2
-# minutes on 2 cores.
+# through tfm-decode must reproduce >= 99% of 500 unseen sequences exactly.
+# It takes about 1.5 minutes on 2 idle cores; the time is printed, not
+# enforced (speed targets live in tests/bench, never in tests).
 set -euo pipefail
-: "${TFM_BIN:?}" "${TFM_GREEDY:?}"
+: "${TFM_BIN:?}"
 # One thread: small models are many small ops, which a second thread only
 # slows down when the machine is busy (ctest runs tests side by side).
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
@@ -32,7 +33,8 @@ PY
   --d-model 64 --d-ff 256 --d-k 16 --d-v 16 --dropout 0 --warmup 200 --max-steps 600 --save-every 0 \
   || fail "tfm-train"
 trained=$SECONDS
-"$TFM_GREEDY" "$TMP/ck/checkpoint_last.bin" <"$TMP/test.ids" >"$TMP/hyp.ids" || fail "greedy decoding"
+"$TFM_BIN/tfm-decode" -q -m "$TMP/ck/checkpoint_last.bin" --ids --beam 1 <"$TMP/test.ids" >"$TMP/hyp.ids" \
+  || fail "greedy decoding"
 
 exact=$(python3 -c '
 import sys
@@ -42,4 +44,3 @@ print(sum(r == h for r, h in zip(ref, hyp)) / len(ref))' "$TMP/test.ids" "$TMP/h
 seconds=$((SECONDS - start))
 echo "copy: exact match $exact on 500 unseen sequences; training $((trained - start)) s, all $seconds s"
 python3 -c "import sys; sys.exit(float(sys.argv[1]) < 0.99)" "$exact" || fail "exact match $exact < 0.99"
-[ "$seconds" -lt 120 ] || fail "took $seconds s, over 2 minutes"

@@ -1,0 +1,143 @@
+// tfm-decode: translate with a checkpoint, by beam search (or greedy search),
+// on the CPU or a GPU, as a filter.
+//
+//   cat src.txt | tfm-tok -m model.bin | tfm-decode -m model.bin --detok
+//   tfm-decode -m model.bin --beam 4 --alpha 0.6 test.pieces > test.hyp.pieces
+//   tfm-decode -m model.bin --n-best 4 --scores --json --attention < test.pieces
+//
+// A sentence's output does not depend on the batch it is decoded in: on the
+// CPU the n-best lists and scores are bit-identical at any --batch-size or
+// --max-tokens (libcore/decode/incremental.h says how).
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libcore/app.h"
+#include "libcore/decode/translate.h"
+#include "libcore/log.h"
+#include "libcore/model/model_io.h"
+
+namespace {
+
+struct Options {
+  tfm::CommonOptions common;
+  std::string model, device = "auto", precision = "fp32";
+  std::string length_penalty = "gnmt", early_stopping = "bound";
+  std::vector<std::string> files;
+  tfm::TranslateOptions translate;
+  bool attention = false;
+  int attention_layer = 0;  // 1-based; 0: the last
+};
+
+tfm::DType compute_dtype(const std::string& precision, tfm::Device device) {
+  const tfm::DType dtype = precision == "bf16" ? tfm::DType::bf16
+                           : precision == "fp16" ? tfm::DType::f16
+                                                 : tfm::DType::f32;
+  TFM_REQUIRE(dtype == tfm::DType::f32 || device.is_cuda(),
+              "--precision {} needs a GPU (--device cuda); the CPU decodes in fp32", precision);
+  return dtype;
+}
+
+void decode(Options& o) {
+  const tfm::Device device = tfm::select_device(tfm::parse_device(o.device));
+  tfm::ModelLimits limits;
+  limits.inference = true;
+  std::string tokenizer;
+  auto model = tfm::load_model(o.model, limits, device, &tokenizer, compute_dtype(o.precision, device));
+  std::unique_ptr<tfm::Vocab> vocab;
+  if (!tokenizer.empty()) vocab = std::make_unique<tfm::Vocab>(tfm::Vocab::from_bytes(tokenizer, o.model));
+  tfm::TranslateOptions& t = o.translate;
+  if (o.attention) {
+    const int64_t layers = model->config().layers;
+    TFM_REQUIRE(o.attention_layer <= layers, "--attention-layer {} is past the model's {} layers",
+                o.attention_layer, layers);
+    t.search.attention_layer = static_cast<int>(o.attention_layer > 0 ? o.attention_layer - 1 : layers - 1);
+  }
+  tfm::Translator translator(*model, vocab.get(), t);
+  tfm::log::info("{} on {}: model {}; decoder {}", o.model, device.str(), model->memory_report(),
+                 translator.memory_report());
+  const tfm::TranslateTotals n = translator.run(o.files, stdout);
+  tfm::log::info("{} sentences, {} tokens in {:.1f} s: {:.1f} tokens/s", n.sentences, n.tokens,
+                 n.seconds, n.seconds > 0 ? static_cast<double>(n.tokens) / n.seconds : 0.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tfm::prefer_sleeping_threads(argv);
+  Options o;
+  tfm::TranslateOptions& t = o.translate;
+  CLI::App app{
+      "Translate source sentences with a tfm checkpoint: pieces (or ids) in, one sentence a\n"
+      "line, translations out in the same order. FILE... or stdin to stdout."};
+  tfm::add_common_options(app, o.common);
+  app.add_option("-m,--model", o.model, "The checkpoint (default: $TFM_MODEL)");
+  app.add_option("FILE", o.files, "Input files, plain or gzip (default or '-': stdin)");
+  app.add_flag("--ids", t.ids, "Read and write ids instead of pieces");
+  app.add_flag("--detok", t.detok, "Write text, decoded by the checkpoint's SentencePiece model");
+  auto* search = "Search";
+  app.add_option("-b,--beam", t.search.beam_size, "Beam size; 1 is greedy search")
+      ->default_val(4)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(search);
+  app.add_option("--alpha", t.search.alpha, "Length penalty exponent (0: none)")
+      ->default_val(0.6)->check(CLI::Range(0.0, 1e6))->group(search);
+  app.add_option("--length-penalty", o.length_penalty,
+                 "gnmt: ((5 + |Y|) / 6)^alpha (the paper's); plain: |Y|^alpha")
+      ->default_val("gnmt")->check(CLI::IsMember({"gnmt", "plain"}))->group(search);
+  app.add_option("--max-len-a", t.max_len_a, "Output tokens at most a * |source| + b")
+      ->default_val(1.0)->check(CLI::Range(0.0, 1e6))->group(search);
+  app.add_option("--max-len-b", t.max_len_b, "Output tokens at most a * |source| + b")
+      ->default_val(50.0)->check(CLI::Range(0.0, 1e6))->group(search);
+  app.add_option("--early-stopping", o.early_stopping,
+                 "bound: stop once no hypothesis can still enter the n-best (exact); beam: once "
+                 "--beam hypotheses have ended; never")
+      ->default_val("bound")->check(CLI::IsMember({"bound", "beam", "never"}))->group(search);
+  auto* output = "Output";
+  app.add_option("-n,--n-best", t.search.n_best, "Hypotheses per sentence, best first (<= --beam)")
+      ->default_val(1)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(output);
+  app.add_flag("--scores", t.scores, "Write each hypothesis's score before it (SCORE<TAB>)")->group(output);
+  app.add_flag("--json", t.json, "One JSON object a line: tokens, scores, log-probabilities")->group(output);
+  app.add_flag("--attention", o.attention,
+               "With --json: cross-attention weights of the last layer, mean over heads")
+      ->group(output);
+  app.add_option("--attention-layer", o.attention_layer, "With --attention: this layer (1-based)")
+      ->check(CLI::PositiveNumber)->group(output);
+  app.add_flag("--attention-heads", t.search.attention_heads,
+               "With --attention: every head instead of their mean")->group(output);
+  auto* batching = "Batching and limits";
+  app.add_option("--max-tokens", t.max_tokens, "Source tokens of a batch, padding counted")
+      ->default_val(8192)->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group(batching);
+  app.add_option("--batch-size", t.batch_size, "Sentences of a batch; 1 answers each line at once")
+      ->default_val(256)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
+  app.add_option("--max-input-len", t.max_input_len, "Longer lines are an error (FILE:LINE)")
+      ->default_val(1024)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
+  app.add_flag("--truncate", t.truncate, "Cut longer lines to --max-input-len, with a warning")
+      ->group(batching);
+  tfm::add_device_option(app, o.device);
+  app.add_option("--precision", o.precision, "fp32, or bf16 / fp16 on a GPU")
+      ->default_val("fp32")->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+
+  app.callback([&] {
+    if (o.model.empty()) {
+      const char* env = std::getenv("TFM_MODEL");
+      if (env == nullptr || *env == '\0')
+        throw CLI::ValidationError("no model: pass -m MODEL or set TFM_MODEL");
+      o.model = env;
+    }
+    if (t.search.n_best > t.search.beam_size)
+      throw CLI::ValidationError(fmt::format("--n-best {} is more than --beam {}", t.search.n_best,
+                                             t.search.beam_size));
+    const bool attention_detail = o.attention_layer > 0 || t.search.attention_heads;
+    if (attention_detail && !o.attention)
+      throw CLI::ValidationError("--attention-layer and --attention-heads go with --attention");
+    if (o.attention && !t.json) throw CLI::ValidationError("--attention goes with --json");
+    if (t.scores && t.json) throw CLI::ValidationError("--json has the scores already; drop --scores");
+    t.search.length_penalty =
+        o.length_penalty == "plain" ? tfm::LengthPenalty::plain : tfm::LengthPenalty::gnmt;
+    t.search.early_stopping = o.early_stopping == "beam"    ? tfm::EarlyStopping::beam
+                              : o.early_stopping == "never" ? tfm::EarlyStopping::never
+                                                            : tfm::EarlyStopping::bound;
+  });
+  return tfm::run_program("tfm-decode", app, argc, argv, o.common, [&] { decode(o); });
+}

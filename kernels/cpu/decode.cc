@@ -1,0 +1,317 @@
+// CPU decoding ops (ops.h, "decoding"): attention over gathered keys and the
+// top-k log-softmax. Every row is computed by one thread in a fixed order:
+// dot products and sums of exponentials in lanes added by a fixed tree
+// (vectorizable without reassociating any one sum), the weighted sum of
+// values in key order; f32 exponentials from a vectorizable expf. f64 (for
+// tests) takes the plain scalar path. So a row's bits depend on nothing but
+// its own inputs: not on the other rows, their number or the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "kernels/cpu/common.h"
+#include "kernels/detail.h"
+
+// The 64-byte vector helpers below are always inlined into code compiled
+// for their width; GCC's note that their by-value ABI depends on AVX-512
+// concerns calls that never happen.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace tfm::ops::cpu {
+namespace {
+
+constexpr int kLanes = 8;
+
+// sum_i a[i] * b[i]: lane l sums the terms i = l (mod kLanes) in order, the
+// lanes are added by a fixed tree.
+template <typename T>
+T dot(const T* a, const T* b, int64_t k) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= k; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  for (int l = 0; i < k; ++i, ++l) acc[l] += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+// Sixteen floats as one value (GCC vector extensions): one AVX-512
+// register, two AVX2 or four SSE2 ones, depending on the clone that runs.
+// Every lane does the same arithmetic in every clone, so all give the same
+// bits; target_clones picks the widest the CPU has at load time.
+typedef float F16 __attribute__((vector_size(64)));
+typedef int32_t I16 __attribute__((vector_size(64)));
+typedef double D8 __attribute__((vector_size(64)));
+#define TFM_WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+[[gnu::always_inline]] inline F16 load16(const float* p) {
+  F16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// exp(x) for x <= 0, lane by lane (Cephes' expf: x = n ln 2 + r, a degree-7
+// polynomial for e^r, 2^n from the exponent bits): within 2 ulp. Below -87
+// it gives exp(-87), nothing next to the row's largest term, 1.
+[[gnu::always_inline]] inline F16 exp_nonpositive(F16 x) {
+  const F16 lo = x * 0.0f - 87.0f;
+  x = x > lo ? x : lo;
+  const F16 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
+  F16 r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  const F16 z = r * r;
+  F16 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * z + r + 1.0f;
+  const I16 bits = (__builtin_convertvector(n, I16) + 127) << 23;
+  return p * reinterpret_cast<F16>(bits);
+}
+
+// a[0] + ... + a[15] by a fixed tree: halves folded onto each other.
+[[gnu::always_inline]] inline float fold16(F16 a) {
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] += a[l + w];
+  return a[0];
+}
+
+// One (row, head) of attention_gather in f32: scores into w (len), their
+// softmax, the weighted values into o (e, zeroed). Dot products in sixteen
+// lanes when K allows, exponentials as the top-k's, the softmax's sum in
+// double over sixteen float lanes.
+TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float* values,
+                                const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
+                                int64_t e, float scale, float* w, float* o) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < len; ++j) {
+    const float* kr = keys + (idx[j] * nh + h) * k;
+    float d;
+    if (k % 16 == 0) {
+      F16 acc = {};
+      for (int64_t c = 0; c < k; c += 16) acc += load16(qr + c) * load16(kr + c);
+      d = fold16(acc);
+    } else {
+      d = dot(qr, kr, k);
+    }
+    w[j] = scale * d;
+    mx = std::max(mx, w[j]);
+  }
+  F16 part = {};
+  for (int64_t j0 = 0; j0 < len; j0 += 16) {
+    float block[16];
+    const int64_t n = std::min<int64_t>(16, len - j0);
+    std::fill(std::copy(w + j0, w + j0 + n, block), block + 16, mx);
+    F16 x = exp_nonpositive(load16(block) - mx);
+    for (int64_t l = n; l < 16; ++l) x[l] = 0.0f;
+    std::memcpy(block, &x, sizeof block);
+    std::copy(block, block + n, w + j0);
+    part += x;
+  }
+  double sum = 0;
+  for (int l = 0; l < 16; ++l) sum += part[l];
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < len; ++j) {
+    const float p = w[j] * inv;
+    w[j] = p;
+    const float* vr = values + (idx[j] * nh + h) * e;
+    for (int64_t c = 0; c < e; ++c) o[c] += p * vr[c];
+  }
+}
+
+// The same in f64 (tests): scalar, std::exp, sums in order.
+void attend_f64(const double* qr, const double* keys, const double* values, const int32_t* idx,
+                int64_t len, int64_t nh, int64_t h, int64_t k, int64_t e, double scale, double* w,
+                double* o) {
+  double mx = -INFINITY, sum = 0;
+  for (int64_t j = 0; j < len; ++j) {
+    w[j] = scale * dot(qr, keys + (idx[j] * nh + h) * k, k);
+    mx = std::max(mx, w[j]);
+  }
+  for (int64_t j = 0; j < len; ++j) sum += (w[j] = std::exp(w[j] - mx));
+  for (int64_t j = 0; j < len; ++j) {
+    w[j] /= sum;
+    const double* vr = values + (idx[j] * nh + h) * e;
+    for (int64_t c = 0; c < e; ++c) o[c] += w[j] * vr[c];
+  }
+}
+
+inline void attend(const float* qr, const float* keys, const float* values, const int32_t* idx,
+                   int64_t len, int64_t nh, int64_t h, int64_t k, int64_t e, float scale, float* w,
+                   float* o) {
+  attend_f32(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+}
+inline void attend(const double* qr, const double* keys, const double* values, const int32_t* idx,
+                   int64_t len, int64_t nh, int64_t h, int64_t k, int64_t e, double scale, double* w,
+                   double* o) {
+  attend_f64(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+}
+
+template <typename T>
+void attention_rows(const TensorView& q, const TensorView& keys, const TensorView& values,
+                    const int32_t* index, const int32_t* lengths, const int32_t* groups,
+                    int64_t list_len, float scale, const TensorView& out, const TensorView& probs) {
+  const int64_t n = q.dim(0), nh = q.dim(1), k = q.dim(2), e = values.dim(2);
+  const T* pq = q.data_as<T>();
+  const T* pk = keys.data_as<T>();
+  const T* pv = values.data_as<T>();
+  T* po = out.data_as<T>();
+  T* pp = probs.empty() ? nullptr : probs.data_as<T>();
+  const T s = static_cast<T>(scale);
+  const int64_t work = n * nh * list_len * (k + e);
+#pragma omp parallel if (work > kParallelMin)
+  {
+    std::vector<T> w(static_cast<size_t>(list_len));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n * nh; ++r) {
+      const int64_t row = r / nh, h = r % nh;
+      const int32_t g = groups[row];
+      const int32_t* idx = index + g * list_len;
+      const int64_t len = lengths[g];
+      T* o = po + r * e;
+      std::fill(o, o + e, T(0));
+      if (len > 0) attend(pq + r * k, pk, pv, idx, len, nh, h, k, e, s, w.data(), o);
+      if (pp) {
+        T* pr = pp + r * list_len;
+        std::copy(w.begin(), w.begin() + len, pr);
+        std::fill(pr + len, pr + list_len, T(0));
+      }
+    }
+  }
+}
+
+// The first j >= j0, in steps of 16, whose 16 values x[j, j + 16) hold one
+// above kth; v - v % 16 (or j0) when none does: the top-k's screen.
+TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float kth) {
+  for (; j0 + 16 <= v; j0 += 16) {
+    const I16 above = load16(x + j0) > kth;
+    I16 folded = above;
+    for (int l = 0; l < 16; ++l) folded[0] |= above[l];
+    if (folded[0]) return j0;
+  }
+  return j0;
+}
+
+// sum_j exp(x[j] - mx): sixteen float lanes over blocks of 64 terms, each
+// block added into eight double lanes (lane l + 8 into l); the lanes meet in
+// a fixed tree. The tail is padded with lanes that count 0.
+TFM_WIDE_CLONES double sum_exp(const float* x, int64_t v, float mx) {
+  D8 acc = {};
+  for (int64_t j0 = 0; j0 < v; j0 += 64) {
+    F16 part = {};
+    for (int64_t j = j0; j < std::min(v, j0 + 64); j += 16) {
+      if (j + 16 <= v) {
+        part += exp_nonpositive(load16(x + j) - mx);
+        continue;
+      }
+      float tail[16] = {};
+      std::copy(x + j, x + v, tail);
+      F16 e = exp_nonpositive(load16(tail) - mx);
+      for (int64_t l = v - j; l < 16; ++l) e[l] = 0.0f;
+      part += e;
+    }
+    const D8 lo = {part[0], part[1], part[2], part[3], part[4], part[5], part[6], part[7]};
+    const D8 hi = {part[8], part[9], part[10], part[11], part[12], part[13], part[14], part[15]};
+    acc += lo + hi;
+  }
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+// f64 (the tests' exact path): std::exp, summed in order.
+double sum_exp(const double* x, int64_t v, double mx) {
+  double sum = 0;
+  for (int64_t j = 0; j < v; ++j) sum += std::exp(x[j] - mx);
+  return sum;
+}
+
+// The k best of one row into (value, id) pairs, best first; ties: smaller id.
+template <typename T>
+void top_k(const T* x, int64_t v, int64_t k, std::vector<std::pair<T, int32_t>>& best) {
+  best.clear();
+  if (k > 64) {  // large k (exhaustive search in tests): a partial sort
+    std::vector<int32_t> order(static_cast<size_t>(v));
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+      return x[a] > x[b] || (x[a] == x[b] && a < b);
+    });
+    for (int64_t i = 0; i < k; ++i) best.emplace_back(x[order[static_cast<size_t>(i)]], order[static_cast<size_t>(i)]);
+    return;
+  }
+  // Insertion into a sorted list; a later equal value has a larger id, so it
+  // enters only when strictly larger. Chunks with no value above the k-th
+  // are skipped after a vectorized comparison.
+  constexpr int64_t kChunk = 16;
+  auto insert = [&](T xj, int64_t j) {
+    size_t pos = best.size();
+    while (pos > 0 && xj > best[pos - 1].first) --pos;
+    if (static_cast<int64_t>(best.size()) == k) best.pop_back();
+    best.insert(best.begin() + static_cast<int64_t>(pos), {xj, static_cast<int32_t>(j)});
+  };
+  int64_t j0 = 0;
+  for (; j0 < v && static_cast<int64_t>(best.size()) < k; ++j0) insert(x[j0], j0);
+  for (; j0 < v; j0 += kChunk) {
+    if constexpr (std::is_same_v<T, float>) {
+      j0 = next_above(x, j0, v, best.back().first);
+      if (j0 >= v) break;
+    }
+    for (int64_t j = j0; j < std::min(v, j0 + kChunk); ++j)
+      if (x[j] > best.back().first) insert(x[j], j);
+  }
+}
+
+}  // namespace
+
+void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
+                      const TensorView& index, const TensorView& lengths,
+                      const TensorView& groups, float scale, const TensorView& out,
+                      const TensorView& probs) {
+  const int64_t pool = keys.dim(0), ng = index.dim(0), list_len = index.dim(1);
+  const int32_t* idx = index.data_as<int32_t>();
+  const int32_t* len = lengths.data_as<int32_t>();
+  const int32_t* grp = groups.data_as<int32_t>();
+  for (int64_t n = 0; n < q.dim(0); ++n)
+    TFM_REQUIRE(grp[n] >= 0 && grp[n] < ng, "attention_gather: groups[{}] is {}, outside [0, {}) (G)",
+                n, grp[n], ng);
+  for (int64_t g = 0; g < ng; ++g) {
+    TFM_REQUIRE(len[g] >= 0 && len[g] <= list_len,
+                "attention_gather: lengths[{}] is {}, outside [0, {}] (L)", g, len[g], list_len);
+    for (int64_t j = 0; j < len[g]; ++j)
+      TFM_REQUIRE(idx[g * list_len + j] >= 0 && idx[g * list_len + j] < pool,
+                  "attention_gather: index[{}, {}] is {}, outside the pool [0, {})", g, j,
+                  idx[g * list_len + j], pool);
+  }
+  with_float(out, "attention_gather", [&](auto* po) {
+    using T = std::remove_pointer_t<decltype(po)>;
+    attention_rows<T>(q, keys, values, idx, len, grp, list_len, scale, out, probs);
+  });
+}
+
+void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
+                      const TensorView& lse) {
+  const int64_t n = logits.dim(0), v = logits.dim(1), k = values.dim(1);
+  with_float(logits, "log_softmax_topk", [&](auto* px) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    T* pvals = values.data_as<T>();
+    T* plse = lse.data_as<T>();
+    int32_t* pids = ids.data_as<int32_t>();
+#pragma omp parallel if (n * v > kParallelMin)
+    {
+      std::vector<std::pair<T, int32_t>> best;
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < n; ++r) {
+        const T* x = px + r * v;
+        top_k(x, v, k, best);  // best[0] is the row's largest value
+        const double row_lse = static_cast<double>(best[0].first) + std::log(sum_exp(x, v, best[0].first));
+        plse[r] = static_cast<T>(row_lse);
+        for (int64_t i = 0; i < k; ++i) {
+          pvals[r * k + i] = static_cast<T>(best[static_cast<size_t>(i)].first - row_lse);
+          pids[r * k + i] = best[static_cast<size_t>(i)].second;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace tfm::ops::cpu

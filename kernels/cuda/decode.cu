@@ -1,0 +1,173 @@
+// CUDA decoding ops (ops.h, "decoding"): attention over gathered keys and the
+// top-k log-softmax. Storage f32, bf16 or f16; every sum in f32 by a fixed
+// tree, so a row's bits do not depend on the other rows of the launch.
+// Indices out of range are made harmless (ops.h): an index outside the pool
+// or a group outside [0, G) counts as an empty key, a length is clamped.
+#include "kernels/cuda/common.cuh"
+#include "kernels/detail.h"
+
+namespace tfm::ops::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+
+// One warp per (row, head). Scores: the warp reduces each key's dot product
+// (lanes over K) into shared memory, one list entry at a time; softmax
+// statistics over the list by warp trees; the output: lanes over E, keys in
+// list order.
+template <typename T>
+__global__ void attention_gather_kernel(const T* q, const T* keys, const T* values,
+                                        const int32_t* index, const int32_t* lengths,
+                                        const int32_t* groups, int64_t rows, int64_t nh,
+                                        int64_t nk, int64_t ne, int64_t list_len, int64_t pool,
+                                        int64_t ngroups, float scale, T* out, float* probs) {
+  extern __shared__ float smem[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + warp;
+  if (r >= rows * nh) return;  // a whole warp
+  float* w = smem + int64_t(warp) * list_len;
+  const int64_t h = r % nh;
+  const int32_t g = groups[r / nh];
+  int64_t len = 0;
+  const int32_t* idx = nullptr;
+  if (g >= 0 && g < ngroups) {
+    len = lengths[g] < 0 ? 0 : (lengths[g] > list_len ? list_len : lengths[g]);
+    idx = index + int64_t(g) * list_len;
+  }
+  const T* qr = q + r * nk;
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < len; ++j) {
+    const int64_t p = idx[j];
+    float part = 0.0f;
+    if (p >= 0 && p < pool) {
+      const T* kr = keys + (p * nh + h) * nk;
+      for (int64_t c = lane; c < nk; c += 32) part += to_float(qr[c]) * to_float(kr[c]);
+    }
+    const float s = (p >= 0 && p < pool) ? scale * warp_sum(part) : -INFINITY;
+    if (lane == 0) w[j] = s;
+    mx = fmaxf(mx, s);
+  }
+  __syncwarp();
+  float sum = 0.0f;
+  for (int64_t j = lane; j < len; j += 32) {
+    const float e = w[j] == -INFINITY ? 0.0f : expf(w[j] - mx);
+    w[j] = e;
+    sum += e;
+  }
+  sum = warp_sum(sum);
+  __syncwarp();
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  for (int64_t c = lane; c < ne; c += 32) {
+    float acc = 0.0f;
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t p = idx[j];
+      if (p >= 0 && p < pool) acc += (w[j] * inv) * to_float(values[(p * nh + h) * ne + c]);
+    }
+    out[r * ne + c] = from_float<T>(acc);
+  }
+  if (probs)
+    for (int64_t j = lane; j < list_len; j += 32) probs[r * list_len + j] = j < len ? w[j] * inv : 0.0f;
+}
+
+// (value, id) ordered by value, then by the smaller id: the top-k order.
+struct Candidate {
+  float v;
+  int32_t id;
+};
+
+__device__ __forceinline__ bool better(Candidate a, Candidate b) {
+  return a.v > b.v || (a.v == b.v && a.id >= 0 && (b.id < 0 || a.id < b.id));
+}
+
+__device__ __forceinline__ Candidate warp_best(Candidate c) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const Candidate other{__shfl_xor_sync(0xffffffffu, c.v, o), __shfl_xor_sync(0xffffffffu, c.id, o)};
+    if (better(other, c)) c = other;
+  }
+  return c;
+}
+
+// One block per row: max and sum of exponentials by block trees, then k
+// rounds, each picking the best logit that comes after the previous pick in
+// the top-k order.
+template <typename T>
+__global__ void log_softmax_topk_kernel(const T* logits, int64_t vocab, int64_t k, float* values,
+                                        int32_t* ids, float* lse) {
+  __shared__ float scratch[32];
+  __shared__ float best_v[32];
+  __shared__ int32_t best_id[32];
+  const int64_t row = blockIdx.x;
+  const T* x = logits + row * vocab;
+  float m = -INFINITY;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) m = fmaxf(m, to_float(x[v]));
+  m = block_max(m, scratch);
+  float sum = 0.0f;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) sum += expf(to_float(x[v]) - m);
+  sum = block_sum(sum, scratch);
+  const float row_lse = m + logf(sum);
+  if (threadIdx.x == 0) lse[row] = row_lse;
+
+  Candidate prev{INFINITY, -1};
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  for (int64_t i = 0; i < k; ++i) {
+    Candidate c{-INFINITY, -1};
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+      const Candidate here{to_float(x[v]), static_cast<int32_t>(v)};
+      if (better(prev, here) && better(here, c)) c = here;
+    }
+    c = warp_best(c);
+    __syncthreads();
+    if (lane == 0) {
+      best_v[warp] = c.v;
+      best_id[warp] = c.id;
+    }
+    __syncthreads();
+    c = lane < (blockDim.x >> 5) ? Candidate{best_v[lane], best_id[lane]} : Candidate{-INFINITY, -1};
+    c = warp_best(c);
+    if (threadIdx.x == 0) {
+      values[row * k + i] = c.v - row_lse;
+      ids[row * k + i] = c.id;
+    }
+    prev = c;
+  }
+}
+
+}  // namespace
+
+void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
+                      const TensorView& index, const TensorView& lengths,
+                      const TensorView& groups, float scale, const TensorView& out,
+                      const TensorView& probs, const Stream& stream) {
+  const int64_t rows = q.dim(0), nh = q.dim(1), list_len = index.dim(1);
+  const size_t shared = sizeof(float) * size_t(kWarpsPerBlock) * size_t(list_len > 0 ? list_len : 1);
+  const unsigned blocks = static_cast<unsigned>((rows * nh + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  with_storage_type(q.dtype(), "attention_gather", [&](auto tag) {
+    using T = decltype(tag);
+    auto kernel = attention_gather_kernel<T>;
+    if (shared > 48 * 1024)
+      TFM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(shared)));
+    kernel<<<blocks, 32 * kWarpsPerBlock, shared, native(stream)>>>(
+        static_cast<const T*>(q.data()), static_cast<const T*>(keys.data()),
+        static_cast<const T*>(values.data()), index.data_as<int32_t>(),
+        lengths.data_as<int32_t>(), groups.data_as<int32_t>(), rows, nh, q.dim(2),
+        values.dim(2), list_len, keys.dim(0), index.dim(0), scale, static_cast<T*>(out.data()),
+        probs.empty() ? nullptr : probs.data_as<float>());
+    TFM_CHECK_LAUNCH();
+  });
+}
+
+void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
+                      const TensorView& lse, const Stream& stream) {
+  const int64_t rows = logits.dim(0), vocab = logits.dim(1), k = values.dim(1);
+  with_storage_type(logits.dtype(), "log_softmax_topk", [&](auto tag) {
+    using T = decltype(tag);
+    log_softmax_topk_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, native(stream)>>>(
+        static_cast<const T*>(logits.data()), vocab, k, values.data_as<float>(),
+        ids.data_as<int32_t>(), lse.data_as<float>());
+    TFM_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace tfm::ops::cuda

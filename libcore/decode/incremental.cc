@@ -1,0 +1,446 @@
+#include "libcore/decode/incremental.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kernels/ops.h"
+#include "libcore/model/layers.h"
+
+namespace tfm {
+
+using model::prefix;
+
+struct IncrementalDecoder::Ids {
+  // io: the batch's sources and index tables, the step's rows
+  int src, enc_groups, enc_index, enc_lengths;
+  int tokens, self_index, self_lengths, self_groups, cross_groups, top_ids;
+  // kv-cache, per decoder layer
+  std::vector<int> pool_k, pool_v, cross_k, cross_v;
+  // activations, shared by the encoder (source tokens) and the decoder (rows)
+  int x, y_a, y_b, h, s, q, k, v, ctx, f, mean, rstd;
+  // the output layer and what the host reads
+  int logits, top_values, lse, column, probs = -1;
+};
+
+namespace {
+
+DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+// Host vector <-> device buffer (synchronous: copies to or from the CPU
+// complete before they return, so the vector may change right after).
+void upload(const TensorView& buffer, const std::vector<int32_t>& values, const Stream& st) {
+  const TensorView dst = prefix(buffer, {static_cast<int64_t>(values.size())});
+  copy(dst, TensorView(const_cast<int32_t*>(values.data()), DType::i32, dst.shape()), &st);
+}
+
+std::vector<double> download(const TensorView& t, const Stream& st) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DType::f64) {
+    copy(TensorView(out.data(), DType::f64, t.shape()), t, &st);
+  } else {
+    std::vector<float> f(out.size());
+    copy(TensorView(f.data(), DType::f32, t.shape()), t, &st);
+    std::copy(f.begin(), f.end(), out.begin());
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t decoder_gemm_rows(const Transformer& model) {
+  const ModelConfig& c = model.config();
+  const int64_t HK = c.heads * c.d_k, HE = c.heads * c.d_v, D = c.d_model;
+  const std::pair<int64_t, int64_t> gemms[] = {{HK, D}, {HE, D}, {D, HE}, {c.d_ff, D}, {D, c.d_ff},
+                                               {c.vocab_size, D}};  // (n, k) of each x W^T
+  int64_t rows = 1;
+  for (const auto& [n, k] : gemms) rows = std::max(rows, ops::gemm_invariant_rows(model.device(), n, k));
+  return rows;
+}
+
+IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& limits)
+    : model_(model), limits_(limits) {
+  const ModelConfig& c = model.config();
+  DecoderLimits& l = limits_;
+  TFM_REQUIRE(l.sentences >= 1 && l.src_tokens >= 1 && l.src_len >= 1 && l.rows >= 1 &&
+                  l.steps >= 1 && l.top_k >= 1 && l.cache_rows >= 0,
+              "decoder limits must be positive (sentences {}, source tokens {}, source length "
+              "{}, rows {}, steps {}, top k {})",
+              l.sentences, l.src_tokens, l.src_len, l.rows, l.steps, l.top_k);
+  TFM_REQUIRE(l.attention_layer >= -1 && l.attention_layer < c.layers,
+              "attention layer {} is outside the model's {} decoder layers", l.attention_layer,
+              c.layers);
+  TFM_REQUIRE(!c.learned_positions || std::max(l.steps, l.src_len) <= c.max_positions,
+              "decoding {} positions of sources up to {} tokens needs more than the {} learned "
+              "positions the model has",
+              l.steps, l.src_len, c.max_positions);
+  l.src_tokens = std::max(l.src_tokens, l.src_len);
+  l.top_k = std::min(l.top_k, c.vocab_size);
+  const int64_t H = c.heads, HK = c.heads * c.d_k, HE = c.heads * c.d_v, D = c.d_model;
+  gemm_rows_ = decoder_gemm_rows(model);  // batch invariance
+  const int64_t rows = std::max(l.rows, gemm_rows_), src = std::max(l.src_tokens, gemm_rows_);
+  const int64_t act_rows = std::max(rows, src);
+  if (l.cache_rows == 0) l.cache_rows = l.steps * rows;
+
+  const DType dt = model.dtype(), pt = model.param_dtype(), st = stats_dtype(pt);
+  ids_ = std::make_unique<Ids>();
+  Ids& i = *ids_;
+  auto io = [&](const char* n, int64_t count) {
+    return plan_.add(MemoryKind::io, n, DType::i32, {count});
+  };
+  auto act = [&](const char* n, DType t, Shape s) {
+    return plan_.add(MemoryKind::activations, n, t, s);
+  };
+  auto pool = [&](const std::string& n, int64_t r, int64_t cols) {
+    return plan_.add(MemoryKind::kv_cache, n, dt, {r, cols});
+  };
+  i.src = io("source", src);
+  i.enc_groups = io("source.groups", src);
+  i.enc_index = io("source.index", l.sentences * l.src_len);
+  i.enc_lengths = io("source.lengths", l.sentences);
+  i.tokens = io("tokens", rows);
+  i.self_index = io("self.index", l.rows * l.steps);
+  i.self_lengths = io("self.lengths", l.rows);
+  i.self_groups = io("self.groups", l.rows);
+  i.cross_groups = io("cross.groups", l.rows);
+  i.top_ids = io("top.ids", l.rows * l.top_k);
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    i.pool_k.push_back(pool(fmt::format("self.{}.k", layer), l.cache_rows, HK));
+    i.pool_v.push_back(pool(fmt::format("self.{}.v", layer), l.cache_rows, HE));
+    i.cross_k.push_back(pool(fmt::format("cross.{}.k", layer), src, HK));
+    i.cross_v.push_back(pool(fmt::format("cross.{}.v", layer), src, HE));
+  }
+  i.x = act("x", dt, {act_rows, D});
+  i.y_a = act("y_a", dt, {act_rows, D});
+  i.y_b = act("y_b", dt, {act_rows, D});
+  i.h = act("h", dt, {act_rows, D});
+  i.s = act("s", dt, {act_rows, D});
+  i.q = act("q", dt, {act_rows, HK});
+  i.k = act("k", dt, {src, HK});
+  i.v = act("v", dt, {src, HE});
+  i.ctx = act("ctx", dt, {act_rows, HE});
+  i.f = act("f", dt, {act_rows, c.d_ff});
+  i.mean = act("mean", st, {act_rows});
+  i.rstd = act("rstd", st, {act_rows});
+  i.logits = act("logits", pt, {rows, c.vocab_size});
+  i.top_values = act("top.values", st, {l.rows * l.top_k});
+  i.lse = act("lse", st, {l.rows});
+  i.column = act("column", pt, {l.rows});
+  if (l.attention_layer >= 0) i.probs = act("attention", st, {l.rows * H * l.src_len});
+  mem_ = std::make_unique<PlannedMemory>(plan_, model.device());
+  // Rows past the live ones feed GEMMs as padding: make them finite once.
+  for (MemoryKind kind : {MemoryKind::io, MemoryKind::activations})
+    device_memset_zero(mem_->block(kind), model.device(), plan_.bytes(kind), nullptr);
+  std::vector<int32_t> iota(static_cast<size_t>(l.rows));
+  std::iota(iota.begin(), iota.end(), 0);
+  upload(view(i.self_groups), iota, model.stream());
+  if (!c.learned_positions) {
+    Tensor table = sinusoid_table(std::max(l.steps, l.src_len), D, pt);
+    positions_ = Tensor(table.shape(), pt, model.device());
+    copy(positions_, table);
+  }
+}
+
+IncrementalDecoder::~IncrementalDecoder() = default;
+
+TensorView IncrementalDecoder::view(int id) const { return mem_->view(id); }
+
+// The first `rows` rows of a buffer as (max(rows, gemm_rows()), cols): what
+// a GEMM reads or writes.
+TensorView IncrementalDecoder::gemm_view(int id, int64_t rows, int64_t cols) const {
+  return prefix(view(id), {std::max(rows, gemm_rows_), cols});
+}
+
+// The input of a sub-layer: x (post-norm) or LayerNorm(x) in h (pre-norm).
+TensorView IncrementalDecoder::sublayer_input(NormIds norm, const TensorView& x, int64_t rows) {
+  if (!model_.config().pre_norm) return x;
+  const Ids& i = *ids_;
+  const TensorView h = prefix(view(i.h), x.shape());
+  ops::layernorm_forward(prefix(x, {rows, x.dim(1)}), model_.param(norm.gamma),
+                         model_.param(norm.beta), model_.config().layer_norm_eps,
+                         prefix(h, {rows, x.dim(1)}), prefix(view(i.mean), {rows}),
+                         prefix(view(i.rstd), {rows}), model_.stream());
+  return h;
+}
+
+// The block output from the residual and the sub-layer output (buffer s_id)
+// into out_id: LayerNorm(residual + s) (post-norm) or residual + s (pre-norm).
+TensorView IncrementalDecoder::sublayer_end(NormIds norm, const TensorView& residual, int s_id,
+                                            int out_id, int64_t rows) {
+  const Ids& i = *ids_;
+  const ModelConfig& c = model_.config();
+  const Shape shape{rows, c.d_model};
+  const TensorView r = prefix(residual, shape), s = prefix(view(s_id), shape);
+  const TensorView out = prefix(view(out_id), shape);
+  if (c.pre_norm)
+    ops::add_dropout_forward(r, s, 0.0f, {}, out, model_.stream());
+  else
+    ops::add_dropout_layernorm_forward(r, s, 0.0f, {}, model_.param(norm.gamma),
+                                       model_.param(norm.beta), c.layer_norm_eps,
+                                       prefix(view(i.h), shape), out, prefix(view(i.mean), {rows}),
+                                       prefix(view(i.rstd), {rows}), model_.stream());
+  return gemm_view(out_id, rows, c.d_model);
+}
+
+// The feed-forward sub-layer of a block whose input is x; the block's
+// output goes to x (the buffer), for the next block.
+TensorView IncrementalDecoder::feed_forward(FfnIds w, NormIds norm, const TensorView& x, int64_t rows) {
+  const Ids& i = *ids_;
+  const ModelConfig& c = model_.config();
+  const model::Blocks m{model_.stream(), c, model_.layout(), model_.weights(), {}, {}};
+  const TensorView in = sublayer_input(norm, x, rows);
+  model::linear_forward(m, in, w.fc1, gemm_view(i.f, rows, c.d_ff), /*relu=*/true);
+  model::linear_forward(m, gemm_view(i.f, rows, c.d_ff), w.fc2, gemm_view(i.s, rows, c.d_model));
+  return sublayer_end(norm, x, i.s, i.x, rows);
+}
+
+// Pre-norm stacks end in a layer norm: LayerNorm(y) into y_a.
+TensorView IncrementalDecoder::final_norm(NormIds norm, const TensorView& y, int64_t rows) {
+  const Ids& i = *ids_;
+  const int64_t D = model_.config().d_model;
+  ops::layernorm_forward(prefix(y, {rows, D}), model_.param(norm.gamma), model_.param(norm.beta),
+                         model_.config().layer_norm_eps, prefix(view(i.y_a), {rows, D}),
+                         prefix(view(i.mean), {rows}), prefix(view(i.rstd), {rows}),
+                         model_.stream());
+  return gemm_view(i.y_a, rows, D);
+}
+
+void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources, int64_t rows,
+                               int64_t steps) {
+  const int64_t B = static_cast<int64_t>(sources.size());
+  int64_t S = 0;
+  for (const auto& s : sources) {
+    TFM_REQUIRE(!s.empty(), "the decoder cannot start from an empty source");
+    S = std::max<int64_t>(S, static_cast<int64_t>(s.size()));
+  }
+  const DecoderLimits& l = limits_;
+  TFM_REQUIRE(B >= 1 && B <= l.sentences && S <= l.src_len && B * S <= l.src_tokens,
+              "a batch of {} sentences of up to {} tokens is over the planned {} sentences, "
+              "{} tokens a sentence and {} source tokens",
+              B, S, l.sentences, l.src_len, l.src_tokens);
+  const int64_t R = std::max(rows, gemm_rows_);
+  TFM_REQUIRE(rows >= 1 && rows <= l.rows && steps >= 1 && steps <= l.steps &&
+                  steps * R <= l.cache_rows,
+              "a batch of {} rows over {} positions is over the plan ({} rows, {} positions, "
+              "{} cache rows)",
+              rows, steps, l.rows, l.steps, l.cache_rows);
+  B_ = B;
+  S_ = S;
+  R_ = R;
+  T_ = steps;
+  N_ = 0;
+  t_ = 0;
+  history_.assign(static_cast<size_t>(rows * steps), 0);
+  next_history_.assign(history_.size(), 0);
+  encode(sources);
+}
+
+// The encoder over the batch (B, S), then each decoder layer's projection of
+// its output into the cross-attention pools. Attention reads only a
+// sentence's own tokens (groups), so padding never enters a sentence's sums.
+void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources) {
+  const ModelConfig& c = model_.config();
+  const ParamLayout& L = model_.layout();
+  const Stream& st = model_.stream();
+  const Ids& i = *ids_;
+  const int64_t B = B_, S = S_, M = B * S, H = c.heads, D = c.d_model;
+  std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M));
+  std::vector<int32_t> index(static_cast<size_t>(M)), lengths(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& s = sources[static_cast<size_t>(b)];
+    for (int32_t id : s)
+      TFM_REQUIRE(id >= 0 && id < c.vocab_size, "source id {} is outside the vocabulary [0, {})",
+                  id, c.vocab_size);
+    std::copy(s.begin(), s.end(), src.begin() + b * S);
+    lengths[static_cast<size_t>(b)] = static_cast<int32_t>(s.size());
+    for (int64_t j = 0; j < S; ++j) {
+      groups[static_cast<size_t>(b * S + j)] = static_cast<int32_t>(b);
+      index[static_cast<size_t>(b * S + j)] = static_cast<int32_t>(b * S + j);
+    }
+  }
+  upload(view(i.src), src, st);
+  upload(view(i.enc_groups), groups, st);
+  upload(view(i.enc_index), index, st);
+  upload(view(i.enc_lengths), lengths, st);
+  const TensorView enc_index = prefix(view(i.enc_index), {B, S});
+  const TensorView enc_lengths = prefix(view(i.enc_lengths), {B});
+
+  const TensorView x = prefix(view(i.x), {M, D});
+  ops::embedding_forward(prefix(view(i.src), {M}), model_.param(L.src_embed),
+                         static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
+  ops::position_add(x.reshape({B, S, D}),
+                    c.learned_positions ? model_.param(L.src_pos) : positions_.view(), 0, st);
+  const model::Blocks m{st, c, L, model_.weights(), {}, {}};
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
+  TensorView y = gemm_view(i.x, M, D);
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    const EncoderLayerIds& w = L.encoder[static_cast<size_t>(layer)];
+    TensorView in = sublayer_input(w.self_attn_norm, y, M);
+    model::linear_forward(m, in, w.self_attn.q, gemm_view(i.q, M, H * c.d_k));
+    model::linear_forward(m, in, w.self_attn.k, gemm_view(i.k, M, H * c.d_k));
+    model::linear_forward(m, in, w.self_attn.v, gemm_view(i.v, M, H * c.d_v));
+    ops::attention_gather(prefix(view(i.q), {M, H, c.d_k}), prefix(view(i.k), {M, H, c.d_k}),
+                          prefix(view(i.v), {M, H, c.d_v}), enc_index, enc_lengths,
+                          prefix(view(i.enc_groups), {M}), scale,
+                          prefix(view(i.ctx), {M, H, c.d_v}), {}, st);
+    model::linear_forward(m, gemm_view(i.ctx, M, H * c.d_v), w.self_attn.out, gemm_view(i.s, M, D));
+    const TensorView y_a = sublayer_end(w.self_attn_norm, y, i.s, i.y_a, M);
+    y = feed_forward(w.ffn, w.ffn_norm, y_a, M);
+  }
+  if (c.pre_norm) y = final_norm(L.encoder_norm, y, M);
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    const AttentionIds& w = L.decoder[static_cast<size_t>(layer)].cross_attn;
+    model::linear_forward(m, y, w.k, gemm_view(i.cross_k[static_cast<size_t>(layer)], M, H * c.d_k));
+    model::linear_forward(m, y, w.v, gemm_view(i.cross_v[static_cast<size_t>(layer)], M, H * c.d_v));
+  }
+}
+
+void IncrementalDecoder::step(const std::vector<Row>& rows) {
+  const ModelConfig& c = model_.config();
+  const ParamLayout& L = model_.layout();
+  const Stream& st = model_.stream();
+  const Ids& i = *ids_;
+  const int64_t N = static_cast<int64_t>(rows.size()), t = t_, T = T_;
+  const int64_t H = c.heads, HK = H * c.d_k, HE = H * c.d_v, D = c.d_model;
+  TFM_REQUIRE(B_ > 0, "step before start: no batch is encoded");
+  TFM_REQUIRE(N >= 1 && N * T <= static_cast<int64_t>(history_.size()),
+              "step of {} rows: the batch was started for {} rows", N,
+              static_cast<int64_t>(history_.size()) / T);
+  TFM_REQUIRE(t < T, "step {} is past the {} positions the batch was started for", t + 1, T);
+
+  // Host side: tokens, each row's source, and its history of pool rows.
+  std::vector<int32_t> tokens(static_cast<size_t>(N)), sentences(static_cast<size_t>(N));
+  staging_.resize(static_cast<size_t>(N * (t + 1)));
+  for (int64_t r = 0; r < N; ++r) {
+    const Row& row = rows[static_cast<size_t>(r)];
+    TFM_REQUIRE(row.token >= 0 && row.token < c.vocab_size,
+                "token id {} is outside the vocabulary [0, {})", row.token, c.vocab_size);
+    TFM_REQUIRE(row.sentence >= 0 && row.sentence < B_, "row {} reads sentence {} of a batch of {}",
+                r, row.sentence, B_);
+    TFM_REQUIRE(t == 0 || (row.parent >= 0 && row.parent < N_),
+                "row {} continues row {} of a step of {} rows", r, row.parent, N_);
+    tokens[static_cast<size_t>(r)] = row.token;
+    sentences[static_cast<size_t>(r)] = row.sentence;
+    int32_t* hist = next_history_.data() + r * T;
+    if (t > 0) std::copy_n(history_.data() + row.parent * T, t, hist);
+    hist[t] = static_cast<int32_t>(t * R_ + r);
+    std::copy_n(hist, t + 1, staging_.data() + r * (t + 1));
+  }
+  history_.swap(next_history_);
+  upload(view(i.tokens), tokens, st);
+  upload(view(i.cross_groups), sentences, st);
+  upload(view(i.self_index), staging_, st);
+  upload(view(i.self_lengths), std::vector<int32_t>(static_cast<size_t>(N), static_cast<int32_t>(t + 1)), st);
+  const TensorView self_index = prefix(view(i.self_index), {N, t + 1});
+  const TensorView self_lengths = prefix(view(i.self_lengths), {N});
+  const TensorView self_groups = prefix(view(i.self_groups), {N});
+  const TensorView enc_index = prefix(view(i.enc_index), {B_, S_});
+  const TensorView enc_lengths = prefix(view(i.enc_lengths), {B_});
+  const TensorView cross_groups = prefix(view(i.cross_groups), {N});
+
+  // x = sqrt(D) E[token] + PE[t]   (no dropout when decoding)
+  const TensorView x = prefix(view(i.x), {N, D});
+  ops::embedding_forward(prefix(view(i.tokens), {N}), model_.param(L.tgt_embed),
+                         static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
+  ops::position_add(x.reshape({N, 1, D}),
+                    c.learned_positions ? model_.param(L.tgt_pos) : positions_.view(), t, st);
+
+  const model::Blocks m{st, c, L, model_.weights(), {}, {}};
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
+  const size_t el = dtype_size(model_.dtype());
+  const int64_t G = std::max(N, gemm_rows_);
+  TensorView y = gemm_view(i.x, N, D);
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    const DecoderLayerIds& w = L.decoder[static_cast<size_t>(layer)];
+    const size_t l = static_cast<size_t>(layer);
+    // Self-attention: this position's keys and values go straight into the
+    // pools, at rows t * R + r; each row reads its history.
+    TensorView in = sublayer_input(w.self_attn_norm, y, N);
+    model::linear_forward(m, in, w.self_attn.q, gemm_view(i.q, N, HK));
+    const TensorView pool_k = view(i.pool_k[l]), pool_v = view(i.pool_v[l]);
+    model::linear_forward(m, in, w.self_attn.k,
+                          TensorView(static_cast<char*>(pool_k.data()) + t * R_ * HK * el,
+                                     pool_k.dtype(), {G, HK}, pool_k.device()));
+    model::linear_forward(m, in, w.self_attn.v,
+                          TensorView(static_cast<char*>(pool_v.data()) + t * R_ * HE * el,
+                                     pool_v.dtype(), {G, HE}, pool_v.device()));
+    ops::attention_gather(prefix(view(i.q), {N, H, c.d_k}), pool_k.reshape({pool_k.dim(0), H, c.d_k}),
+                          pool_v.reshape({pool_v.dim(0), H, c.d_v}), self_index, self_lengths,
+                          self_groups, scale, prefix(view(i.ctx), {N, H, c.d_v}), {}, st);
+    model::linear_forward(m, gemm_view(i.ctx, N, HE), w.self_attn.out, gemm_view(i.s, N, D));
+    const TensorView y_a = sublayer_end(w.self_attn_norm, y, i.s, i.y_a, N);
+
+    // Attention over the sentence's source, shared by its rows.
+    in = sublayer_input(w.cross_attn_norm, y_a, N);
+    model::linear_forward(m, in, w.cross_attn.q, gemm_view(i.q, N, HK));
+    const bool keep = layer == limits_.attention_layer;
+    ops::attention_gather(prefix(view(i.q), {N, H, c.d_k}),
+                          prefix(view(i.cross_k[l]), {B_ * S_, H, c.d_k}),
+                          prefix(view(i.cross_v[l]), {B_ * S_, H, c.d_v}), enc_index, enc_lengths,
+                          cross_groups, scale, prefix(view(i.ctx), {N, H, c.d_v}),
+                          keep ? prefix(view(i.probs), {N, H, S_}) : TensorView(), st);
+    model::linear_forward(m, gemm_view(i.ctx, N, HE), w.cross_attn.out, gemm_view(i.s, N, D));
+    const TensorView y_b = sublayer_end(w.cross_attn_norm, y_a, i.s, i.y_b, N);
+
+    y = feed_forward(w.ffn, w.ffn_norm, y_b, N);
+  }
+  if (c.pre_norm) y = final_norm(L.decoder_norm, y, N);
+  ops::GemmOptions tb;
+  tb.trans_b = true;
+  ops::gemm(y, model_.weight(L.tgt_embed), gemm_view(i.logits, N, c.vocab_size), tb, st);
+  N_ = N;
+  ++t_;
+  lse_ready_ = false;
+}
+
+void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids) {
+  TFM_REQUIRE(N_ > 0, "top_k before a step");
+  TFM_REQUIRE(k >= 1 && k <= limits_.top_k, "top_k: k = {} is outside the planned [1, {}]", k,
+              limits_.top_k);
+  const Ids& i = *ids_;
+  const Stream& st = model_.stream();
+  const TensorView values = prefix(view(i.top_values), {N_, k});
+  const TensorView top_ids = prefix(view(i.top_ids), {N_, k});
+  ops::log_softmax_topk(prefix(view(i.logits), {N_, model_.config().vocab_size}), values, top_ids,
+                        prefix(view(i.lse), {N_}), st);
+  log_probs = download(values, st);
+  ids.resize(static_cast<size_t>(N_ * k));
+  copy(TensorView(ids.data(), DType::i32, {N_, k}), top_ids, &st);
+  lse_ready_ = true;
+}
+
+std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
+  const int64_t V = model_.config().vocab_size;
+  TFM_REQUIRE(lse_ready_, "log_prob_of needs top_k of the same step first");
+  TFM_REQUIRE(token >= 0 && token < V, "token id {} is outside the vocabulary [0, {})", token, V);
+  const Ids& i = *ids_;
+  const Stream& st = model_.stream();
+  const TensorView logits = view(i.logits), column = prefix(view(i.column), {N_});
+  const size_t el = dtype_size(logits.dtype());
+  device_copy_2d(column.data(), el, static_cast<const char*>(logits.data()) + token * el, V * el,
+                 el, static_cast<size_t>(N_), logits.device(), st.native());
+  std::vector<double> out = download(column, st);
+  const std::vector<double> lse = download(prefix(view(i.lse), {N_}), st);
+  for (size_t r = 0; r < out.size(); ++r) out[r] -= lse[r];
+  return out;
+}
+
+Tensor IncrementalDecoder::log_probs() {
+  TFM_REQUIRE(N_ > 0, "log_probs before a step");
+  const TensorView logits = prefix(view(ids_->logits), {N_, model_.config().vocab_size});
+  Tensor host(logits.shape(), logits.dtype());
+  copy(host, logits, &model_.stream());
+  ops::log_softmax(host, host, Stream(Device::cpu()));
+  return host;
+}
+
+Tensor IncrementalDecoder::attention() {
+  TFM_REQUIRE(ids_->probs >= 0, "the decoder was not planned to keep attention weights");
+  TFM_REQUIRE(N_ > 0, "attention before a step");
+  const TensorView probs = prefix(view(ids_->probs), {N_, model_.config().heads, S_});
+  Tensor host(probs.shape(), probs.dtype());
+  copy(host, probs, &model_.stream());
+  return host;
+}
+
+}  // namespace tfm

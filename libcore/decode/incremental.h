@@ -1,0 +1,115 @@
+// Incremental decoding (DESIGN.md, libcore/decode): the encoder over a batch
+// of sentences, then the decoder one position at a time for rows
+// (hypotheses) that may be reordered, duplicated and dropped between steps,
+// as a beam search needs. It gives the full forward pass's log-probabilities
+// (tests/unit/decode_test.cc holds it to that) without recomputing prefixes.
+//
+// Keys and values live in pools and are never copied. Self-attention: the
+// keys and values of position p fed by row r go to pool row p * R + r (R:
+// the batch's row count, position-major so that one GEMM writes a step), and
+// each row reads its own history of pool rows (ops::attention_gather): a
+// beam that continues row `parent` inherits the parent's history, so
+// reordering and dropping rows costs a few integers a row on the host.
+// Cross-attention: the projected source of sentence b is pool rows b * S + j,
+// shared by all of its beams.
+//
+// Memory is planned at construction from DecoderLimits (STYLE.md, rule 4):
+// activations for the batch's source tokens and for `rows` hypotheses, the
+// pools (kv-cache), the index tables (io). Nothing grows afterwards.
+//
+// Batch invariance: every op computes each row alone (ops.h, "decoding"),
+// and every GEMM runs on at least gemm_rows() rows (ops::gemm_invariant_rows,
+// rows past the live ones are padding), so on the CPU a sentence's
+// log-probabilities are bit-identical whatever else shares its batch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libcore/memory.h"
+#include "libcore/model/transformer.h"
+
+namespace tfm {
+
+struct DecoderLimits {
+  int64_t sentences = 1;    // B: sentences of a batch
+  int64_t src_tokens = 1;   // B * S: source tokens of a batch, padding included
+  int64_t src_len = 1;      // S: the longest source
+  int64_t rows = 1;         // N: rows of one step (sentences x beam)
+  int64_t steps = 1;        // T: positions a batch decodes (eos included)
+  int64_t cache_rows = 0;   // self-attention pool rows a batch may use, T_b x R_b
+                            // (0: steps x rows, the most any batch can need)
+  int64_t top_k = 8;        // the largest k of top_k()
+  int attention_layer = -1; // keep this decoder layer's cross-attention (-1: none)
+};
+
+// The fewest rows every GEMM of a decoder for `model` runs on: the largest
+// ops::gemm_invariant_rows of its products.
+int64_t decoder_gemm_rows(const Transformer& model);
+
+class IncrementalDecoder {
+ public:
+  IncrementalDecoder(Transformer& model, const DecoderLimits& limits);
+  ~IncrementalDecoder();
+  IncrementalDecoder(const IncrementalDecoder&) = delete;
+  IncrementalDecoder& operator=(const IncrementalDecoder&) = delete;
+
+  // Encodes `sources` (one per sentence, no bos/eos, none empty) and starts
+  // position 0. `rows` and `steps`: the most rows a step of this batch will
+  // feed and the positions it will decode (within the limits, and
+  // steps x max(rows, gemm_rows()) within cache_rows).
+  void start(const std::vector<std::vector<int32_t>>& sources, int64_t rows, int64_t steps);
+
+  struct Row {
+    int32_t sentence;  // the source it reads, an index into start()'s sources
+    int32_t parent;    // the row of the previous step it continues (unused at position 0)
+    int32_t token;     // the token it feeds at this position
+  };
+  // Decodes one position for every row: the next token's logits.
+  void step(const std::vector<Row>& rows);
+
+  // Of the last step, per row r: the k most likely next tokens, best first
+  // (ties: smaller id), and their log-probabilities, at [r * k + i].
+  void top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids);
+  // Of the last step, per row: log p(token).
+  std::vector<double> log_prob_of(int32_t token);
+  // Of the last step: every row's log-probabilities, (N, V), on the host.
+  Tensor log_probs();
+  // Of the last step: the cross-attention weights of limits.attention_layer,
+  // (N, H, S) on the host, S the batch's longest source (0 past a sentence's end).
+  Tensor attention();
+
+  int64_t position() const { return t_; }        // positions decoded so far
+  int64_t vocab_size() const { return model_.config().vocab_size; }
+  int64_t gemm_rows() const { return gemm_rows_; }
+  const DecoderLimits& limits() const { return limits_; }
+  std::string memory_report() const { return plan_.report(); }
+
+ private:
+  struct Ids;
+  TensorView view(int id) const;
+  TensorView gemm_view(int id, int64_t rows, int64_t cols) const;
+  void encode(const std::vector<std::vector<int32_t>>& sources);
+  TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, int64_t rows);
+  TensorView sublayer_input(NormIds norm, const TensorView& x, int64_t rows);
+  TensorView final_norm(NormIds norm, const TensorView& y, int64_t rows);
+  TensorView feed_forward(FfnIds w, NormIds norm, const TensorView& x, int64_t rows);
+
+  Transformer& model_;
+  DecoderLimits limits_;
+  int64_t gemm_rows_ = 1;
+  MemoryPlan plan_;
+  std::unique_ptr<Ids> ids_;
+  std::unique_ptr<PlannedMemory> mem_;
+  Tensor positions_;  // sinusoid table on the device (sinusoidal positions)
+  // The batch: sentences B, padded source length S, rows R (pool stride),
+  // positions T; the last step's rows N and position t.
+  int64_t B_ = 0, S_ = 0, R_ = 0, T_ = 0, N_ = 0, t_ = 0;
+  std::vector<int32_t> history_, next_history_;  // (R, T): pool row of each position
+  std::vector<int32_t> staging_;                 // host side of an upload
+  bool lse_ready_ = false;                       // top_k ran for the last step
+};
+
+}  // namespace tfm

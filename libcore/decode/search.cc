@@ -1,0 +1,214 @@
+#include "libcore/decode/search.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "libcore/error.h"
+#include "libcore/model/batch.h"
+
+namespace tfm {
+namespace {
+
+// A live hypothesis: its tokens so far, and the decoder row of the step that
+// proposed its last token (the parent of the row that feeds it next).
+struct Live {
+  std::vector<int32_t> tokens;
+  std::vector<float> token_log_probs;
+  std::vector<float> attention;
+  double log_prob = 0;
+  int32_t row = 0;
+};
+
+struct Sentence {
+  const SearchRequest* request = nullptr;
+  std::vector<Live> live;
+  std::vector<Hypothesis> finished;
+  bool done = false;
+};
+
+struct Proposal {
+  double log_prob;   // of the extended hypothesis
+  float token_log_prob;
+  int32_t live;      // index into the sentence's live hypotheses
+  int32_t token;
+};
+
+bool ranks_before(const Hypothesis& a, const Hypothesis& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+  if (a.tokens.size() != b.tokens.size()) return a.tokens.size() < b.tokens.size();
+  return a.tokens < b.tokens;
+}
+
+// The attention row of decoder row r for a source of `len` tokens: its
+// heads' mean, or every head, out of weights (N, H, S).
+void append_attention(const Tensor& weights, int64_t r, int64_t len, bool heads,
+                      std::vector<float>& out) {
+  const int64_t H = weights.shape()[1], S = weights.shape()[2];
+  const bool f64 = weights.dtype() == DType::f64;
+  auto at = [&](int64_t h, int64_t j) {
+    const int64_t i = (r * H + h) * S + j;
+    return f64 ? weights.data_as<double>()[i] : static_cast<double>(weights.data_as<float>()[i]);
+  };
+  if (heads) {
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t j = 0; j < len; ++j) out.push_back(static_cast<float>(at(h, j)));
+    return;
+  }
+  for (int64_t j = 0; j < len; ++j) {
+    double sum = 0;
+    for (int64_t h = 0; h < H; ++h) sum += at(h, j);
+    out.push_back(static_cast<float>(sum / static_cast<double>(H)));
+  }
+}
+
+}  // namespace
+
+double length_penalty(int64_t length, double alpha, LengthPenalty form) {
+  const double n = static_cast<double>(length);
+  return form == LengthPenalty::gnmt ? std::pow((5.0 + n) / 6.0, alpha) : std::pow(n, alpha);
+}
+
+int64_t search_rows(int64_t sentences, const BeamSearchOptions& o) { return sentences * o.beam_size; }
+
+int64_t search_steps(const std::vector<SearchRequest>& batch) {
+  int64_t steps = 1;
+  for (const SearchRequest& r : batch) steps = std::max(steps, r.max_len + 1);
+  return steps;
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
+                                                 const std::vector<SearchRequest>& batch,
+                                                 const BeamSearchOptions& o) {
+  const int64_t W = o.beam_size;
+  TFM_REQUIRE(W >= 1 && o.n_best >= 1 && o.n_best <= W,
+              "beam search: beam size {} and n-best {} must be positive, n-best at most the beam",
+              W, o.n_best);
+  TFM_REQUIRE(o.alpha >= 0 && std::isfinite(o.alpha), "beam search: alpha {} must be >= 0", o.alpha);
+  TFM_REQUIRE(o.attention_layer == decoder.limits().attention_layer || o.attention_layer < 0,
+              "beam search: the decoder keeps the attention of layer {}, not {}",
+              decoder.limits().attention_layer, o.attention_layer);
+  const EarlyStopping stopping = W == 1 ? EarlyStopping::beam : o.early_stopping;
+  const int64_t V = decoder.vocab_size();
+  TFM_REQUIRE(V > kEosId, "beam search: a vocabulary of {} has no eos (id {})", V, kEosId);
+  const int64_t k = std::min<int64_t>(2 * W, V);
+  TFM_REQUIRE(decoder.limits().top_k >= k, "beam search: the decoder plans the top {} tokens, a beam of {} needs {}",
+              decoder.limits().top_k, W, k);
+
+  std::vector<std::vector<int32_t>> sources;
+  std::vector<Sentence> sentences(batch.size());
+  for (size_t s = 0; s < batch.size(); ++s) {
+    TFM_REQUIRE(batch[s].max_len >= 0 && batch[s].min_len <= batch[s].max_len,
+                "beam search: sentence {} has lengths [{}, {}]", s, batch[s].min_len, batch[s].max_len);
+    sources.push_back(batch[s].source);
+    sentences[s].request = &batch[s];
+    sentences[s].live.emplace_back();
+  }
+  decoder.start(sources, search_rows(static_cast<int64_t>(batch.size()), o), search_steps(batch));
+
+  std::vector<IncrementalDecoder::Row> rows;
+  std::vector<double> log_probs, eos;
+  std::vector<int32_t> ids;
+  std::vector<Proposal> proposals;
+  Tensor weights;
+  for (int64_t t = 0;; ++t) {
+    rows.clear();
+    for (size_t s = 0; s < sentences.size(); ++s) {
+      if (sentences[s].done) continue;
+      for (const Live& h : sentences[s].live)
+        rows.push_back({static_cast<int32_t>(s), h.row, h.tokens.empty() ? kBosId : h.tokens.back()});
+    }
+    if (rows.empty()) break;
+    decoder.step(rows);
+    decoder.top_k(k, log_probs, ids);
+    bool at_max = false;
+    for (const Sentence& s : sentences) at_max |= !s.done && t >= s.request->max_len;
+    if (at_max) eos = decoder.log_prob_of(kEosId);
+    if (o.attention_layer >= 0) weights = decoder.attention();
+
+    int32_t r = 0;  // the first row of the sentence at hand
+    for (Sentence& s : sentences) {
+      if (s.done) continue;
+      const int64_t src_len = static_cast<int64_t>(s.request->source.size());
+      // A hypothesis from live h (fed by row r + h) and one more token.
+      auto extended = [&](const Live& h, int32_t row, int32_t token, float lp) {
+        Live n;
+        n.tokens = h.tokens;
+        if (token != kEosId) n.tokens.push_back(token);
+        n.token_log_probs = h.token_log_probs;
+        n.token_log_probs.push_back(lp);
+        n.log_prob = h.log_prob + lp;
+        n.attention = h.attention;
+        if (o.attention_layer >= 0) append_attention(weights, row, src_len, o.attention_heads, n.attention);
+        n.row = row;
+        return n;
+      };
+      auto finish = [&](Live&& n) {
+        const double lp = length_penalty(static_cast<int64_t>(n.tokens.size()) + 1, o.alpha, o.length_penalty);
+        s.finished.push_back({std::move(n.tokens), std::move(n.token_log_probs), n.log_prob,
+                              n.log_prob / lp, std::move(n.attention)});
+      };
+      const int32_t first = r;
+      r += static_cast<int32_t>(s.live.size());
+      if (t >= s.request->max_len) {  // only eos may follow
+        for (size_t h = 0; h < s.live.size(); ++h) {
+          const int32_t row = first + static_cast<int32_t>(h);
+          finish(extended(s.live[h], row, kEosId, static_cast<float>(eos[static_cast<size_t>(row)])));
+        }
+        s.live.clear();
+        s.done = true;
+        continue;
+      }
+      proposals.clear();
+      for (size_t h = 0; h < s.live.size(); ++h) {
+        const int64_t row = first + static_cast<int64_t>(h);
+        for (int64_t i = 0; i < k; ++i) {
+          const int32_t token = ids[static_cast<size_t>(row * k + i)];
+          if (token == kEosId && t < s.request->min_len) continue;
+          const double lp = log_probs[static_cast<size_t>(row * k + i)];
+          proposals.push_back({s.live[h].log_prob + lp, static_cast<float>(lp), static_cast<int32_t>(h), token});
+        }
+      }
+      std::stable_sort(proposals.begin(), proposals.end(), [](const Proposal& a, const Proposal& b) {
+        if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+        if (a.live != b.live) return a.live < b.live;
+        return a.token < b.token;
+      });
+      std::vector<Live> next;
+      for (const Proposal& p : proposals) {
+        const Live& h = s.live[static_cast<size_t>(p.live)];
+        const Live n = extended(h, first + p.live, p.token, p.token_log_prob);
+        if (p.token == kEosId) {
+          finish(Live(n));
+          continue;
+        }
+        next.push_back(n);
+        if (static_cast<int64_t>(next.size()) == W) break;
+      }
+      s.live = std::move(next);
+      if (s.live.empty()) {
+        s.done = true;
+      } else if (stopping == EarlyStopping::beam) {
+        s.done = static_cast<int64_t>(s.finished.size()) >= W;
+      } else if (stopping == EarlyStopping::bound &&
+                 static_cast<int64_t>(s.finished.size()) >= o.n_best) {
+        std::partial_sort(s.finished.begin(), s.finished.begin() + o.n_best, s.finished.end(),
+                          ranks_before);
+        const double best_live = s.live.front().log_prob;  // live is in ranking order
+        const double bound =
+            best_live / length_penalty(s.request->max_len + 1, o.alpha, o.length_penalty);
+        s.done = s.finished[static_cast<size_t>(o.n_best - 1)].score >= bound;
+      }
+    }
+  }
+
+  std::vector<std::vector<Hypothesis>> out;
+  for (Sentence& s : sentences) {
+    std::sort(s.finished.begin(), s.finished.end(), ranks_before);
+    if (static_cast<int64_t>(s.finished.size()) > o.n_best) s.finished.resize(static_cast<size_t>(o.n_best));
+    out.push_back(std::move(s.finished));
+  }
+  return out;
+}
+
+}  // namespace tfm

@@ -1,0 +1,85 @@
+// Beam search and greedy search over the incremental decoder (PAPER.md,
+// "Results": beam 4, length penalty alpha 0.6, maximum output length input
+// + 50, stop early when possible).
+//
+// Scores. A hypothesis Y (its tokens, then eos) has log-probability
+// log p(Y | x) = sum of its tokens' log-probabilities, eos included, and is
+// ranked by log p(Y | x) / lp(|Y|), |Y| counting eos, with the length
+// penalty lp of one of two forms:
+//   gnmt   ((5 + |Y|) / 6)^alpha   (Wu et al. 2016; the paper's)
+//   plain  |Y|^alpha               (fairseq, Marian, CTranslate2)
+//
+// The search, per sentence and position: each live hypothesis proposes its
+// 2W most likely next tokens (W the beam size); all proposals are ranked by
+// log-probability; going down the ranking, a proposal of eos ends a
+// hypothesis (it joins the finished ones), any other token continues one,
+// until W continue. At the maximum length every live hypothesis ends with
+// eos. A sentence stops (early stopping):
+//   bound  once no live hypothesis can still enter its n-best: the n-th best
+//          finished score is at least the best live log-probability divided
+//          by lp(maximum |Y|), which bounds every continuation (alpha >= 0).
+//          Stopping then gives the same n-best as running to the end.
+//   beam   once W hypotheses have finished (fairseq's rule; not exact).
+//   never  at the maximum length.
+// With W = 1 the search is greedy: the most likely token at each position,
+// until eos (the length penalty does not enter).
+//
+// Sentences of a batch are searched together: their live hypotheses are
+// the decoder's rows, and a sentence that stops leaves the batch, so the
+// work shrinks as sentences finish. Ties are broken by the hypothesis's row,
+// then by the token id, so the result does not depend on the batch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "libcore/decode/incremental.h"
+
+namespace tfm {
+
+enum class LengthPenalty { gnmt, plain };
+enum class EarlyStopping { bound, beam, never };
+
+// lp(length) for alpha >= 0 and length >= 1.
+double length_penalty(int64_t length, double alpha, LengthPenalty form);
+
+struct BeamSearchOptions {
+  int64_t beam_size = 4;       // W; 1 is greedy search
+  double alpha = 0.6;          // length penalty exponent, >= 0
+  LengthPenalty length_penalty = LengthPenalty::gnmt;
+  EarlyStopping early_stopping = EarlyStopping::bound;
+  int64_t n_best = 1;          // hypotheses returned per sentence, <= beam_size
+  int attention_layer = -1;    // keep this decoder layer's cross-attention (-1: none)
+  bool attention_heads = false;  // per head instead of their mean
+};
+
+struct SearchRequest {
+  std::vector<int32_t> source;  // ids, no bos/eos, not empty
+  int64_t max_len = 0;          // tokens before eos: eos comes at the latest after these
+  int64_t min_len = 0;          // tokens before eos is allowed (benchmarks force lengths)
+};
+
+struct Hypothesis {
+  std::vector<int32_t> tokens;        // without the final eos
+  std::vector<float> token_log_probs; // one per token, then eos's
+  double log_prob = 0;                // their sum
+  double score = 0;                   // log_prob / lp(tokens + 1)
+  // Cross-attention weights (BeamSearchOptions::attention_layer), one row
+  // per token and eos: (|Y|, S) means over heads, or (|Y|, H, S); S is the
+  // source's length.
+  std::vector<float> attention;
+};
+
+// The rows and steps a batch of these requests needs from the decoder.
+int64_t search_rows(int64_t sentences, const BeamSearchOptions& options);
+int64_t search_steps(const std::vector<SearchRequest>& batch);
+
+// Searches a batch of sentences together; returns each one's n-best list,
+// best first (ties: higher log-probability, then fewer tokens, then the
+// smaller token sequence). The decoder must be planned for the batch
+// (search_rows, search_steps, top_k >= min(2 W, V), and the attention layer).
+std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
+                                                 const std::vector<SearchRequest>& batch,
+                                                 const BeamSearchOptions& options);
+
+}  // namespace tfm

@@ -1,0 +1,301 @@
+#include "libcore/decode/translate.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <optional>
+
+#include "libcore/data/line_reader.h"
+#include "libcore/json.h"
+#include "libcore/log.h"
+
+namespace tfm {
+
+struct Translator::Item {
+  std::vector<int32_t> ids;
+  int64_t number = 0;  // 1-based, over all inputs
+};
+
+namespace {
+
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    const size_t j = line.find_first_of(" \t\r", i);
+    const size_t end = j == std::string_view::npos ? line.size() : j;
+    if (end > i) out.push_back(line.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
+void check_options(const TranslateOptions& o) {
+  const BeamSearchOptions& s = o.search;
+  TFM_REQUIRE(s.beam_size >= 1, "--beam must be at least 1, got {}", s.beam_size);
+  TFM_REQUIRE(s.n_best >= 1 && s.n_best <= s.beam_size,
+              "--n-best must be between 1 and --beam ({}), got {}", s.beam_size, s.n_best);
+  TFM_REQUIRE(s.alpha >= 0 && std::isfinite(s.alpha), "--alpha must be >= 0, got {}", s.alpha);
+  TFM_REQUIRE(o.max_len_a >= 0 && o.max_len_b >= 0 && std::isfinite(o.max_len_a) &&
+                  std::isfinite(o.max_len_b),
+              "--max-len-a and --max-len-b must be >= 0, got {} and {}", o.max_len_a, o.max_len_b);
+  TFM_REQUIRE(o.max_tokens >= 1 && o.batch_size >= 1 && o.max_input_len >= 1,
+              "--max-tokens, --batch-size and --max-input-len must be positive");
+}
+
+}  // namespace
+
+int64_t max_output_len(const Transformer& model, const TranslateOptions& o, int64_t source_len) {
+  const double n = std::floor(o.max_len_a * static_cast<double>(source_len) + o.max_len_b);
+  int64_t len = static_cast<int64_t>(std::min(n, 1e9));
+  const ModelConfig& c = model.config();
+  if (c.learned_positions) len = std::min<int64_t>(len, c.max_positions - 1);
+  return len;
+}
+
+DecoderLimits translate_limits(const Transformer& model, const TranslateOptions& o) {
+  const ModelConfig& c = model.config();
+  const int64_t W = o.search.beam_size;
+  DecoderLimits l;
+  l.sentences = o.batch_size;
+  l.src_len = o.max_input_len;
+  l.src_tokens = std::max(o.max_tokens, o.max_input_len);
+  l.rows = search_rows(o.batch_size, o.search);
+  l.steps = max_output_len(model, o, o.max_input_len) + 1;
+  l.top_k = std::min<int64_t>(2 * W, c.vocab_size);
+  l.attention_layer = o.search.attention_layer;
+  // Self-attention pool rows of a batch: positions x rows, T_b x max(B W,
+  // gemm rows), with T_b <= a S_b + b + 1 and B S_b <= src_tokens.
+  const double a = o.max_len_a, b = o.max_len_b, floor = static_cast<double>(decoder_gemm_rows(model));
+  const double by_tokens = static_cast<double>(W) * (a * static_cast<double>(l.src_tokens) +
+                                                     (b + 1) * static_cast<double>(l.sentences));
+  const double by_floor = (a * static_cast<double>(l.src_len) + b + 1) * floor;
+  const double most = static_cast<double>(l.steps) * std::max(static_cast<double>(l.rows), floor);
+  l.cache_rows = static_cast<int64_t>(std::ceil(std::min(most, std::max(by_tokens, by_floor))));
+  return l;
+}
+
+std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& lengths,
+                                                int64_t max_tokens, int64_t batch_size) {
+  std::vector<size_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
+  std::vector<std::vector<size_t>> batches;
+  for (size_t begin = 0; begin < order.size();) {
+    size_t end = begin + 1;  // sorted: the last sentence is the longest
+    while (end < order.size() && static_cast<int64_t>(end - begin) < batch_size &&
+           static_cast<int64_t>(end - begin + 1) * lengths[order[end]] <= max_tokens)
+      ++end;
+    batches.emplace_back(order.begin() + static_cast<int64_t>(begin), order.begin() + static_cast<int64_t>(end));
+    begin = end;
+  }
+  return batches;
+}
+
+Translator::Translator(Transformer& model, const Vocab* vocab, const TranslateOptions& options)
+    : model_(model), vocab_(vocab), options_(options) {
+  check_options(options_);
+  const ModelConfig& c = model.config();
+  TranslateOptions& o = options_;
+  TFM_REQUIRE(vocab_ || (o.ids && !o.detok),
+              "the checkpoint embeds no tokenizer, so tfm-decode can read and write ids only "
+              "(--ids, without --detok)");
+  TFM_REQUIRE(!vocab_ || vocab_->size() <= c.vocab_size,
+              "the checkpoint's tokenizer has {} pieces but the model only {} ids",
+              vocab_ ? vocab_->size() : 0, c.vocab_size);
+  TFM_REQUIRE(o.search.attention_layer < c.layers, "--attention-layer {} is past the model's {} layers",
+              o.search.attention_layer + 1, c.layers);
+  if (c.learned_positions && o.max_input_len > c.max_positions) {
+    log::info("sources are cut at the model's {} learned positions (--max-input-len {})",
+              c.max_positions, o.max_input_len);
+    o.max_input_len = c.max_positions;
+  }
+  decoder_ = std::make_unique<IncrementalDecoder>(model, translate_limits(model, o));
+}
+
+Translator::~Translator() = default;
+
+std::vector<int32_t> Translator::parse(const std::string& line) const {
+  const int64_t V = model_.config().vocab_size;
+  std::vector<int32_t> ids;
+  for (std::string_view f : fields_of(line)) {
+    if (!options_.ids) {
+      ids.push_back(vocab_->id(f));
+      continue;
+    }
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+    TFM_REQUIRE(ec == std::errc() && end == f.data() + f.size(), "'{}' is not an id", f);
+    TFM_REQUIRE(v >= 0 && v < V, "id {} is outside the vocabulary [0, {})", v, V);
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+std::string Translator::tokens_text(const std::vector<int32_t>& ids) const {
+  // Ids past the tokenizer's pieces (a model with spare rows) read as <unk>.
+  auto known = [&](int32_t id) { return !vocab_ || id < vocab_->size() ? id : kUnkId; };
+  if (options_.detok) {
+    std::vector<int32_t> in;
+    for (int32_t id : ids) in.push_back(known(id));
+    return vocab_->decode_ids(in);
+  }
+  std::string out;
+  for (int32_t id : ids) {
+    if (!out.empty()) out += ' ';
+    if (options_.ids)
+      out += std::to_string(id);
+    else
+      out += vocab_->piece(known(id));
+  }
+  return out;
+}
+
+std::string Translator::format(const Item& item, const std::vector<Hypothesis>& nbest) const {
+  const TranslateOptions& o = options_;
+  if (!o.json) {
+    std::string out;
+    for (const Hypothesis& h : nbest) {
+      if (o.search.n_best > 1) out += fmt::format("{}\t", item.number);
+      if (o.scores) out += fmt::format("{:.6f}\t", h.score);
+      out += tokens_text(h.tokens);
+      out += '\n';
+    }
+    return out;
+  }
+  JsonWriter j;
+  j.begin_object().field("line", item.number).key("hypotheses").begin_array();
+  const int64_t S = static_cast<int64_t>(item.ids.size());
+  const int64_t heads = o.search.attention_heads ? model_.config().heads : 1;
+  for (const Hypothesis& h : nbest) {
+    j.begin_object().key("tokens").begin_array();
+    for (int32_t id : h.tokens) {
+      if (o.ids)
+        j.value(id);
+      else
+        j.value(vocab_->piece(!vocab_ || id < vocab_->size() ? id : kUnkId));
+    }
+    j.end_array();
+    if (o.detok) j.field("text", tokens_text(h.tokens));
+    j.field("score", h.score).field("log_prob", h.log_prob).key("token_log_probs").begin_array();
+    for (float lp : h.token_log_probs) j.value(lp);
+    j.end_array();
+    if (o.search.attention_layer >= 0) {
+      // (|Y|, S) or (|Y|, H, S), |Y| = tokens + eos (empty for an empty source).
+      j.key("attention").begin_array();
+      const int64_t rows = S > 0 ? static_cast<int64_t>(h.attention.size()) / (heads * S) : 0;
+      for (int64_t y = 0; y < rows; ++y) {
+        if (o.search.attention_heads) j.begin_array();
+        for (int64_t hd = 0; hd < heads; ++hd) {
+          j.begin_array();
+          for (int64_t s = 0; s < S; ++s) j.value(h.attention[static_cast<size_t>((y * heads + hd) * S + s)]);
+          j.end_array();
+        }
+        if (o.search.attention_heads) j.end_array();
+      }
+      j.end_array();
+    }
+    j.end_object();
+  }
+  j.end_array().end_object();
+  return j.str() + "\n";
+}
+
+TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FILE* out) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const TranslateOptions& o = options_;
+  const std::vector<std::string> paths = inputs.empty() ? std::vector<std::string>{"-"} : inputs;
+  const size_t window = o.batch_size == 1 ? 1 : static_cast<size_t>(std::max<int64_t>(1024, 32 * o.batch_size));
+  TranslateTotals totals;
+  int64_t number = 0;  // input lines so far, over all inputs
+  auto last_report = start;
+  std::vector<std::string> lines;
+  for (const std::string& path : paths) {
+    data::LineReader reader(path);
+    for (;;) {
+      lines.clear();
+      const size_t n = reader.next_chunk(lines, window);
+      if (n == 0) break;
+      const int64_t first_line = reader.line_number() - static_cast<int64_t>(n) + 1;
+      std::vector<Item> items(n);
+      std::optional<Error> error;
+      size_t good = n;
+      for (size_t i = 0; i < n; ++i) {
+        const std::string where = fmt::format("{}:{}", reader.path(), first_line + static_cast<int64_t>(i));
+        try {
+          items[i].ids = parse(lines[i]);
+          items[i].number = number + static_cast<int64_t>(i) + 1;
+          const int64_t len = static_cast<int64_t>(items[i].ids.size());
+          if (len > o.max_input_len) {
+            TFM_REQUIRE(o.truncate, "a line of {} tokens is over --max-input-len {} (--truncate cuts it)",
+                        len, o.max_input_len);
+            log::warn("{}: {} tokens cut to --max-input-len {}", where, len, o.max_input_len);
+            items[i].ids.resize(static_cast<size_t>(o.max_input_len));
+          }
+        } catch (const Error& e) {
+          error.emplace(e.what(), where);
+          good = i;
+          break;
+        }
+      }
+
+      // Sort by length, cut into batches, write each line once it and all
+      // before it are done.
+      std::vector<std::string> text(good);
+      std::vector<bool> done(good, false);
+      size_t next = 0;
+      auto write_ready = [&] {
+        for (; next < good && done[next]; ++next) std::fwrite(text[next].data(), 1, text[next].size(), out);
+        if (std::fflush(out) != 0) fail("cannot write the output: {}", std::strerror(errno));
+      };
+      std::vector<size_t> todo;  // the non-empty lines; empty ones are answered at once
+      std::vector<int64_t> lengths;
+      for (size_t i = 0; i < good; ++i) {
+        if (!items[i].ids.empty()) {
+          todo.push_back(i);
+          lengths.push_back(static_cast<int64_t>(items[i].ids.size()));
+          continue;
+        }
+        text[i] = format(items[i], {Hypothesis{}});
+        done[i] = true;
+        ++totals.sentences;
+      }
+      write_ready();
+      for (const std::vector<size_t>& indices : length_batches(lengths, o.max_tokens, o.batch_size)) {
+        std::vector<SearchRequest> batch;
+        for (size_t i : indices) {
+          const Item& it = items[todo[i]];
+          batch.push_back({it.ids, max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0});
+        }
+        const auto nbest = beam_search(*decoder_, batch, o.search);
+        for (size_t b = 0; b < indices.size(); ++b) {
+          const size_t at = todo[indices[b]];
+          text[at] = format(items[at], nbest[b]);
+          done[at] = true;
+          totals.tokens += nbest[b].empty() ? 0 : static_cast<int64_t>(nbest[b][0].tokens.size());
+        }
+        totals.sentences += static_cast<int64_t>(indices.size());
+        write_ready();
+        const auto now = Clock::now();
+        if (now - last_report > std::chrono::seconds(30)) {
+          const double s = std::chrono::duration<double>(now - start).count();
+          log::info("{} sentences, {} tokens, {:.1f} tokens/s", totals.sentences, totals.tokens,
+                    static_cast<double>(totals.tokens) / s);
+          last_report = now;
+        }
+      }
+      number += static_cast<int64_t>(n);
+      if (error) throw *error;
+    }
+  }
+  totals.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return totals;
+}
+
+}  // namespace tfm

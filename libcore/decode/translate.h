@@ -1,0 +1,94 @@
+// tfm-decode's work (cmd/tfm-decode.cc is only its options): the filter
+// from source sentences to translations.
+//
+// Input: one sentence a line, pieces separated by spaces (tfm-tok's output)
+// or ids (`ids`); an empty line is an empty sentence. Lines are read in
+// windows; a window's sentences are sorted by length and cut into batches
+// of at most `max_tokens` source tokens (padding included) and
+// `batch_size` sentences, searched together (libcore/decode/search.h), and
+// written back in input order as soon as every line before them is done.
+// With batch_size 1 the window is one line: each line is answered (and
+// flushed) as soon as it is read, so the filter can sit behind a pipe.
+//
+// Output, one per input line: the best hypothesis (pieces, ids, or text
+// through the checkpoint's SentencePiece model); with n_best > 1 that many
+// lines, each "LINE<TAB>HYP", LINE the 1-based number of the input line
+// counted over all inputs; `scores` puts "SCORE<TAB>" before HYP; `json`
+// writes one JSON object a line instead (man tfm-decode).
+//
+// Memory is planned once, at construction, for the largest batch the
+// options allow (DecoderLimits); the batch and beam never outgrow it.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libcore/data/vocab.h"
+#include "libcore/decode/search.h"
+
+namespace tfm {
+
+struct TranslateOptions {
+  BeamSearchOptions search;
+  double max_len_a = 1.0;        // output tokens at most a * |x| + b (eos not counted)
+  double max_len_b = 50.0;
+  int64_t max_tokens = 8192;     // source tokens of a batch, padding included
+  int64_t batch_size = 256;      // sentences of a batch
+  int64_t max_input_len = 1024;  // tokens of a line; longer lines are an error ...
+  bool truncate = false;         // ... or cut to it with a warning
+  bool ids = false;              // read and write ids instead of pieces
+  bool detok = false;            // write text (SentencePiece's decoding)
+  bool scores = false;           // the hypothesis's score before it
+  bool json = false;             // JSON lines with tokens, scores (and attention)
+};
+
+// The decoder limits that hold every batch a Translator with these options
+// forms (sentences of at most options.max_input_len tokens).
+DecoderLimits translate_limits(const Transformer& model, const TranslateOptions& options);
+
+// Sentences of `lengths` (tokens) in batches: sorted by length (stably),
+// then cut so that no batch has more than `batch_size` sentences or more
+// than `max_tokens` tokens with padding (sentences x its longest); a
+// sentence longer than that is a batch alone. Indices into `lengths`.
+std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& lengths,
+                                                int64_t max_tokens, int64_t batch_size);
+
+// The most output tokens a source of `source_len` tokens may get:
+// floor(a * source_len + b), within the model's learned positions.
+int64_t max_output_len(const Transformer& model, const TranslateOptions& options, int64_t source_len);
+
+struct TranslateTotals {
+  int64_t sentences = 0;
+  int64_t tokens = 0;  // of the best hypotheses, eos not counted
+  double seconds = 0;
+};
+
+class Translator {
+ public:
+  // `vocab` may be null when ids come in and go out (ids, no detok).
+  Translator(Transformer& model, const Vocab* vocab, const TranslateOptions& options);
+  ~Translator();
+
+  // Translates every line of `inputs` ("-" or none: stdin) to `out`.
+  // Errors name FILE:LINE; the lines before a bad one are written first.
+  TranslateTotals run(const std::vector<std::string>& inputs, std::FILE* out);
+
+  const TranslateOptions& options() const { return options_; }
+  std::string memory_report() const { return decoder_->memory_report(); }
+
+ private:
+  struct Item;
+  std::vector<int32_t> parse(const std::string& line) const;
+  std::string format(const Item& item, const std::vector<Hypothesis>& nbest) const;
+  std::string tokens_text(const std::vector<int32_t>& ids) const;
+
+  Transformer& model_;
+  const Vocab* vocab_;
+  TranslateOptions options_;
+  std::unique_ptr<IncrementalDecoder> decoder_;
+};
+
+}  // namespace tfm

@@ -1,0 +1,22 @@
+# bash completion for tfm-decode
+_tfm_decode() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  case "$prev" in
+    -m|--model) mapfile -t COMPREPLY < <(compgen -f -X '!*.bin' -- "$cur"); return ;;
+    --length-penalty) mapfile -t COMPREPLY < <(compgen -W "gnmt plain" -- "$cur"); return ;;
+    --early-stopping) mapfile -t COMPREPLY < <(compgen -W "bound beam never" -- "$cur"); return ;;
+    --device) mapfile -t COMPREPLY < <(compgen -W "auto cpu cuda cuda:0 cuda:1" -- "$cur"); return ;;
+    --precision) mapfile -t COMPREPLY < <(compgen -W "fp32 bf16 fp16" -- "$cur"); return ;;
+    -b|--beam|--alpha|--max-len-a|--max-len-b|-n|--n-best|--attention-layer|--max-tokens|--batch-size|--max-input-len)
+      COMPREPLY=(); return ;;
+  esac
+  if [[ "$cur" == -* ]]; then
+    mapfile -t COMPREPLY < <(compgen -W "--model --ids --detok --beam --alpha --length-penalty
+      --max-len-a --max-len-b --early-stopping --n-best --scores --json --attention --attention-layer
+      --attention-heads --max-tokens --batch-size --max-input-len --truncate --device --precision
+      --quiet --verbose --version --help -m -b -n -q -v -h" -- "$cur")
+  else
+    mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+  fi
+}
+complete -o filenames -F _tfm_decode tfm-decode

@@ -1,0 +1,42 @@
+#include "tests/bench/decode_reference.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+
+#include "libcore/error.h"
+
+namespace tfm::bench {
+
+constexpr int kNoTorch = 4;  // the reference's exit status without torch
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+std::string run_reference(const std::string& command, const std::string& python) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) fail("cannot start {}", python);
+  std::string result, no_torch;
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe)) {
+    std::string text(line);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text.rfind("NO_TORCH ", 0) == 0) no_torch = text.substr(9);
+    if (text.rfind("RESULT ", 0) == 0) result = text.substr(7);
+  }
+  const int status = pclose(pipe);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == kNoTorch || !no_torch.empty())
+    fail("PyTorch cannot be imported by {} ({}); --no-reference times tfm alone", python,
+         no_torch.empty() ? "no reason given" : no_torch);
+  if (code != 0 || result.empty())
+    fail("the PyTorch reference failed (exit status {}): {}", code, command.substr(0, 200));
+  return result;
+}
+
+}  // namespace tfm::bench

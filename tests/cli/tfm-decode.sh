@@ -1,0 +1,223 @@
+# tfm-decode: every option's effect, batch invariance through the program,
+# streaming, and bad input. Models are random tiny ones written by
+# tfm_test_checkpoint ($TFM_TEST_CHECKPOINT) with a SentencePiece model
+# trained here; --eos-logit gives one whose hypotheses end at all lengths.
+source "$(dirname "$0")/common.bash"
+: "${TFM_TEST_CHECKPOINT:?TFM_TEST_CHECKPOINT must name tfm_test_checkpoint}"
+unset TFM_MODEL
+export OMP_NUM_THREADS=1  # many short runs; the invariance checks use two threads too
+for i in $(seq 1 300); do
+  echo "the cat $i sat on the mat number $((i * 7)) and a dog ran"
+  echo "die Katze $i sass auf der Matte Nummer $((i * 3)) und ein Hund lief"
+done >"$TMP/corpus"
+"$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 64 "$TMP/corpus" || fail "tfm-tok train"
+M="$TMP/tiny.bin"
+"$TFM_TEST_CHECKPOINT" "$M" --tokenizer "$TMP/spm.model" || fail "checkpoint fixture"
+"$TFM_TEST_CHECKPOINT" "$TMP/plain.bin" || fail "checkpoint fixture without tokenizer"
+E="$TMP/eos.bin"  # ends hypotheses at many lengths
+"$TFM_TEST_CHECKPOINT" "$E" --tokenizer "$TMP/spm.model" --eos-logit 2.0 --seed 1 || fail "eos fixture"
+head -n 12 "$TMP/corpus" >"$TMP/text"
+"$TFM_BIN/tfm-tok" -m "$M" "$TMP/text" >"$TMP/in"
+{ head -n 3 "$TMP/in"; echo; sed -n 4,12p "$TMP/in"; } >"$TMP/in13"  # line 4 empty
+"$TFM_BIN/tfm-tok" -m "$M" --ids "$TMP/text" >"$TMP/ids"
+json_field() {  # json_field FILE EXPRESSION: python over the JSON lines as `rows`
+  python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; print($2)" "$1"
+}
+decode() { "$TFM_BIN/tfm-decode" -q "$@"; }
+
+run tfm-decode --help
+expect_rc 0 "--help"
+grep -q "^Usage: tfm-decode" "$TMP/out" || fail "--help: no usage line"
+run tfm-decode --version
+grep -q "^tfm-decode tfm [0-9]" "$TMP/out" || fail "--version: got '$(cat "$TMP/out")'"
+
+# The filter: one line out per line in, order kept, empty in -> empty out;
+# stdin, FILE..., gzip, TFM_MODEL; a memory plan and a summary on stderr.
+run tfm-decode -m "$M" "$TMP/in13"
+expect_rc 0 "decode"
+[ "$(wc -l <"$TMP/out")" -eq 13 ] || fail "decode: $(wc -l <"$TMP/out") lines for 13"
+[ -z "$(sed -n 4p "$TMP/out")" ] || fail "decode: the empty line did not stay empty"
+grep -q "kv-cache" "$TMP/err" || fail "decode: no memory plan on stderr"
+grep -q "13 sentences" "$TMP/err" || fail "decode: no summary on stderr: $(cat "$TMP/err")"
+cp "$TMP/out" "$TMP/best"
+decode -m "$M" <"$TMP/in13" | cmp -s - "$TMP/best" || fail "stdin differs from FILE"
+gzip -c "$TMP/in13" >"$TMP/in13.gz"
+decode -m "$M" "$TMP/in13.gz" | cmp -s - "$TMP/best" || fail "gzip input differs"
+TFM_MODEL="$M" "$TFM_BIN/tfm-decode" -q - <"$TMP/in13" | cmp -s - "$TMP/best" || fail "TFM_MODEL not used"
+decode -m "$M" "$TMP/in13" "$TMP/in13" | cmp -s - <(cat "$TMP/best" "$TMP/best") || fail "two FILEs"
+run tfm-decode -q -m "$M" "$TMP/in"
+[ -s "$TMP/err" ] && fail "-q: stderr not silent: $(cat "$TMP/err")"
+cat "$TMP/text" | "$TFM_BIN/tfm-tok" -m "$M" | decode -m "$M" --detok >"$TMP/pipe" || fail "the README pipeline"
+[ "$(wc -l <"$TMP/pipe")" -eq 12 ] || fail "pipeline: not one line per line"
+
+# --ids in and out; --detok is the pieces decoded by the checkpoint's model.
+decode -m "$M" --ids "$TMP/ids" >"$TMP/out_ids" || fail "--ids"
+grep -qvE '^[0-9]+( [0-9]+)*$|^$' "$TMP/out_ids" && fail "--ids: output is not ids"
+"$TFM_BIN/tfm-tok" -d --ids -m "$M" "$TMP/out_ids" >"$TMP/a"
+"$TFM_BIN/tfm-tok" -d -m "$M" "$TMP/best" | sed 4d >"$TMP/b"
+cmp -s "$TMP/a" "$TMP/b" || fail "--ids gives other translations than pieces"
+decode -m "$M" --detok "$TMP/in13" >"$TMP/detok"
+"$TFM_BIN/tfm-tok" -d -m "$M" "$TMP/best" | cmp -s - "$TMP/detok" || fail "--detok differs from tfm-tok -d"
+decode -m "$TMP/plain.bin" --ids "$TMP/ids" >/dev/null || fail "a checkpoint without tokenizer, --ids"
+
+# Batch invariance: the same bits at any batch size, token budget and
+# thread count.
+decode -m "$E" --json -n 3 "$TMP/in13" >"$TMP/j64"
+for opts in "--batch-size 1" "--batch-size 7" "--max-tokens 10" "--batch-size 3 --max-tokens 40"; do
+  # shellcheck disable=SC2086
+  OMP_NUM_THREADS=2 decode -m "$E" --json -n 3 $opts "$TMP/in13" | cmp -s - "$TMP/j64" || fail "$opts changes the output"
+done
+
+# --batch-size 1 answers each line before the next is written (a coprocess).
+coproc DEC { "$TFM_BIN/tfm-decode" -q -m "$M" --batch-size 1; }
+for i in 1 2 3; do
+  sed -n "${i}p" "$TMP/in" >&"${DEC[1]}"
+  IFS= read -r -t 60 line <&"${DEC[0]}" || { fail "--batch-size 1: no answer to line $i"; break; }
+  [ "$line" = "$(sed -n "${i}p" "$TMP/best")" ] || fail "--batch-size 1: line $i differs"
+done
+exec {DEC[1]}>&-
+wait "$DEC_PID" || fail "--batch-size 1: exit status"
+
+# Search options, each by its observable effect.
+decode -m "$E" --json --alpha 0 "$TMP/in" >"$TMP/a0"
+[ "$(json_field "$TMP/a0" "all(h['score'] == h['log_prob'] for r in rows for h in r['hypotheses'])")" = True ] \
+  || fail "--alpha 0: score is not the log-probability"
+for form in gnmt plain; do
+  decode -m "$E" --json --alpha 0.6 --length-penalty $form -n 2 "$TMP/in" >"$TMP/lp"
+  lp="((5 + n) / 6) ** 0.6"
+  [ $form = plain ] && lp="n ** 0.6"
+  ok=$(json_field "$TMP/lp" "all(abs(h['score'] * (lambda n: $lp)(len(h['tokens']) + 1) - h['log_prob']) < 1e-9 * abs(h['log_prob']) + 1e-12 for r in rows for h in r['hypotheses'])")
+  [ "$ok" = True ] || fail "--length-penalty $form: score != log_prob / lp"
+  [ "$(json_field "$TMP/lp" "all(abs(sum(h['token_log_probs']) - h['log_prob']) < 1e-4 for r in rows for h in r['hypotheses'])")" = True ] \
+    || fail "--json: token log-probabilities do not sum to log_prob"
+done
+decode -m "$E" --scores --beam 1 "$TMP/in" >"$TMP/b1"
+decode -m "$E" --scores --beam 4 "$TMP/in" >"$TMP/b4"
+cmp -s "$TMP/b1" "$TMP/b4" && fail "--beam 1 and --beam 4 agree on every line"
+decode -m "$M" --max-len-a 0 --max-len-b 3 "$TMP/in" | awk 'NF > 3 {exit 1}' || fail "--max-len-b 3: a longer output"
+decode -m "$M" --max-len-a 0.5 --max-len-b 0 --ids "$TMP/ids" | paste - "$TMP/ids" |
+  awk -F'\t' '{n = split($1, a, " "); m = split($2, b, " "); if (n > int(0.5 * m)) exit 1}' || fail "--max-len-a 0.5: a longer output"
+# Early stopping: bound gives what running to the end gives; beam (fairseq's rule) may differ.
+found=0
+for x in 2.0 2.1 2.2 2.3; do
+  for seed in 1 2; do
+    "$TFM_TEST_CHECKPOINT" "$TMP/es.bin" --tokenizer "$TMP/spm.model" --eos-logit $x --seed $seed
+    decode -m "$TMP/es.bin" --scores -n 2 "$TMP/in" --early-stopping bound >"$TMP/es_bound"
+    decode -m "$TMP/es.bin" --scores -n 2 "$TMP/in" --early-stopping never | cmp -s - "$TMP/es_bound" ||
+      fail "--early-stopping bound differs from never (eos logit $x, seed $seed)"
+    decode -m "$TMP/es.bin" --scores -n 2 "$TMP/in" --early-stopping beam | cmp -s - "$TMP/es_bound" || found=1
+  done
+done
+[ $found = 1 ] || fail "--early-stopping beam never differed from bound"
+
+# Output options: --n-best, --scores, --json, --attention*.
+decode -m "$E" -n 3 --scores "$TMP/in13" >"$TMP/nb"
+[ "$(wc -l <"$TMP/nb")" -eq 37 ] || fail "--n-best 3: $(wc -l <"$TMP/nb") lines for 12 x 3 + 1 empty"
+awk -F'\t' '$1 !~ /^[0-9]+$/ || $2 !~ /^-?[0-9]+\.[0-9]+$/ {exit 1}' "$TMP/nb" || fail "--n-best --scores: not LINE<TAB>SCORE<TAB>HYP"
+awk -F'\t' '$1 == 4 {n++} END {exit n != 1}' "$TMP/nb" || fail "--n-best: the empty line is not one empty hypothesis"
+awk -F'\t' 'prev == $1 && $2 > score + 0 {exit 1} {prev = $1; score = $2}' "$TMP/nb" || fail "--n-best: not best first"
+decode -m "$E" -n 3 "$TMP/in13" | cut -f1 | uniq -c | awk '$1 > 3 {exit 1}' || fail "--n-best 3: more than 3"
+decode -m "$E" --scores "$TMP/in" | awk -F'\t' 'NF != 2 {exit 1}' || fail "--scores: not SCORE<TAB>HYP"
+decode -m "$M" --json --detok --attention -n 2 "$TMP/in13" >"$TMP/j"
+[ "$(json_field "$TMP/j" "len(rows)")" = 13 ] || fail "--json: not one object a line"
+[ "$(json_field "$TMP/j" "[r['line'] for r in rows] == list(range(1, 14)) and all(len(r['hypotheses']) == (1 if r['line'] == 4 else 2) for r in rows)")" = True ] \
+  || fail "--json: lines or n-best wrong"
+[ "$(json_field "$TMP/j" "all('text' in h and len(h['attention']) == len(h['tokens']) + 1 for r in rows if r['line'] != 4 for h in r['hypotheses'])")" = True ] \
+  || fail "--json --attention: no text or one attention row per token and eos"
+[ "$(json_field "$TMP/j" "all(abs(sum(a) - 1) < 1e-4 for r in rows for h in r['hypotheses'] for a in h['attention'])")" = True ] \
+  || fail "--attention: rows do not sum to 1"
+decode -m "$M" --json --attention --attention-heads "$TMP/in" >"$TMP/jh"
+[ "$(json_field "$TMP/jh" "all(len(a) == 4 for r in rows for h in r['hypotheses'] for a in h['attention'])")" = True ] \
+  || fail "--attention-heads: not 4 heads per row"
+decode -m "$M" --json --attention --attention-layer 1 "$TMP/in" >"$TMP/jl1"
+decode -m "$M" --json --attention --attention-layer 2 "$TMP/in" >"$TMP/jl2"
+cmp -s "$TMP/jl1" "$TMP/jl2" && fail "--attention-layer 1 and 2 agree"
+decode -m "$M" --json --attention "$TMP/in" | cmp -s - "$TMP/jl2" || fail "--attention: not the last layer by default"
+
+# Limits: --max-input-len rejects with FILE:LINE (lines before it written), --truncate cuts.
+run tfm-decode -m "$M" --max-input-len 20 "$TMP/in13"
+expect_rc 1 "--max-input-len"
+expect_one_error_line tfm-decode "--max-input-len"
+line=$(awk 'NF > 20 {print NR; exit}' "$TMP/in13")
+grep -q "in13:$line" "$TMP/err" || fail "--max-input-len: no FILE:LINE: $(cat "$TMP/err")"
+[ "$(wc -l <"$TMP/out")" -eq $((line - 1)) ] || fail "--max-input-len: the lines before the bad one were not written"
+run tfm-decode -m "$M" --max-input-len 20 --truncate "$TMP/in13"
+expect_rc 0 "--truncate"
+grep -q "warning" "$TMP/err" || fail "--truncate: no warning"
+awk '{NF = (NF > 20 ? 20 : NF)} 1' "$TMP/in13" | decode -m "$M" --max-input-len 20 | cmp -s - "$TMP/out" ||
+  fail "--truncate: not the translation of the cut line"
+decode -m "$M" --device cpu "$TMP/in13" | cmp -s - "$TMP/best" || fail "--device cpu"
+decode -m "$M" --precision fp32 "$TMP/in13" | cmp -s - "$TMP/best" || fail "--precision fp32"
+for bad in "--device cuda" "--precision bf16 --device cpu"; do
+  # shellcheck disable=SC2086
+  run tfm-decode -m "$M" $bad "$TMP/in"
+  expect_rc 1 "$bad"
+  expect_one_error_line tfm-decode "$bad"
+done
+
+# Bad usage: exit 2, one error line.
+run tfm-decode "$TMP/in"
+expect_rc 2 "no model"
+grep -q "TFM_MODEL" "$TMP/err" || fail "no model: does not mention TFM_MODEL"
+for bad in "--bogus" "--beam 0" "--beam 2 --n-best 3" "--alpha -1" "--length-penalty wu" \
+  "--early-stopping soon" "--max-len-a -1" "--max-tokens 0" "--batch-size 0" "--max-input-len 0" \
+  "--attention" "--attention-heads --json" "--attention-layer 1 --json" "--scores --json" \
+  "--device tpu" "--precision fp64"; do
+  # shellcheck disable=SC2086
+  run tfm-decode -m "$M" $bad "$TMP/in"
+  expect_rc 2 "$bad"
+  expect_one_error_line tfm-decode "$bad"
+done
+
+# Bad input: exit 1, one error line naming the problem.
+run tfm-decode -m "$TMP/none.bin" "$TMP/in"
+expect_rc 1 "missing checkpoint"
+grep -q "none.bin" "$TMP/err" || fail "missing checkpoint not named"
+for wrong in "$TMP/spm.model" "$TMP/in"; do
+  run tfm-decode -m "$wrong" "$TMP/in"
+  expect_rc 1 "not a checkpoint: $wrong"
+  expect_one_error_line tfm-decode "not a checkpoint: $wrong"
+done
+head -c 2000 "$M" >"$TMP/torn.bin"
+run tfm-decode -m "$TMP/torn.bin" "$TMP/in"
+expect_rc 1 "torn checkpoint"
+expect_one_error_line tfm-decode "torn checkpoint"
+run tfm-decode -m "$TMP/plain.bin" "$TMP/in"
+expect_rc 1 "no tokenizer"
+grep -q -- "--ids" "$TMP/err" || fail "no tokenizer: does not point to --ids"
+run tfm-decode -m "$M" --attention-layer 3 --attention --json "$TMP/in"
+expect_rc 1 "--attention-layer past the layers"
+expect_one_error_line tfm-decode "--attention-layer past the layers"
+printf '5 6\n7 64\n' >"$TMP/badids"
+run tfm-decode -m "$M" --ids "$TMP/badids"
+expect_rc 1 "id out of range"
+expect_one_error_line tfm-decode "id out of range"
+grep -q "badids:2" "$TMP/err" || fail "id out of range: no FILE:LINE: $(cat "$TMP/err")"
+[ "$(wc -l <"$TMP/out")" -eq 1 ] || fail "id out of range: the line before it was not written"
+printf '5 x\n' >"$TMP/notids"
+run tfm-decode -m "$M" --ids "$TMP/notids"
+expect_rc 1 "not an id"
+grep -q "notids:1" "$TMP/err" || fail "not an id: no FILE:LINE"
+run tfm-decode -m "$M" "$TMP/missing.txt"
+expect_rc 1 "missing input"
+grep -q "missing.txt" "$TMP/err" || fail "missing input not named"
+
+# Bash completion: every option of --help, and values for the choices.
+completion="$TFM_SOURCE/share/completions/tfm-decode.bash"
+for option in $("$TFM_BIN/tfm-decode" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+  grep -q -- "$option" "$completion" || fail "completion: $option missing"
+done
+complete_words() {  # complete_words WORD...: what completing the last word offers
+  COMP_WORDS=(tfm-decode "$@")
+  COMP_CWORD=$#
+  COMPREPLY=()
+  _tfm_decode
+  echo "${COMPREPLY[*]}"
+}
+# shellcheck disable=SC1090
+source "$completion"
+[ "$(complete_words --length-penalty "")" = "gnmt plain" ] || fail "completion: --length-penalty"
+[ "$(complete_words --early-stopping b)" = "bound beam" ] || fail "completion: --early-stopping"
+complete_words --n-be | grep -q -- "--n-best" || fail "completion: --n-best"
+
+finish

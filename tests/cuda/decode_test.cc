@@ -1,0 +1,121 @@
+// CUDA decoding against the CPU: attention over gathered keys (f32, bf16,
+// f16; empty lists, shared lists, the weights; the same row alone gives the
+// same bits), the top-k log-softmax (ids exact, values to f32 accuracy),
+// the incremental decoder with reordered and dropped rows, and a beam search.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ops.h"
+#include "libcore/decode/search.h"
+#include "tests/support.h"
+
+using namespace tfm;
+
+TEST_CASE("cuda attention_gather matches the cpu", "[decode]") {
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 13000;
+  struct Case { int64_t n, h, k, e, pool, list; std::vector<int> lengths, groups; };
+  const Case cases[] = {{3, 2, 5, 3, 7, 4, {4, 1, 0}, {0, 1, 2}},
+                        {6, 3, 8, 8, 11, 9, {9, 5}, {1, 1, 0, 0, 1, 0}},
+                        {64, 8, 64, 64, 500, 120, {120, 17, 1, 64}, {}},
+                        {4, 16, 64, 64, 3000, 2900, {2900, 1}, {0, 1, 0, 1}}};
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+    for (Case c : cases) {
+      if (c.groups.empty())
+        for (int64_t r = 0; r < c.n; ++r) c.groups.push_back(static_cast<int>(r % 4));
+      const int64_t G = static_cast<int64_t>(c.lengths.size());
+      Tensor q = test::random({c.n, c.h, c.k}, dtype, ++seed);
+      Tensor keys = test::random({c.pool, c.h, c.k}, dtype, ++seed);
+      Tensor values = test::random({c.pool, c.h, c.e}, dtype, ++seed);
+      const std::vector<int> index = test::random_ints(G * c.list, c.pool, ++seed);
+      Tensor idx = test::from_f64(std::vector<double>(index.begin(), index.end()), {G, c.list}, DType::i32);
+      Tensor lengths = test::i32(c.lengths), groups = test::i32(c.groups);
+      // Device copies live until the stream is done with them.
+      const Tensor g_q = test::to_device(q, gpu), g_keys = test::to_device(keys, gpu),
+                   g_values = test::to_device(values, gpu), g_idx = test::to_device(idx, gpu),
+                   g_lengths = test::to_device(lengths, gpu), g_groups = test::to_device(groups, gpu),
+                   g_last_group = test::to_device(test::i32({c.groups.back()}), gpu);
+      Tensor g_out({c.n, c.h, c.e}, dtype, gpu), g_probs({c.n, c.h, c.list}, DType::f32, gpu);
+      ops::attention_gather(g_q, g_keys, g_values, g_idx, g_lengths, g_groups, 0.125f, g_out, g_probs, cuda);
+      Tensor out64({c.n, c.h, c.e}, DType::f64), probs64({c.n, c.h, c.list}, DType::f64);
+      ops::attention_gather(test::cast(q, DType::f64), test::cast(keys, DType::f64),
+                            test::cast(values, DType::f64), idx, lengths, groups, 0.125f, out64,
+                            probs64, cpu);
+      // The last row alone: the same bits as inside the batch.
+      Tensor g_alone({1, c.h, c.e}, dtype, gpu);
+      const TensorView q_last(static_cast<char*>(g_q.view().data()) + (c.n - 1) * c.h * c.k * dtype_size(dtype),
+                              dtype, {1, c.h, c.k}, gpu);
+      ops::attention_gather(q_last, g_keys, g_values, g_idx, g_lengths, g_last_group, 0.125f, g_alone, {}, cuda);
+      cuda.synchronize();
+      INFO(dtype_name(dtype) << ", N " << c.n << ", L " << c.list);
+      test::require_close({{"out", g_out, test::to_f64(out64), test::tolerance_for(dtype, c.k + c.list)},
+                           {"probs", g_probs, test::to_f64(probs64), test::tolerance_for(DType::f32, c.k)}});
+      const std::vector<double> all = test::to_f64(g_out), one = test::to_f64(g_alone);
+      CHECK(std::equal(one.begin(), one.end(), all.end() - c.h * c.e));
+    }
+}
+
+TEST_CASE("cuda log_softmax_topk matches the cpu", "[decode]") {
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 13100;
+  struct Case { int64_t n, v, k; };
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+    for (const Case& c : {Case{1, 1, 1}, Case{3, 10, 10}, Case{5, 37, 8}, Case{7, 37000, 8}, Case{2, 300, 100}}) {
+      Tensor logits = test::random({c.n, c.v}, dtype, ++seed, -8.0f, 8.0f);
+      const Tensor g_logits = test::to_device(logits, gpu);
+      Tensor g_values({c.n, c.k}, DType::f32, gpu), g_ids({c.n, c.k}, DType::i32, gpu), g_lse({c.n}, DType::f32, gpu);
+      ops::log_softmax_topk(g_logits, g_values, g_ids, g_lse, cuda);
+      Tensor values({c.n, c.k}, DType::f64), ids({c.n, c.k}, DType::i32), lse({c.n}, DType::f64);
+      ops::log_softmax_topk(test::cast(logits, DType::f64), values, ids, lse, cpu);
+      cuda.synchronize();
+      INFO(dtype_name(dtype) << ", N " << c.n << ", V " << c.v << ", k " << c.k);
+      CHECK(test::to_f64(g_ids) == test::to_f64(ids));  // the same logits, so the same order
+      test::require_close({{"values", g_values, test::to_f64(values), test::tolerance_for(DType::f32, c.v)},
+                           {"lse", g_lse, test::to_f64(lse), test::tolerance_for(DType::f32, c.v)}});
+    }
+}
+
+TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[decode]") {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.parse("vocab_size = 97\nd_model = 48\nd_ff = 80\nheads = 3\nd_k = 20\nd_v = 12");  // row B's shapes
+  ModelLimits limits;
+  limits.inference = true;
+  Transformer cpu(c, limits, Device::cpu()), gpu(c, limits, Device::cuda(0));
+  cpu.init(8);
+  gpu.init(8);
+  const std::vector<std::vector<int32_t>> sources = {{5, 6, 7}, {8, 9, 10, 11, 12}};
+  DecoderLimits dl{.sentences = 2, .src_tokens = 10, .src_len = 5, .rows = 4, .steps = 8};
+  IncrementalDecoder dc(cpu, dl), dg(gpu, dl);
+  dc.start(sources, 4, 8);
+  dg.start(sources, 4, 8);
+  // Rows {sentence, parent, token}: duplicated, reordered, dropped.
+  const std::vector<std::vector<IncrementalDecoder::Row>> steps = {
+      {{0, 0, kBosId}, {1, 0, kBosId}},
+      {{0, 0, 20}, {0, 0, 21}, {1, 1, 40}, {1, 1, 41}},
+      {{1, 3, 42}, {0, 1, 22}, {0, 0, 23}},
+      {{0, 2, 24}, {1, 0, 43}}};
+  for (size_t t = 0; t < steps.size(); ++t) {
+    dc.step(steps[t]);
+    dg.step(steps[t]);
+    const Tensor a = dc.log_probs(), b = dg.log_probs();
+    INFO("step " << t);
+    test::require_close({{"log-probs", b, test::to_f64(a), {1e-4, 1e-5}}});
+  }
+
+  BeamSearchOptions o;
+  o.n_best = 2;
+  std::vector<SearchRequest> batch;
+  for (const auto& s : sources) batch.push_back({s, static_cast<int64_t>(s.size()) + 3, 0});
+  dl.top_k = 8;
+  IncrementalDecoder sc(cpu, dl), sg(gpu, dl);
+  const auto want = beam_search(sc, batch, o), got = beam_search(sg, batch, o);
+  for (size_t s = 0; s < batch.size(); ++s) {
+    REQUIRE(got[s].size() == want[s].size());
+    for (size_t i = 0; i < got[s].size(); ++i)
+      CHECK(got[s][i].score == Approx(want[s][i].score).margin(1e-4));
+  }
+}

@@ -1,0 +1,159 @@
+// CPU decoding ops (kernels/cpu/decode.cc) against float64 references:
+// attention over gathered keys (groups, index lists of odd lengths, empty
+// lists, the optional weights), the top-k log-softmax (ties, k = V), and
+// that a row's result does not change with the rows around it.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kernels/ops.h"
+#include "tests/support.h"
+
+using namespace tfm;
+
+namespace {
+
+struct GatherCase {
+  int64_t n, h, k, e, pool, list;  // N, H, K, E, P, L
+  std::vector<int> lengths;        // per group (G = lengths.size())
+  std::vector<int> groups;         // per row
+};
+
+struct GatherRef {
+  std::vector<double> out, probs;
+};
+
+GatherRef gather_reference(const GatherCase& g, const std::vector<double>& q,
+                           const std::vector<double>& keys, const std::vector<double>& values,
+                           const std::vector<int>& index, double scale) {
+  GatherRef ref{std::vector<double>(static_cast<size_t>(g.n * g.h * g.e), 0.0),
+                std::vector<double>(static_cast<size_t>(g.n * g.h * g.list), 0.0)};
+  for (int64_t r = 0; r < g.n; ++r)
+    for (int64_t h = 0; h < g.h; ++h) {
+      const int grp = g.groups[static_cast<size_t>(r)];
+      const int64_t len = g.lengths[static_cast<size_t>(grp)];
+      std::vector<double> s(static_cast<size_t>(len));
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t p = index[static_cast<size_t>(grp * g.list + j)];
+        double d = 0;
+        for (int64_t c = 0; c < g.k; ++c)
+          d += q[static_cast<size_t>((r * g.h + h) * g.k + c)] * keys[static_cast<size_t>((p * g.h + h) * g.k + c)];
+        s[static_cast<size_t>(j)] = scale * d;
+        mx = std::max(mx, scale * d);
+      }
+      for (double& x : s) sum += std::exp(x - mx);
+      for (int64_t j = 0; j < len; ++j) {
+        const double p = std::exp(s[static_cast<size_t>(j)] - mx) / sum;
+        ref.probs[static_cast<size_t>((r * g.h + h) * g.list + j)] = p;
+        const int64_t row = index[static_cast<size_t>(grp * g.list + j)];
+        for (int64_t c = 0; c < g.e; ++c)
+          ref.out[static_cast<size_t>((r * g.h + h) * g.e + c)] += p * values[static_cast<size_t>((row * g.h + h) * g.e + c)];
+      }
+    }
+  return ref;
+}
+
+}  // namespace
+
+TEST_CASE("attention_gather matches float64", "[decode]") {
+  Stream cpu(Device::cpu());
+  uint64_t seed = 12000;
+  const GatherCase cases[] = {
+      {3, 2, 5, 3, 7, 4, {4, 1, 0}, {0, 1, 2}},                // an empty list gives zeros
+      {6, 3, 8, 8, 11, 9, {9, 5}, {1, 1, 0, 0, 1, 0}},         // rows share lists (beams)
+      {5, 8, 64, 64, 40, 33, {33, 17, 1, 32, 20}, {4, 3, 2, 1, 0}},  // base-sized heads
+  };
+  for (DType dtype : {DType::f32, DType::f64})
+    for (const GatherCase& g : cases) {
+      const int64_t G = static_cast<int64_t>(g.lengths.size());
+      Tensor q = test::random({g.n, g.h, g.k}, dtype, ++seed);
+      Tensor keys = test::random({g.pool, g.h, g.k}, dtype, ++seed);
+      Tensor values = test::random({g.pool, g.h, g.e}, dtype, ++seed);
+      const std::vector<int> index = test::random_ints(G * g.list, g.pool, ++seed);
+      Tensor idx = test::from_f64(std::vector<double>(index.begin(), index.end()), {G, g.list}, DType::i32);
+      Tensor out = test::random({g.n, g.h, g.e}, dtype, ++seed);  // written, not accumulated
+      Tensor probs = test::random({g.n, g.h, g.list}, dtype, ++seed);
+      const float scale = 0.37f;
+      ops::attention_gather(q, keys, values, idx, test::i32(g.lengths), test::i32(g.groups), scale,
+                            out, probs, cpu);
+      const GatherRef ref = gather_reference(g, test::to_f64(q), test::to_f64(keys),
+                                             test::to_f64(values), index, scale);
+      INFO(dtype_name(dtype) << ", N " << g.n << ", L " << g.list);
+      test::require_close({{"out", out, ref.out, test::tolerance_for(dtype, g.k + g.list)},
+                           {"probs", probs, ref.probs, test::tolerance_for(dtype, g.k)}});
+      // Without the weights, and with the rows in another order and number:
+      // every row's bits stay.
+      Tensor alone({1, g.h, g.e}, dtype);
+      const int64_t last = g.n - 1;
+      const std::vector<double> qv = test::to_f64(q);
+      Tensor q_last = test::from_f64(std::vector<double>(qv.begin() + last * g.h * g.k, qv.end()),
+                                     {1, g.h, g.k}, dtype);
+      ops::attention_gather(q_last, keys, values, idx, test::i32(g.lengths),
+                            test::i32({g.groups.back()}), scale, alone, {}, cpu);
+      const std::vector<double> all = test::to_f64(out), one = test::to_f64(alone);
+      CHECK(std::equal(one.begin(), one.end(), all.begin() + last * g.h * g.e));
+    }
+}
+
+TEST_CASE("attention_gather rejects indices outside the pool", "[decode]") {
+  Stream cpu(Device::cpu());
+  Tensor q = test::random({2, 1, 4}, DType::f32, 1), kv = test::random({3, 1, 4}, DType::f32, 2);
+  Tensor out({2, 1, 4}, DType::f32);
+  const Tensor bad = test::i32({0, 3}), good = test::i32({0, 1});
+  const TensorView bad_index = bad.view().reshape({1, 2}), index = good.view().reshape({1, 2});
+  REQUIRE_THROWS_WITH(ops::attention_gather(q, kv, kv, bad_index, test::i32({2}), test::i32({0, 0}),
+                                            1.0f, out, {}, cpu),
+                      Catch::Contains("outside the pool"));
+  REQUIRE_THROWS_WITH(ops::attention_gather(q, kv, kv, index, test::i32({3}), test::i32({0, 0}),
+                                            1.0f, out, {}, cpu),
+                      Catch::Contains("lengths[0] is 3"));
+  REQUIRE_THROWS_WITH(ops::attention_gather(q, kv, kv, index, test::i32({2}), test::i32({0, 1}),
+                                            1.0f, out, {}, cpu),
+                      Catch::Contains("groups[1] is 1"));
+  REQUIRE_THROWS_WITH(ops::attention_gather(q, kv, kv, index, test::i32({2}), test::i32({0, 0}),
+                                            1.0f, Tensor({2, 4}, DType::f32), {}, cpu),
+                      Catch::Contains("out"));
+}
+
+TEST_CASE("log_softmax_topk matches float64, ties to the smaller id", "[decode]") {
+  Stream cpu(Device::cpu());
+  uint64_t seed = 12100;
+  struct Case { int64_t n, v, k; };
+  for (DType dtype : {DType::f32, DType::f64})
+    for (const Case& c : {Case{1, 1, 1}, Case{3, 10, 10}, Case{5, 37, 8}, Case{2, 37000, 8}, Case{4, 300, 100}}) {
+      Tensor logits = test::random({c.n, c.v}, dtype, ++seed, -8.0f, 8.0f);
+      std::vector<double> x = test::to_f64(logits);
+      if (c.v >= 10)  // ties: a repeated value at several ids
+        for (int64_t r = 0; r < c.n; ++r)
+          for (int64_t j : {int64_t(7), int64_t(3), c.v - 1}) x[static_cast<size_t>(r * c.v + j)] = 9.0;
+      logits = test::from_f64(x, {c.n, c.v}, dtype);
+      Tensor values({c.n, c.k}, dtype), ids({c.n, c.k}, DType::i32), lse({c.n}, dtype);
+      ops::log_softmax_topk(logits, values, ids, lse, cpu);
+      std::vector<double> want_values, want_lse;
+      std::vector<int32_t> want_ids;
+      for (int64_t r = 0; r < c.n; ++r) {
+        const double* row = x.data() + r * c.v;
+        double mx = *std::max_element(row, row + c.v), sum = 0;
+        for (int64_t j = 0; j < c.v; ++j) sum += std::exp(row[j] - mx);
+        want_lse.push_back(mx + std::log(sum));
+        std::vector<int32_t> order(static_cast<size_t>(c.v));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+        for (int64_t i = 0; i < c.k; ++i) {
+          want_ids.push_back(order[static_cast<size_t>(i)]);
+          want_values.push_back(row[order[static_cast<size_t>(i)]] - want_lse.back());
+        }
+      }
+      INFO(dtype_name(dtype) << ", N " << c.n << ", V " << c.v << ", k " << c.k);
+      CHECK(std::vector<int32_t>(ids.data_as<int32_t>(), ids.data_as<int32_t>() + c.n * c.k) == want_ids);
+      test::require_close({{"values", values, want_values, test::tolerance_for(dtype, c.v)},
+                           {"lse", lse, want_lse, test::tolerance_for(dtype, c.v)}});
+    }
+  Tensor logits = test::random({2, 5}, DType::f32, 3);
+  Tensor ids({2, 6}, DType::i32);
+  REQUIRE_THROWS_WITH(ops::log_softmax_topk(logits, Tensor({2, 6}, DType::f32), ids, Tensor({2}, DType::f32), cpu),
+                      Catch::Contains("1 <= k <= 5"));
+}

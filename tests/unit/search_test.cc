@@ -1,0 +1,286 @@
+// Beam search (libcore/decode/search.h): the length penalties against
+// hand-computed values, beam search with a beam of V^length against
+// exhaustive search, beam 1 against greedy search, n-best lists sorted and
+// distinct, early stopping by the bound against running to the end, the
+// attention weights, and a model trained to copy decoding its inputs.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <set>
+
+#include "libcore/decode/search.h"
+#include "libcore/model/model_io.h"
+#include "libcore/train/optimizer.h"
+#include "tests/support.h"
+
+using namespace tfm;
+
+namespace {
+
+ModelConfig small_config(int64_t vocab) {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.parse(fmt::format("vocab_size = {}\nd_model = 16\nd_ff = 32\nheads = 2\nd_k = 8\nd_v = 8\n"
+                      "max_positions = 64", vocab));
+  return c;
+}
+
+// A random f32 model planned for inference only.
+std::unique_ptr<Transformer> inference_model(int64_t vocab, uint64_t seed) {
+  ModelLimits limits;
+  limits.inference = true;
+  auto model = std::make_unique<Transformer>(small_config(vocab), limits, Device::cpu());
+  model->init(seed);
+  return model;
+}
+
+// A decoder planned for `batch` searched with `o`.
+DecoderLimits limits_for(const std::vector<SearchRequest>& batch, const BeamSearchOptions& o,
+                         int64_t vocab) {
+  DecoderLimits l;
+  l.sentences = static_cast<int64_t>(batch.size());
+  for (const SearchRequest& r : batch) {
+    l.src_len = std::max<int64_t>(l.src_len, static_cast<int64_t>(r.source.size()));
+  }
+  l.src_tokens = l.sentences * l.src_len;
+  l.rows = search_rows(l.sentences, o);
+  l.steps = search_steps(batch);
+  l.top_k = std::min<int64_t>(2 * o.beam_size, vocab);
+  l.attention_layer = o.attention_layer;
+  return l;
+}
+
+std::vector<std::vector<Hypothesis>> search(Transformer& model, const std::vector<SearchRequest>& batch,
+                                            const BeamSearchOptions& o) {
+  IncrementalDecoder dec(model, limits_for(batch, o, model.config().vocab_size));
+  return beam_search(dec, batch, o);
+}
+
+std::vector<SearchRequest> random_requests(int count, int64_t vocab, int extra, uint64_t seed) {
+  std::vector<SearchRequest> out;
+  for (int i = 0; i < count; ++i) {
+    SearchRequest r;
+    const int len = 1 + i % 6;
+    for (int j = 0; j < len; ++j) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      r.source.push_back(static_cast<int32_t>(4 + (seed >> 33) % static_cast<uint64_t>(vocab - 4)));
+    }
+    r.max_len = len + extra;
+    out.push_back(r);
+  }
+  return out;
+}
+
+bool same(const Hypothesis& a, const Hypothesis& b) {
+  return a.tokens == b.tokens && a.log_prob == b.log_prob && a.score == b.score &&
+         a.token_log_probs == b.token_log_probs;
+}
+
+}  // namespace
+
+TEST_CASE("the length penalties match hand-computed values", "[search]") {
+  CHECK(length_penalty(7, 0.6, LengthPenalty::gnmt) == Approx(1.515716566510398).epsilon(1e-15));
+  CHECK(length_penalty(7, 0.6, LengthPenalty::plain) == Approx(3.2140958497160383).epsilon(1e-15));
+  CHECK(length_penalty(1, 0.6, LengthPenalty::gnmt) == 1.0);  // ((5 + 1) / 6)^a
+  CHECK(length_penalty(12, 1.0, LengthPenalty::gnmt) == Approx(2.8333333333333335).epsilon(1e-15));
+  CHECK(length_penalty(12, 1.0, LengthPenalty::plain) == 12.0);
+  CHECK(length_penalty(3, 0.2, LengthPenalty::gnmt) == Approx(1.0592238410488122).epsilon(1e-15));
+  CHECK(length_penalty(3, 0.2, LengthPenalty::plain) == Approx(1.2457309396155174).epsilon(1e-15));
+  CHECK(length_penalty(40, 0.0, LengthPenalty::gnmt) == 1.0);
+  CHECK(length_penalty(40, 0.0, LengthPenalty::plain) == 1.0);
+}
+
+TEST_CASE("beam search with a beam of V^length equals exhaustive search", "[search]") {
+  // V = 6: five tokens besides eos, so (V - 1)^0 + ... + (V - 1)^3 = 156
+  // hypotheses of at most 3 tokens; a beam of 6^3 = 216 keeps them all.
+  const ModelConfig c = small_config(6);
+  ModelLimits ml;
+  ml.max_tokens = 1024;
+  ml.max_len = 8;
+  Transformer model(c, ml, Device::cpu(), DType::f64);
+  model.init(21);
+  const std::vector<std::vector<int32_t>> sources = {{4, 5, 4}, {5}};
+  std::vector<std::vector<int32_t>> all = {{}};
+  for (size_t begin = 0; all.back().size() < 3;) {
+    const size_t end = all.size();
+    for (size_t i = begin; i < end; ++i)
+      for (int32_t v = 0; v < c.vocab_size; ++v) {
+        if (v == kEosId) continue;
+        all.push_back(all[i]);
+        all.back().push_back(v);
+      }
+    begin = end;
+  }
+  REQUIRE(all.size() == 156);
+
+  struct Form { double alpha; LengthPenalty form; EarlyStopping stop; };
+  for (const Form& f : {Form{0.0, LengthPenalty::gnmt, EarlyStopping::never},
+                        Form{0.6, LengthPenalty::gnmt, EarlyStopping::bound},
+                        Form{1.0, LengthPenalty::plain, EarlyStopping::bound}}) {
+    BeamSearchOptions o;
+    o.beam_size = 216;
+    o.n_best = 156;
+    o.alpha = f.alpha;
+    o.length_penalty = f.form;
+    o.early_stopping = f.stop;
+    std::vector<SearchRequest> batch;
+    for (const auto& s : sources) batch.push_back({s, 3, 0});
+    const auto got = search(model, batch, o);
+    for (size_t s = 0; s < sources.size(); ++s) {
+      // Every hypothesis scored by the full forward pass.
+      const HostBatch hb = HostBatch::from_pairs(std::vector<std::vector<int32_t>>(all.size(), sources[s]), all);
+      const std::vector<double> lp = test::to_f64(model.log_probs(hb));
+      std::vector<Hypothesis> want;
+      for (size_t i = 0; i < all.size(); ++i) {
+        Hypothesis h;
+        h.tokens = all[i];
+        for (int64_t t = 0; t <= static_cast<int64_t>(all[i].size()); ++t) {
+          const int32_t y = hb.tgt_out[static_cast<size_t>(static_cast<int64_t>(i) * hb.tgt_len + t)];
+          h.log_prob += lp[static_cast<size_t>((static_cast<int64_t>(i) * hb.tgt_len + t) * c.vocab_size + y)];
+        }
+        h.score = h.log_prob / length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, f.alpha, f.form);
+        want.push_back(h);
+      }
+      std::sort(want.begin(), want.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+      INFO("alpha " << f.alpha << ", sentence " << s);
+      REQUIRE(got[s].size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        INFO("rank " << i);
+        CHECK(got[s][i].tokens == want[i].tokens);
+        CHECK(got[s][i].log_prob == Approx(want[i].log_prob).margin(1e-9));
+        CHECK(got[s][i].score == Approx(want[i].score).margin(1e-9));
+      }
+    }
+  }
+}
+
+TEST_CASE("beam search with a beam of 1 is greedy search", "[search]") {
+  const auto owned = inference_model(29, 5);
+  Transformer& model = *owned;
+  const ModelConfig& c = model.config();
+  const std::vector<SearchRequest> batch = random_requests(9, c.vocab_size, 6, 77);
+  for (const LengthPenalty form : {LengthPenalty::gnmt, LengthPenalty::plain}) {
+    BeamSearchOptions o;
+    o.beam_size = 1;
+    o.length_penalty = form;
+    const auto got = search(model, batch, o);
+    // Greedy by hand: the argmax of the full log-softmax (ties: smaller id) until eos.
+    IncrementalDecoder dec(model, limits_for(batch, o, c.vocab_size));
+    for (size_t s = 0; s < batch.size(); ++s) {
+      dec.start({batch[s].source}, 1, search_steps({batch[s]}));
+      std::vector<int32_t> tokens;
+      double log_prob = 0;
+      for (int64_t t = 0;; ++t) {
+        dec.step({{0, 0, tokens.empty() ? kBosId : tokens.back()}});
+        const std::vector<double> lp = test::to_f64(dec.log_probs());
+        int32_t best = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
+        if (t == batch[s].max_len) best = kEosId;
+        log_prob += lp[static_cast<size_t>(best)];
+        if (best == kEosId) break;
+        tokens.push_back(best);
+      }
+      INFO("sentence " << s);
+      REQUIRE(got[s].size() == 1);
+      CHECK(got[s][0].tokens == tokens);
+      CHECK(got[s][0].log_prob == Approx(log_prob).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("n-best lists are sorted and distinct, and the bound stops with the same n-best", "[search]") {
+  const auto model = inference_model(11, 8);
+  const std::vector<SearchRequest> batch = random_requests(12, 11, 4, 5);
+  const std::pair<LengthPenalty, double> forms[] = {{LengthPenalty::gnmt, 0.6}, {LengthPenalty::plain, 1.0}};
+  for (const auto& [form, alpha] : forms) {
+    BeamSearchOptions o{.beam_size = 5, .alpha = alpha, .length_penalty = form, .n_best = 3};
+    const auto bound = search(*model, batch, o);
+    o.early_stopping = EarlyStopping::never;
+    const auto never = search(*model, batch, o);
+    o.early_stopping = EarlyStopping::beam;
+    o.n_best = 5;
+    const auto beam = search(*model, batch, o);
+    for (size_t s = 0; s < batch.size(); ++s) {
+      INFO("sentence " << s);
+      REQUIRE(bound[s].size() == 3);
+      REQUIRE(never[s].size() == 3);
+      for (size_t i = 0; i < 3; ++i) CHECK(same(bound[s][i], never[s][i]));
+      REQUIRE(beam[s].size() == 5);
+      std::set<std::vector<int32_t>> distinct;
+      for (size_t i = 0; i < beam[s].size(); ++i) {
+        const Hypothesis& h = beam[s][i];
+        distinct.insert(h.tokens);
+        if (i > 0) CHECK(beam[s][i - 1].score >= h.score);
+        CHECK(static_cast<int64_t>(h.tokens.size()) <= batch[s].max_len);
+        CHECK(h.token_log_probs.size() == h.tokens.size() + 1);
+        double sum = 0;
+        for (float lp : h.token_log_probs) sum += lp;
+        CHECK(sum == Approx(h.log_prob).margin(1e-9));
+        CHECK(h.score == Approx(h.log_prob / length_penalty(static_cast<int64_t>(h.tokens.size()) + 1,
+                                                            o.alpha, form)).epsilon(1e-12));
+        CHECK(std::find(h.tokens.begin(), h.tokens.end(), kEosId) == h.tokens.end());
+      }
+      CHECK(distinct.size() == beam[s].size());
+    }
+  }
+}
+
+TEST_CASE("beam search keeps cross-attention weights and honours forced lengths", "[search]") {
+  const auto owned = inference_model(13, 2);
+  Transformer& model = *owned;
+  const ModelConfig& c = model.config();
+  std::vector<SearchRequest> batch = random_requests(4, c.vocab_size, 3, 9);
+  for (SearchRequest& r : batch) r.min_len = r.max_len = static_cast<int64_t>(r.source.size()) + 1;
+  for (const bool heads : {false, true}) {
+    BeamSearchOptions o;
+    o.beam_size = 3;
+    o.n_best = 2;
+    o.attention_layer = 1;
+    o.attention_heads = heads;
+    const auto got = search(model, batch, o);
+    for (size_t s = 0; s < batch.size(); ++s)
+      for (const Hypothesis& h : got[s]) {
+        const int64_t S = static_cast<int64_t>(batch[s].source.size()), Y = static_cast<int64_t>(h.tokens.size()) + 1;
+        REQUIRE(Y - 1 == batch[s].max_len);
+        REQUIRE(static_cast<int64_t>(h.attention.size()) == Y * (heads ? c.heads : 1) * S);
+        for (int64_t r = 0; r < Y * (heads ? c.heads : 1); ++r) {
+          double sum = 0;
+          for (int64_t j = 0; j < S; ++j) sum += h.attention[static_cast<size_t>(r * S + j)];
+          CHECK(sum == Approx(1.0).margin(1e-5));
+        }
+      }
+  }
+}
+
+TEST_CASE("a model trained to copy decodes its inputs, through a checkpoint", "[search]") {
+  const std::vector<SearchRequest> batch = random_requests(16, 16, 5, 42);
+  const test::TempDir dir;
+  {
+    ModelConfig c = ModelConfig::preset("tiny");
+    c.parse("vocab_size = 16\ndropout = 0");
+    Transformer model(c, {.max_tokens = 128, .max_len = 12}, Device::cpu());
+    model.init(3);
+    Adam adam(model.optimizer_state().first, model.optimizer_state().second);
+    std::vector<std::vector<int32_t>> copy;
+    for (const SearchRequest& r : batch) copy.push_back(r.source);
+    const HostBatch pairs = HostBatch::from_pairs(copy, copy);
+    const float per_token = 1.0f / static_cast<float>(pairs.target_tokens);
+    for (uint32_t step = 1; step <= 150; ++step) {  // the paper's Adam, a short warm-up
+      model.zero_grads();
+      model.forward_backward(pairs, {.rng_step = step, .grad_scale = per_token});
+      const float clip = clip_factor(gradient_norm(model.grads(), model.stream()), 1.0);
+      adam.step(model.params(), model.grads(), noam_learning_rate(step, c.d_model, 30), step, clip,
+                model.stream());
+    }
+    save_model(dir.file("copy.bin"), model);
+  }
+  ModelLimits inference;
+  inference.inference = true;
+  auto loaded = load_model(dir.file("copy.bin"), inference, Device::cpu());
+  BeamSearchOptions o;
+  const auto got = search(*loaded, batch, o);
+  int exact = 0;
+  for (size_t s = 0; s < batch.size(); ++s) exact += got[s][0].tokens == batch[s].source;
+  INFO(exact << " of " << batch.size() << " copied exactly");
+  CHECK(exact == static_cast<int>(batch.size()));
+}
