@@ -30,7 +30,7 @@ PY
 
 # The tiny preset twice as wide (d_model 64); no dropout: nothing to regularize.
 "$TFM_BIN/tfm-train" -q -m "$TMP/spm.model" -o "$TMP/ck" "$TMP/train.tfmb" --preset tiny \
-  --d-model 64 --d-ff 256 --d-k 16 --d-v 16 --dropout 0 --warmup 200 --max-steps 600 --save-every 0 \
+  --d-model 64 --d-ff 256 --d-k 16 --d-v 16 --dropout 0 --warmup 400 --max-steps 1000 --lr-scale 0.5 --save-every 0 \
   || fail "tfm-train"
 trained=$SECONDS
 "$TFM_BIN/tfm-decode" -q -m "$TMP/ck/checkpoint_last.bin" --ids --beam 1 <"$TMP/test.ids" >"$TMP/hyp.ids" \
