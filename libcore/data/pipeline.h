@@ -24,7 +24,7 @@ inline int thread_count(int requested) {
 // Each of `threads` threads owns one Job (its buffers are reused) and loops:
 //   take(job)   - under a lock, in order; false when there is nothing more
 //   work(job)   - concurrently with the other threads
-//   commit(job) - under the lock again, strictly in the order of the takes
+//   commit(job) - under a second lock, strictly in the order of the takes
 // The first exception stops every thread after its current step and is
 // rethrown here once all have joined; jobs taken later are not committed.
 template <typename Job, typename Take, typename Work, typename Commit>

@@ -5,8 +5,9 @@
 // it is never held whole as text. Chunks are tokenized on every core and
 // appended in input order, so the result does not depend on the threads.
 // UTF-8 is checked only where it can fail: a piece the vocabulary holds is
-// valid UTF-8 already, and a line of valid pieces and ASCII spaces is valid
-// UTF-8, so only unknown pieces are looked at byte by byte.
+// valid UTF-8 already (PieceTable::all_valid_utf8; else whole lines are
+// checked), and a line of valid pieces and ASCII spaces is valid UTF-8, so
+// only unknown pieces are looked at byte by byte.
 #pragma once
 
 #include <cstdint>

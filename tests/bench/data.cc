@@ -7,8 +7,10 @@
 //     file, best of 3 each; their outputs must be byte-identical, and tfm-tok
 //     (every core) must reach 1.5x spm_encode (one thread, all it has).
 //  2. tfm-batch on --pairs synthetic pairs of random pieces of that
-//     vocabulary: pairs/s (target >= 500k) and the child's peak RSS
-//     (ru_maxrss from wait4), which must stay within 2x the .tfmb it writes.
+//     vocabulary, best of 3: pairs/s (target >= 500k) and the child's peak
+//     RSS (ru_maxrss from wait4, the largest of the runs), which must stay
+//     within 2x the .tfmb it writes. Its CPU time is printed too: on a
+//     shared machine it says what the wall time cannot.
 //
 // The exit status says whether every target was met (3 when one was not; 1
 // is an error). Results go to a table on stdout and a TSV file (--out).
@@ -63,6 +65,7 @@ constexpr double kBatchPairsPerS = 500e3;  // tfm-batch pairs/s
 constexpr double kRssOverFile = 2.0;       // tfm-batch peak RSS over .tfmb bytes
 constexpr int64_t kVocabSize = 8000;
 constexpr int kEncodeRepeats = 3;
+constexpr int kBatchRepeats = 3;
 constexpr int kMinLen = 5, kMaxLen = 60;   // synthetic sentence lengths, in pieces
 constexpr double kMaxRatio = 9;            // tfm-batch's default --max-ratio
 
@@ -123,6 +126,7 @@ class WorkDir {
 
 struct ChildRun {
   double seconds = 0;
+  double cpu_seconds = 0;      // user + system time of the child
   int64_t peak_rss_bytes = 0;  // ru_maxrss of the child
 };
 
@@ -166,6 +170,8 @@ ChildRun run_child(const std::vector<std::string>& argv, const std::string& stdo
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   TFM_REQUIRE(got == pid, "lost the child running {}", argv[0]);
   r.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  r.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                  static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
   std::string cmd;
   for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -335,8 +341,17 @@ int main(int argc, char** argv) {
                 static_cast<long long>(o.pairs), fs::file_size(src) / 1e6, fs::file_size(tgt) / 1e6,
                 std::chrono::duration<double>(Clock::now() - start).count());
     const std::string tfmb = work.file("out.tfmb");
-    const ChildRun batch = run_child({o.tfm_batch, "-m", topt.output, "-o", tfmb, src, tgt},
+    ChildRun batch{1e30, 0, 0};
+    for (int r = 0; r < kBatchRepeats; ++r) {
+      fs::remove(tfmb);  // each run writes a new file, as the first does
+      const ChildRun run = run_child({o.tfm_batch, "-m", topt.output, "-o", tfmb, src, tgt},
                                      work.file("batch.log"), err_log);
+      if (run.seconds < batch.seconds) {
+        batch.seconds = run.seconds;
+        batch.cpu_seconds = run.cpu_seconds;
+      }
+      batch.peak_rss_bytes = std::max(batch.peak_rss_bytes, run.peak_rss_bytes);
+    }
     const int64_t tfmb_bytes = static_cast<int64_t>(fs::file_size(tfmb));
     const Corpus corpus = Corpus::read(tfmb);
     TFM_REQUIRE(static_cast<int64_t>(corpus.size()) == o.pairs,
@@ -344,8 +359,9 @@ int main(int argc, char** argv) {
                 corpus.size(), o.pairs);
     const double pairs_per_s = o.pairs / batch.seconds;
     const double rss_ratio = static_cast<double>(batch.peak_rss_bytes) / tfmb_bytes;
-    std::printf("batch: %.3f s, peak RSS %.1f MiB, %s %.1f MiB (%lld pairs, %lld + %lld tokens)\n",
-                batch.seconds, batch.peak_rss_bytes / 1048576.0, tfmb.c_str(),
+    std::printf("batch: best of %d %.3f s (%.3f s of CPU), peak RSS %.1f MiB, %s %.1f MiB (%lld pairs, "
+                "%lld + %lld tokens)\n",
+                kBatchRepeats, batch.seconds, batch.cpu_seconds, batch.peak_rss_bytes / 1048576.0, tfmb.c_str(),
                 tfmb_bytes / 1048576.0, static_cast<long long>(corpus.size()),
                 static_cast<long long>(corpus.src_tokens()),
                 static_cast<long long>(corpus.tgt_tokens()));
@@ -381,8 +397,8 @@ int main(int argc, char** argv) {
       all_ok = all_ok && r.ok;
     }
     std::printf("\nencode: %.1f MB of Multi30k, tfm-tok with %d threads, spm_encode single-threaded, "
-                "best of %d each; batch: %lld pairs, one run. Written to %s\n",
-                input_bytes / 1e6, threads, kEncodeRepeats, static_cast<long long>(o.pairs),
+                "best of %d each; batch: %lld pairs, best of %d. Written to %s\n",
+                input_bytes / 1e6, threads, kEncodeRepeats, static_cast<long long>(o.pairs), kBatchRepeats,
                 o.out.c_str());
     io::write_file_atomic(o.out, tsv);
     status = all_ok ? 0 : kMissed;
