@@ -134,6 +134,14 @@ class Trainer {
     if (dir_->has_last() && !(resumed && same_directory(resume_path_, dir_->dir())))
       fail("{} already holds a run ({}): resume it with --resume {}, or train into another -o",
            dir_->dir(), dir_->last(), dir_->dir());
+    if (resumed && dir_->has_last()) {
+      // Resuming an earlier checkpoint of this run would write over the later ones.
+      const int64_t last_step = read_state(dir_->last()).step;
+      if (last_step > resumed->step)
+        fail("{} holds the run up to update {}, past the update {} of {}: continuing here would "
+             "overwrite its later checkpoints; resume into another -o",
+             dir_->dir(), last_step, resumed->step, resume_path_);
+    }
     if (!req_.log.empty()) log_ = std::make_unique<JsonLog>(req_.log);
 
     scaler_ = std::make_unique<LossScaler>(opt_.precision == Precision::fp16);

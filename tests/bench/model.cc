@@ -24,20 +24,12 @@
 #include "libcore/model/transformer.h"
 #include "tests/bench/reference.h"
 
-#ifndef TFM_BENCH_SOURCE_DIR
-#define TFM_BENCH_SOURCE_DIR "tests/bench"
-#endif
-
 using namespace tfm;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Exit status when tfm falls under the target ratio (1 is an error).
-constexpr int kSlow = 3;
-// tfm tokens/s over PyTorch tokens/s that counts as ok.
-constexpr double kTargetRatio = 2.0;
 
 struct TfmResult {
   double tokens_per_s = 0;
@@ -83,7 +75,6 @@ TfmResult run_tfm(const bench::BenchOptions& o, const ModelConfig& config, const
 int main(int argc, char** argv) {
   bench::BenchOptions o;
   o.out = "model.tsv";
-  o.script = TFM_BENCH_SOURCE_DIR "/model_pytorch.py";
   CLI::App app{"Model benchmark: tfm training throughput against PyTorch on the same machine."};
   bench::add_bench_options(app, o);
   int status = 0;
@@ -114,13 +105,13 @@ int main(int argc, char** argv) {
     }
     const bool has_ref = ref.tokens_per_s > 0;
     const double ratio = has_ref ? mine.tokens_per_s / ref.tokens_per_s : 0;
-    const bool ok = !has_ref || ratio >= kTargetRatio;
+    const bool ok = !has_ref || ratio >= bench::kTargetRatio;
 
     std::printf("\n%-7s %-7s %8s %12s %12s %7s  %s\n", "preset", "device", "tokens", "tfm tok/s",
                 "torch tok/s", "ratio", "verdict");
     const std::string verdict = !has_ref ? "no reference"
-                                : ok     ? fmt::format("ok (>= {:.1f}x)", kTargetRatio)
-                                         : fmt::format("SLOW (< {:.1f}x)", kTargetRatio);
+                                : ok     ? fmt::format("ok (>= {:.1f}x)", bench::kTargetRatio)
+                                         : fmt::format("SLOW (< {:.1f}x)", bench::kTargetRatio);
     std::printf("%-7s %-7s %8lld %12.1f %12s %6s  %s\n", o.preset.c_str(), device.str().c_str(),
                 static_cast<long long>(batch.target_tokens), mine.tokens_per_s,
                 has_ref ? fmt::format("{:.1f}", ref.tokens_per_s).c_str() : "-",
@@ -138,11 +129,11 @@ int main(int argc, char** argv) {
                        device.str(), batch.batch, batch.src_len, batch.tgt_len,
                        batch.target_tokens, o.steps, cpu_threads(), mine.tokens_per_s,
                        has_ref ? fmt::format("{:.1f}", ref.tokens_per_s) : "",
-                       has_ref ? fmt::format("{:.3f}", ratio) : "", kTargetRatio,
+                       has_ref ? fmt::format("{:.3f}", ratio) : "", bench::kTargetRatio,
                        mine.gemm_share >= 0 ? fmt::format("{:.3f}", mine.gemm_share) : "",
                        has_ref ? (ok ? "1" : "0") : "");
     io::write_file_atomic(o.out, tsv);
-    status = ok ? 0 : kSlow;
+    status = ok ? 0 : bench::kSlow;
   });
   return rc != 0 ? rc : status;
 }

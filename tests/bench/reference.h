@@ -14,7 +14,16 @@
 #include "libcore/model/batch.h"
 #include "libcore/model/config.h"
 
+#ifndef TFM_BENCH_SOURCE_DIR
+#define TFM_BENCH_SOURCE_DIR "tests/bench"
+#endif
+
 namespace tfm::bench {
+
+// Exit status when tfm falls under the target ratio (1 is an error).
+inline constexpr int kSlow = 3;
+// tfm tokens/s over PyTorch tokens/s that counts as ok.
+inline constexpr double kTargetRatio = 2.0;
 
 // The options both benchmarks take (and -q, -v, --version).
 struct BenchOptions {
@@ -28,7 +37,7 @@ struct BenchOptions {
   std::string out;          // the TSV file
   bool no_reference = false;
   std::string python = "/usr/bin/python3";
-  std::string script;       // model_pytorch.py
+  std::string script = TFM_BENCH_SOURCE_DIR "/model_pytorch.py";
 };
 void add_bench_options(CLI::App& app, BenchOptions& o);
 

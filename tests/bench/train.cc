@@ -30,19 +30,13 @@
 #include "libcore/train/step.h"
 #include "tests/bench/reference.h"
 
-#ifndef TFM_BENCH_SOURCE_DIR
-#define TFM_BENCH_SOURCE_DIR "tests/bench"
-#endif
-
 using namespace tfm;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kSlow = 3;              // exit status under the target (1 is an error)
-constexpr double kTargetRatio = 2.0;  // tfm tokens/s over PyTorch tokens/s
-constexpr int64_t kWarmup = 4000;     // the schedule's, in both
+constexpr int64_t kWarmup = 4000;  // the schedule's, in both
 
 struct Options : bench::BenchOptions {
   int64_t update_freq = 1;
@@ -113,7 +107,6 @@ std::string num(double x, const char* format = "{:.2f}") {
 int main(int argc, char** argv) {
   Options o;
   o.out = "train.tsv";
-  o.script = TFM_BENCH_SOURCE_DIR "/model_pytorch.py";
   CLI::App app{"Training-step benchmark: tfm's step with Adam against PyTorch's on the same machine."};
   bench::add_bench_options(app, o);
   app.add_option("--update-freq", o.update_freq, "Batches accumulated into one update (tfm only)")
@@ -160,7 +153,7 @@ int main(int argc, char** argv) {
     }
     const bool has_ref = ref.tokens_per_s > 0;
     const double ratio = has_ref ? mine.tokens_per_s / ref.tokens_per_s : 0;
-    const bool ok = !has_ref || ratio >= kTargetRatio;
+    const bool ok = !has_ref || ratio >= bench::kTargetRatio;
     const double tflops = 6.0 * static_cast<double>(config.parameter_count()) * mine.tokens_per_s / 1e12;
     const double mfu = o.peak_tflops > 0 ? tflops / o.peak_tflops : 0;
 
@@ -168,8 +161,8 @@ int main(int argc, char** argv) {
                 "precision", "tokens", "tfm st/s", "tfm tok/s", "torch st/s", "torch tok/s", "ratio",
                 "TFLOP/s", "MFU", "memory", "verdict");
     const std::string verdict = !has_ref ? "no reference"
-                                : ok     ? fmt::format("ok (>= {:.1f}x)", kTargetRatio)
-                                         : fmt::format("SLOW (< {:.1f}x)", kTargetRatio);
+                                : ok     ? fmt::format("ok (>= {:.1f}x)", bench::kTargetRatio)
+                                         : fmt::format("SLOW (< {:.1f}x)", bench::kTargetRatio);
     std::printf("%-7s %-7s %-9s %7lld %9.3f %11.1f %9s %11s %6s %8.3f %5s %10s  %s\n",
                 o.preset.c_str(), device.str().c_str(), o.precision.c_str(),
                 static_cast<long long>(batch.target_tokens * o.update_freq), mine.steps_per_s,
@@ -195,12 +188,12 @@ int main(int argc, char** argv) {
         batch.target_tokens, o.update_freq, o.steps, cpu_threads(), mine.steps_per_s,
         mine.tokens_per_s, has_ref ? fmt::format("{:.4f}", o.steps / ref.seconds) : "",
         has_ref ? fmt::format("{:.1f}", ref.tokens_per_s) : "",
-        has_ref ? fmt::format("{:.3f}", ratio) : "", kTargetRatio, tflops,
+        has_ref ? fmt::format("{:.3f}", ratio) : "", bench::kTargetRatio, tflops,
         mfu > 0 ? fmt::format("{:.4f}", mfu) : "", mine.memory,
         mine.gemm_share >= 0 ? fmt::format("{:.3f}", mine.gemm_share) : "",
         has_ref ? (ok ? "1" : "0") : "");
     io::write_file_atomic(o.out, tsv);
-    status = ok ? 0 : kSlow;
+    status = ok ? 0 : bench::kSlow;
   });
   return rc != 0 ? rc : status;
 }

@@ -200,6 +200,8 @@ bad "resume: other batches" "resume with --max-tokens 200" $FAST --resume "$TMP/
 bad "resume: no checkpoint in the directory" "no checkpoint_last.bin" $FAST --resume "$TMP/q/.." "$T"
 bad "resume: not a checkpoint" "not a tfm checkpoint" $FAST --resume "$TMP/train.tok" "$T"
 bad "resume: no such file" "no such file" $FAST --resume "$TMP/none.bin" "$T"
+bad "resume: an earlier checkpoint over the later ones" "would overwrite its later checkpoints" \
+  $FAST --resume "$TMP/ck/checkpoint_6.bin" "$T" --dev "$TMP/dev.tfmb"
 
 # A checkpoint that cannot be written (the directory is not writable, the
 # disk is full) is an error that leaves the checkpoint before it intact.

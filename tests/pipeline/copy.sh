@@ -1,8 +1,17 @@
 # pipeline: a tiny model learns to copy random sequences: tfm-tok, tfm-batch
-# and tfm-train end to end, then greedy decoding of the trained checkpoint
+# and tfm-train end to end, then greedy decoding of the best checkpoint
 # through tfm-decode must reproduce >= 99% of 500 unseen sequences exactly.
-# It takes about 1.5 minutes on 2 idle cores; the time is printed, not
-# enforced (speed targets live in tests/bench, never in tests).
+# The CPU time is printed, not enforced (speed targets live in tests/bench):
+# the issue asks for under 2 minutes on 2 cores.
+#
+# The recipe: the tiny preset twice as wide (d_model 64), no dropout and no
+# label smoothing (nothing to regularize), 600 updates of 4 batches of <= 500
+# tokens (an update mixes lengths, so it wobbles less than one length
+# bucket), the checkpoint with the best dev perplexity (validated every 50
+# updates). Repeated words (7 9 9 ...) are what a tiny model gets wrong
+# last; 10 words make them common enough to learn.
+# Measured (2026-11-22, one thread, on data like this test's): 100% exact
+# for --seed 1, 2 and 3, 99.8% for --seed 4; 36 s of CPU for the training.
 set -euo pipefail
 : "${TFM_BIN:?}"
 # One thread: small models are many small ops, which a second thread only
@@ -13,27 +22,29 @@ trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 start=$SECONDS
 
-# 20 one-letter words, 3 to 10 of them a line: each word one piece.
+# 10 one-letter words, 3 to 10 of them a line: each word one piece.
 python3 - "$TMP" <<'PY'
 import random, sys
 r = random.Random(7)
-words = [chr(ord("a") + i) for i in range(20)]
+words = [chr(ord("a") + i) for i in range(10)]
 def lines(n):
     return "".join(" ".join(r.choice(words) for _ in range(r.randint(3, 10))) + "\n" for _ in range(n))
-open(sys.argv[1] + "/train.txt", "w").write(lines(20000))
-open(sys.argv[1] + "/test.txt", "w").write(lines(500))
+for name, n in (("train", 20000), ("dev", 500), ("test", 500)):
+    open(f"{sys.argv[1]}/{name}.txt", "w").write(lines(n))
 PY
-"$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 45 "$TMP/train.txt"
-"$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/train.txt" >"$TMP/train.tok"
+"$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 25 "$TMP/train.txt"
+for name in train dev; do
+  "$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/$name.txt" >"$TMP/$name.tok"
+  "$TFM_BIN/tfm-batch" -q -m "$TMP/spm.model" -o "$TMP/$name.tfmb" "$TMP/$name.tok" "$TMP/$name.tok" \
+    --max-tokens 500
+done
 "$TFM_BIN/tfm-tok" -m "$TMP/spm.model" --ids "$TMP/test.txt" >"$TMP/test.ids"
-"$TFM_BIN/tfm-batch" -q -m "$TMP/spm.model" -o "$TMP/train.tfmb" "$TMP/train.tok" "$TMP/train.tok" --max-tokens 2000
 
-# The tiny preset twice as wide (d_model 64); no dropout: nothing to regularize.
-"$TFM_BIN/tfm-train" -q -m "$TMP/spm.model" -o "$TMP/ck" "$TMP/train.tfmb" --preset tiny \
-  --d-model 64 --d-ff 256 --d-k 16 --d-v 16 --dropout 0 --warmup 400 --max-steps 1000 --lr-scale 0.5 --save-every 0 \
+"$TFM_BIN/tfm-train" -q -m "$TMP/spm.model" -o "$TMP/ck" "$TMP/train.tfmb" --dev "$TMP/dev.tfmb" \
+  --preset tiny --d-model 64 --d-ff 256 --d-k 16 --d-v 16 --dropout 0 --label-smoothing 0 \
+  --warmup 100 --lr-scale 0.5 --update-freq 4 --max-steps 600 --valid-every 50 --save-every 0 \
   || fail "tfm-train"
-trained=$SECONDS
-"$TFM_BIN/tfm-decode" -q -m "$TMP/ck/checkpoint_last.bin" --ids --beam 1 <"$TMP/test.ids" >"$TMP/hyp.ids" \
+"$TFM_BIN/tfm-decode" -q -m "$TMP/ck/checkpoint_best.bin" --ids --beam 1 <"$TMP/test.ids" >"$TMP/hyp.ids" \
   || fail "greedy decoding"
 
 exact=$(python3 -c '
@@ -41,6 +52,10 @@ import sys
 ref, hyp = open(sys.argv[1]).read().splitlines(), open(sys.argv[2]).read().splitlines()
 assert len(ref) == len(hyp) == 500, (len(ref), len(hyp))
 print(sum(r == h for r, h in zip(ref, hyp)) / len(ref))' "$TMP/test.ids" "$TMP/hyp.ids")
-seconds=$((SECONDS - start))
-echo "copy: exact match $exact on 500 unseen sequences; training $((trained - start)) s, all $seconds s"
+times >"$TMP/times"  # the second line: user and system time of every command above
+cpu=$(python3 -c '
+import re, sys
+print(round(sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", sys.argv[1].splitlines()[1]))))' \
+  "$(cat "$TMP/times")")
+echo "copy: exact match $exact on 500 unseen sequences; $cpu s of CPU on one thread, $((SECONDS - start)) s of wall clock"
 python3 -c "import sys; sys.exit(float(sys.argv[1]) < 0.99)" "$exact" || fail "exact match $exact < 0.99"

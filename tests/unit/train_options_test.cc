@@ -75,7 +75,7 @@ TEST_CASE("the model knobs are every key of the model's configuration", "[train]
   }
 }
 
-TEST_CASE("the file --dump-config writes, read back by --config, gives the same run", "[train]") {
+TEST_CASE("the file --dump-config prints reads back through --config as the same run", "[train]") {
   const test::TempDir dir;
   ModelConfig model = ModelConfig::preset("big");
   model.pre_norm = true;
