@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
       "Translate source sentences with a tfm checkpoint: pieces (or ids) in, one sentence a\n"
       "line, translations out in the same order. FILE... or stdin to stdout."};
   tfm::add_common_options(app, o.common);
+  app.set_config("--config", "", "Read options from an INI or TOML file (KEY = VALUE, long names)");
   app.add_option("-m,--model", o.model, "The checkpoint (default: $TFM_MODEL)");
   app.add_option("FILE", o.files, "Input files, plain or gzip (default or '-': stdin)");
   app.add_flag("--ids", t.ids, "Read and write ids instead of pieces");

@@ -14,11 +14,6 @@
 #include "kernels/cpu/common.h"
 #include "kernels/detail.h"
 
-// The 64-byte vector helpers below are always inlined into code compiled
-// for their width; GCC's note that their by-value ABI depends on AVX-512
-// concerns calls that never happen.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace tfm::ops::cpu {
 namespace {
 

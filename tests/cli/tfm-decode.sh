@@ -94,6 +94,9 @@ done
 decode -m "$E" --scores --beam 1 "$TMP/in" >"$TMP/b1"
 decode -m "$E" --scores --beam 4 "$TMP/in" >"$TMP/b4"
 cmp -s "$TMP/b1" "$TMP/b4" && fail "--beam 1 and --beam 4 agree on every line"
+printf 'beam = 1\nscores = true\n' >"$TMP/decode.ini"
+decode -m "$E" --config "$TMP/decode.ini" "$TMP/in" | cmp -s - "$TMP/b1" || fail "--config: beam = 1 not read"
+decode -m "$E" --config "$TMP/decode.ini" --beam 4 "$TMP/in" | cmp -s - "$TMP/b4" || fail "--config: the command line does not win"
 decode -m "$M" --max-len-a 0 --max-len-b 3 "$TMP/in" | awk 'NF > 3 {exit 1}' || fail "--max-len-b 3: a longer output"
 decode -m "$M" --max-len-a 0.5 --max-len-b 0 --ids "$TMP/ids" | paste - "$TMP/ids" |
   awk -F'\t' '{n = split($1, a, " "); m = split($2, b, " "); if (n > int(0.5 * m)) exit 1}' || fail "--max-len-a 0.5: a longer output"
@@ -162,7 +165,7 @@ grep -q "TFM_MODEL" "$TMP/err" || fail "no model: does not mention TFM_MODEL"
 for bad in "--bogus" "--beam 0" "--beam 2 --n-best 3" "--alpha -1" "--length-penalty wu" \
   "--early-stopping soon" "--max-len-a -1" "--max-tokens 0" "--batch-size 0" "--max-input-len 0" \
   "--attention" "--attention-heads --json" "--attention-layer 1 --json" "--scores --json" \
-  "--device tpu" "--precision fp64"; do
+  "--device tpu" "--precision fp64" "--config $TMP/missing.ini"; do
   # shellcheck disable=SC2086
   run tfm-decode -m "$M" $bad "$TMP/in"
   expect_rc 2 "$bad"
