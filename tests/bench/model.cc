@@ -35,6 +35,7 @@ struct TfmResult {
   double tokens_per_s = 0;
   double seconds = 0;
   double gemm_share = -1;  // < 0: not measured
+  std::string gemm_report;  // GemmClock::report
 };
 
 TfmResult run_tfm(const bench::BenchOptions& o, const ModelConfig& config, const HostBatch& batch,
@@ -48,7 +49,10 @@ TfmResult run_tfm(const bench::BenchOptions& o, const ModelConfig& config, const
               static_cast<long long>(config.parameter_count()));
   std::fflush(stdout);
   model.init(1);
-  if (device.is_cpu()) bench::GemmClock::install();
+  if (device.is_cpu()) {
+    bench::GemmClock::install();
+    bench::GemmClock::shapes_on = o.gemm_shapes;
+  }
 
   TrainStep step;  // dropout on, as in training
   auto one_step = [&](uint32_t n) {
@@ -59,14 +63,17 @@ TfmResult run_tfm(const bench::BenchOptions& o, const ModelConfig& config, const
   one_step(0);  // warm-up: first touch of planned memory, thread pools, kernel choice
   model.stream().synchronize();
 
-  bench::GemmClock::nanoseconds = 0;
+  bench::GemmClock::reset();
   const auto start = Clock::now();
   for (int i = 0; i < o.steps; ++i) one_step(static_cast<uint32_t>(i + 1));
   model.stream().synchronize();
   TfmResult r;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.tokens_per_s = static_cast<double>(batch.target_tokens) * o.steps / r.seconds;
-  if (device.is_cpu()) r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
+  if (device.is_cpu()) {
+    r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
+    r.gemm_report = bench::GemmClock::report(r.seconds, o.steps);
+  }
   return r;
 }
 
@@ -117,8 +124,8 @@ int main(int argc, char** argv) {
                 has_ref ? fmt::format("{:.1f}", ref.tokens_per_s).c_str() : "-",
                 has_ref ? fmt::format("{:.2f}x", ratio).c_str() : "-", verdict.c_str());
     if (mine.gemm_share >= 0)
-      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%.3f s of %.3f s)\n",
-                  mine.gemm_share * 100, mine.gemm_share * mine.seconds, mine.seconds);
+      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%s)\n", mine.gemm_share * 100,
+                  mine.gemm_report.c_str());
     std::printf("\ntarget tokens/s, forward + backward; ratio = tfm / PyTorch. Written to %s\n",
                 o.out.c_str());
 

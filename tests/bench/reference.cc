@@ -29,6 +29,8 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("--python", o.python, "Interpreter with torch for the reference")
       ->capture_default_str();
   app.add_option("--script", o.script, "The PyTorch reference script")->capture_default_str();
+  app.add_flag("--gemm-shapes", o.gemm_shapes,
+               "Print time and GFLOP/s of every sgemm shape of a step (CPU)");
 }
 
 HostBatch make_batch(int64_t tokens, int64_t src_len, int64_t tgt_len, int64_t vocab) {
@@ -115,9 +117,44 @@ void GemmClock::timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
                       int ldc) {
   const auto start = std::chrono::steady_clock::now();
   real(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now() - start)
-                     .count();
+  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  nanoseconds += ns;
+  flops += 2ll * m * n * k;
+  if (shapes_on) {
+    const std::lock_guard lock(mutex);
+    Tally& t = shapes[{ta == ops::cpu::CblasTrans ? 'T' : 'N', tb == ops::cpu::CblasTrans ? 'T' : 'N',
+                       m, k, n}];
+    ++t.calls;
+    t.nanoseconds += ns;
+  }
+}
+
+void GemmClock::reset() {
+  nanoseconds = 0;
+  flops = 0;
+  const std::lock_guard lock(mutex);
+  shapes.clear();
+}
+
+std::string GemmClock::report(double seconds, int steps) {
+  const double gemm_s = nanoseconds.load() * 1e-9;
+  std::string out = fmt::format("{:.3f} s of {:.3f} s, {:.1f} GFLOP/s", gemm_s, seconds,
+                                gemm_s > 0 ? flops.load() / gemm_s * 1e-9 : 0.0);
+  if (!shapes_on) return out;
+  std::vector<std::pair<Shape, Tally>> rows(shapes.begin(), shapes.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.nanoseconds > b.second.nanoseconds; });
+  out += fmt::format("\n\n{:>2} {:>6} {:>6} {:>6} {:>10} {:>12} {:>9}\n", "op", "M", "K", "N",
+                     "calls/step", "ms/step", "GFLOP/s");
+  for (const auto& [shape, t] : rows) {
+    const auto [ta, tb, m, k, n] = shape;
+    out += fmt::format("{}{} {:>6} {:>6} {:>6} {:>10.1f} {:>12.1f} {:>9.1f}\n", ta, tb, m, k, n,
+                       static_cast<double>(t.calls) / steps, t.nanoseconds * 1e-6 / steps,
+                       2.0 * m * k * n * t.calls / static_cast<double>(t.nanoseconds));
+  }
+  return out;
 }
 
 // The table is a function-local static that is not const itself, so

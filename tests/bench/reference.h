@@ -6,7 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "kernels/cpu/blas.h"
 #include "libcore/app.h"
@@ -38,6 +41,7 @@ struct BenchOptions {
   bool no_reference = false;
   std::string python = "/usr/bin/python3";
   std::string script = TFM_BENCH_SOURCE_DIR "/model_pytorch.py";
+  bool gemm_shapes = false;  // print the time of every sgemm shape
 };
 void add_bench_options(CLI::App& app, BenchOptions& o);
 
@@ -77,9 +81,22 @@ TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const Host
 // goes through it, so the share is measured, not estimated; a
 // steady_clock read costs tens of nanoseconds against calls of microseconds
 // and more. Not available on CUDA (kernels run asynchronously).
+// With shapes on, it also keeps calls and time per (transposes, M, K, N).
 struct GemmClock {
+  using Shape = std::tuple<char, char, int, int, int>;  // ta, tb, M, K, N
+  struct Tally {
+    int64_t calls = 0, nanoseconds = 0;
+  };
   static inline ops::cpu::Blas::Sgemm real = nullptr;
   static inline std::atomic<int64_t> nanoseconds{0};
+  static inline std::atomic<int64_t> flops{0};
+  static inline bool shapes_on = false;
+  static inline std::mutex mutex;
+  static inline std::map<Shape, Tally> shapes;
+
+  static void reset();
+  // "S s of T s, G GFLOP/s", and with shapes on, a table slowest first.
+  static std::string report(double step_seconds, int steps);
 
   static void timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
                     ops::cpu::CblasTranspose tb, int m, int n, int k, float alpha,

@@ -49,6 +49,7 @@ struct TfmResult {
   double tokens_per_s = 0;
   double seconds = 0;
   double gemm_share = -1;  // < 0: not measured
+  std::string gemm_report;  // GemmClock::report
   size_t memory = 0;       // peak resident (CPU) or planned (GPU) bytes
 };
 
@@ -66,7 +67,10 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   model.init(1);
   Adam adam(model.optimizer_state().first, model.optimizer_state().second);
   train::LossScaler scaler(precision == train::Precision::fp16);
-  if (device.is_cpu()) bench::GemmClock::install();
+  if (device.is_cpu()) {
+    bench::GemmClock::install();
+    bench::GemmClock::shapes_on = o.gemm_shapes;
+  }
 
   const std::vector<HostBatch> batches(static_cast<size_t>(o.update_freq), batch);
   int64_t step = 0;
@@ -83,7 +87,7 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   one_step();  // warm-up: first touch of planned memory, thread pools, kernel choice
   model.stream().synchronize();
 
-  bench::GemmClock::nanoseconds = 0;
+  bench::GemmClock::reset();
   const auto start = Clock::now();
   for (int i = 0; i < o.steps; ++i) one_step();
   model.stream().synchronize();
@@ -91,7 +95,10 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.steps_per_s = o.steps / r.seconds;
   r.tokens_per_s = r.steps_per_s * static_cast<double>(batch.target_tokens * o.update_freq);
-  if (device.is_cpu()) r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
+  if (device.is_cpu()) {
+    r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
+    r.gemm_report = bench::GemmClock::report(r.seconds, o.steps);
+  }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   r.memory = device.is_cpu() ? static_cast<size_t>(usage.ru_maxrss) * 1024 : model.memory_bytes();
@@ -172,8 +179,8 @@ int main(int argc, char** argv) {
                 mfu > 0 ? fmt::format("{:.1f}%", 100 * mfu).c_str() : "-",
                 format_bytes(mine.memory).c_str(), verdict.c_str());
     if (mine.gemm_share >= 0)
-      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%.3f s of %.3f s)\n",
-                  mine.gemm_share * 100, mine.gemm_share * mine.seconds, mine.seconds);
+      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%s)\n", mine.gemm_share * 100,
+                  mine.gemm_report.c_str());
     std::printf("\nwhole training steps; target tokens/s; ratio = tfm / PyTorch; memory: %s. "
                 "Written to %s\n",
                 device.is_cpu() ? "peak resident" : "planned on the device", o.out.c_str());
