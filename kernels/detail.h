@@ -57,8 +57,10 @@ void sum_rows(const TensorView& x, const TensorView& out);
 void sum_squares(const TensorView& x, const TensorView& out);
 void scale(const TensorView& x, float alpha);
 void permute_0213(const TensorView& x, const TensorView& y);
-void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads);
-void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows);
+void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
+                  int64_t col);
+void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
+                int64_t col);
 void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
                      const TensorView& probs);
 void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores);
@@ -122,9 +124,9 @@ void sum_squares(const TensorView& x, const TensorView& out, const Stream& strea
 void scale(const TensorView& x, float alpha, const Stream& stream);
 void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream);
 void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
-                  const Stream& stream);
+                  int64_t col, const Stream& stream);
 void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
-                const Stream& stream);
+                int64_t col, const Stream& stream);
 void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
                      const TensorView& probs, const Stream& stream);
 void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,

@@ -488,12 +488,12 @@ void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream
 namespace {
 // rows (N, H * X) and heads (B, H, L, X) of one dtype; offsets (B + 1) i32.
 void require_packing(const char* op, const TensorView& rows, const TensorView& offsets,
-                     const TensorView& heads) {
+                     const TensorView& heads, int64_t col) {
   require_float(op, rows, "rows");
   TFM_REQUIRE(heads.rank() == 4, "{}: heads is {} but must be (B, H, L, X)", op, heads.str());
-  TFM_REQUIRE(rows.rank() == 2 && rows.dim(1) == heads.dim(1) * heads.dim(3),
-              "{}: rows is {} but must be (N, H * X) = (N, {})", op, rows.str(),
-              heads.dim(1) * heads.dim(3));
+  TFM_REQUIRE(col >= 0 && rows.rank() == 2 && rows.dim(1) >= col + heads.dim(1) * heads.dim(3),
+              "{}: rows is {} but must be (N, W) with W >= col + H * X = {} + {}", op, rows.str(),
+              col, heads.dim(1) * heads.dim(3));
   TFM_REQUIRE(rows.dtype() == heads.dtype(), "{}: rows is {} but heads is {}", op, rows.str(),
               heads.str());
   TFM_REQUIRE(rows.dim(0) <= heads.dim(0) * heads.dim(2),
@@ -505,24 +505,24 @@ void require_packing(const char* op, const TensorView& rows, const TensorView& o
 }  // namespace
 
 void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
-                  const Stream& stream) {
+                  const Stream& stream, int64_t col) {
   require_device("unpack_heads", stream, {{"rows", &rows}, {"offsets", &offsets}, {"heads", &heads}});
-  require_packing("unpack_heads", rows, offsets, heads);
+  require_packing("unpack_heads", rows, offsets, heads, col);
   if (heads.numel() == 0) return;
   switch (stream.device().type) {
-    case DeviceType::cpu: return cpu::unpack_heads(rows, offsets, heads);
-    case DeviceType::cuda: TFM_CUDA_DISPATCH(unpack_heads(rows, offsets, heads, stream));
+    case DeviceType::cpu: return cpu::unpack_heads(rows, offsets, heads, col);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(unpack_heads(rows, offsets, heads, col, stream));
   }
 }
 
 void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
-                const Stream& stream) {
+                const Stream& stream, int64_t col) {
   require_device("pack_heads", stream, {{"heads", &heads}, {"offsets", &offsets}, {"rows", &rows}});
-  require_packing("pack_heads", rows, offsets, heads);
+  require_packing("pack_heads", rows, offsets, heads, col);
   if (rows.numel() == 0) return;
   switch (stream.device().type) {
-    case DeviceType::cpu: return cpu::pack_heads(heads, offsets, rows);
-    case DeviceType::cuda: TFM_CUDA_DISPATCH(pack_heads(heads, offsets, rows, stream));
+    case DeviceType::cpu: return cpu::pack_heads(heads, offsets, rows, col);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(pack_heads(heads, offsets, rows, col, stream));
   }
 }
 

@@ -169,16 +169,19 @@ void scale(const TensorView& x, float alpha, const Stream& stream);
 void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream);
 
 // Packed rows <-> padded heads. The model keeps token rows packed: sentence
-// b owns rows [offsets[b], offsets[b + 1]) of rows (N, H * X), len_b of them,
-// len_b <= L, N = offsets[B]; attention wants heads (B, H, L, X). offsets
-// (B + 1) i32, non-decreasing from 0 (checked where they are made).
-// heads[b, h, t, :] = t < len_b ? rows[offsets[b] + t, h X : (h + 1) X] : 0   (heads =)
+// b owns rows [offsets[b], offsets[b + 1]) of rows (N, W), len_b of them,
+// len_b <= L, N = offsets[B]; attention wants heads (B, H, L, X). The heads
+// are columns [col, col + H X) of the rows (W >= col + H X), so one fused
+// projection's (N, 3 H X) rows hold the queries, keys and values side by
+// side. offsets (B + 1) i32, non-decreasing from 0 (checked where they are
+// made). With c = col + h X:
+// heads[b, h, t, :] = t < len_b ? rows[offsets[b] + t, c : c + X] : 0      (heads =)
 void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
-                  const Stream& stream);
-// rows[offsets[b] + t, h X : (h + 1) X] = heads[b, h, t, :], t < len_b;      (rows =)
-// heads at t >= len_b are not read.
+                  const Stream& stream, int64_t col = 0);
+// rows[offsets[b] + t, c : c + X] = heads[b, h, t, :], t < len_b;           (rows =)
+// heads at t >= len_b are not read; the other columns of rows are not written.
 void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
-                const Stream& stream);
+                const Stream& stream, int64_t col = 0);
 
 // probs[b, h, i, :] = softmax over the keys j that query i of sentence b may
 // see: j < k_lengths[b] and, when causal, j <= i. Hidden keys get 0; a row

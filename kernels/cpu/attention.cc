@@ -43,10 +43,11 @@ void permute_0213(const TensorView& x, const TensorView& y) {
                     px + static_cast<size_t>((a * nb + b) * nc + c) * row, row);
 }
 
-// heads[b, h, t, :] <-> rows[offsets[b] + t, h X : (h + 1) X]: row pieces of X
-// move with memcpy; unpack zeroes the padding.
+// heads[b, h, t, :] <-> rows[offsets[b] + t, col + h X : col + (h + 1) X]: row
+// pieces of X move with memcpy; unpack zeroes the padding.
 template <bool kUnpack>
-void move_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads) {
+void move_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
+                int64_t col) {
   const int64_t nb = heads.dim(0), nh = heads.dim(1), nl = heads.dim(2), nx = heads.dim(3);
   const int32_t* off = offsets.data_as<int32_t>();
   for (int64_t b = 0; b < nb; ++b)
@@ -56,17 +57,18 @@ void move_heads(const TensorView& rows, const TensorView& offsets, const TensorV
                 "(offsets start at 0 and never decrease)",
                 kUnpack ? "unpack_heads" : "pack_heads", b, b + 1, off[b], off[b + 1], nl,
                 rows.dim(0));
-  const size_t piece = static_cast<size_t>(nx) * dtype_size(heads.dtype());
-  char* pr = static_cast<char*>(rows.data());
+  const size_t elem = dtype_size(heads.dtype()), piece = static_cast<size_t>(nx) * elem;
+  const size_t stride = static_cast<size_t>(rows.dim(1)) * elem;  // bytes from row to row
+  char* pr = static_cast<char*>(rows.data()) + static_cast<size_t>(col) * elem;
   char* ph = static_cast<char*>(heads.data());
 #pragma omp parallel for collapse(2) if (heads.numel() > kParallelMin)
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t len = off[b + 1] - off[b];
       char* head = ph + static_cast<size_t>((b * nh + h) * nl) * piece;
-      char* row = pr + (static_cast<size_t>(off[b]) * nh + h) * piece;
+      char* row = pr + static_cast<size_t>(off[b]) * stride + static_cast<size_t>(h) * piece;
       for (int64_t t = 0; t < len; ++t) {
-        char* r = row + static_cast<size_t>(t * nh) * piece;
+        char* r = row + static_cast<size_t>(t) * stride;
         if constexpr (kUnpack) std::memcpy(head + t * piece, r, piece);
         else std::memcpy(r, head + t * piece, piece);
       }
@@ -74,12 +76,14 @@ void move_heads(const TensorView& rows, const TensorView& offsets, const TensorV
     }
 }
 
-void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads) {
-  move_heads<true>(rows, offsets, heads);
+void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
+                  int64_t col) {
+  move_heads<true>(rows, offsets, heads, col);
 }
 
-void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows) {
-  move_heads<false>(rows, offsets, heads);
+void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
+                int64_t col) {
+  move_heads<false>(rows, offsets, heads, col);
 }
 
 void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,

@@ -30,7 +30,7 @@ __global__ void permute_0213_kernel(const T* x, T* y, int64_t na, int64_t nb, in
 // blockDim (32, 8), a warp moves one piece; unpack writes zeros at t >= len_b.
 template <typename T, bool kUnpack>
 __global__ void move_heads_kernel(T* rows, const int32_t* offsets, T* heads, int64_t nb,
-                                  int64_t nh, int64_t nl, int64_t nx) {
+                                  int64_t nh, int64_t nl, int64_t nx, int64_t width) {
   const int64_t pieces = nb * nh * nl;
   for (int64_t p = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; p < pieces;
        p += int64_t(gridDim.x) * blockDim.y) {
@@ -43,7 +43,7 @@ __global__ void move_heads_kernel(T* rows, const int32_t* offsets, T* heads, int
         for (int64_t k = threadIdx.x; k < nx; k += blockDim.x) head[k] = from_float<T>(0.0f);
       continue;
     }
-    T* row = rows + ((first + t) * nh + h) * nx;
+    T* row = rows + (first + t) * width + h * nx;
     for (int64_t k = threadIdx.x; k < nx; k += blockDim.x) {
       if (kUnpack) head[k] = row[k];
       else row[k] = head[k];
@@ -53,7 +53,7 @@ __global__ void move_heads_kernel(T* rows, const int32_t* offsets, T* heads, int
 
 template <bool kUnpack>
 void move_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
-                const Stream& stream, const char* op) {
+                int64_t col, const Stream& stream, const char* op) {
   activate(stream.device());
   const int64_t nb = heads.dim(0), nh = heads.dim(1), nl = heads.dim(2), nx = heads.dim(3);
   const int64_t pieces = nb * nh * nl;
@@ -63,8 +63,8 @@ void move_heads(const TensorView& rows, const TensorView& offsets, const TensorV
   with_storage_type(heads.dtype(), op, [&](auto t) {
     using T = decltype(t);
     move_heads_kernel<T, kUnpack><<<grid, dim3(32, kRowsPerBlock), 0, native(stream)>>>(
-        static_cast<T*>(rows.data()), static_cast<const int32_t*>(offsets.data()),
-        static_cast<T*>(heads.data()), nb, nh, nl, nx);
+        static_cast<T*>(rows.data()) + col, static_cast<const int32_t*>(offsets.data()),
+        static_cast<T*>(heads.data()), nb, nh, nl, nx, rows.dim(1));
     TFM_CHECK_LAUNCH();
   });
 }
@@ -135,13 +135,13 @@ void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream
 }
 
 void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
-                  const Stream& stream) {
-  move_heads<true>(rows, offsets, heads, stream, "unpack_heads");
+                  int64_t col, const Stream& stream) {
+  move_heads<true>(rows, offsets, heads, col, stream, "unpack_heads");
 }
 
 void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
-                const Stream& stream) {
-  move_heads<false>(rows, offsets, heads, stream, "pack_heads");
+                int64_t col, const Stream& stream) {
+  move_heads<false>(rows, offsets, heads, col, stream, "pack_heads");
 }
 
 void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,

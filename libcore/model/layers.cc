@@ -16,37 +16,50 @@ TensorView rows(const TensorView& t, int64_t r0, int64_t n) {
   return TensorView(base, t.dtype(), {n, cols}, t.device());
 }
 
-void linear_forward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& y,
+Linear linear(const Blocks& m, LinearIds w) {
+  return {m.p(w.weight), m.p(w.bias), m.grads.empty() ? TensorView() : m.g(w.weight),
+          m.grads.empty() ? TensorView() : m.g(w.bias)};
+}
+
+Linear joined(const Blocks& m, LinearIds first, LinearIds last) {
+  const ParamLayout& l = m.layout;
+  return {l.view(m.params, first.weight, last.weight), l.view(m.params, first.bias, last.bias),
+          m.grads.empty() ? TensorView() : l.view(m.grads, first.weight, last.weight),
+          m.grads.empty() ? TensorView() : l.view(m.grads, first.bias, last.bias)};
+}
+
+void linear_forward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& y,
                     bool relu) {
   ops::GemmOptions o = m.gemm();
   o.trans_b = true;
   o.relu = relu;
-  ops::gemm(x, m.p(w.weight), y, o, m.stream, m.p(w.bias));
+  ops::gemm(x, w.w, y, o, m.stream, w.b);
 }
 
-void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& dy,
+void linear_backward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& dy,
                      const TensorView& dx, float dx_beta) {
   ops::GemmOptions dw = m.gemm();
   dw.trans_a = true;
   dw.beta = 1.0f;
-  ops::gemm(dy, x, m.g(w.weight), dw, m.stream);
-  ops::sum_rows(dy, m.g(w.bias), m.stream);
+  ops::gemm(dy, x, w.dw, dw, m.stream);
+  ops::sum_rows(dy, w.db, m.stream);
   if (dx.empty()) return;
   ops::GemmOptions dxo = m.gemm();
   dxo.beta = dx_beta;
-  ops::gemm(dy, m.p(w.weight), dx, dxo, m.stream);
+  ops::gemm(dy, w.w, dx, dxo, m.stream);
 }
 
 namespace {
 
-// Packed (N, H*X) rows <-> padded (B, H, T, X) heads (zeros at the padding).
+// Packed rows, columns [col, col + H X) <-> padded (B, H, T, X) heads (zeros
+// at the padding).
 void split_heads(const Blocks& m, const TensorView& rows_view, const TensorView& offsets,
-                 const TensorView& heads) {
-  ops::unpack_heads(rows_view, offsets, heads, m.stream);
+                 const TensorView& heads, int64_t col = 0) {
+  ops::unpack_heads(rows_view, offsets, heads, m.stream, col);
 }
 void merge_heads(const Blocks& m, const TensorView& heads, const TensorView& offsets,
-                 const TensorView& rows_view) {
-  ops::pack_heads(heads, offsets, rows_view, m.stream);
+                 const TensorView& rows_view, int64_t col = 0) {
+  ops::pack_heads(heads, offsets, rows_view, m.stream, col);
 }
 
 }  // namespace
@@ -56,15 +69,21 @@ void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
                        const TensorView& s) {
   const ModelConfig& c = m.config;
   const int64_t B = a.batch, H = c.heads, K = c.d_k, E = c.d_v, BH = B * H;
-  TensorView proj = prefix(m.ws.proj, {a.nq, H * K});
-  linear_forward(m, xq, w.q, proj);
-  split_heads(m, proj, a.q_offsets, sv.q);
-  proj = prefix(m.ws.proj, {a.nk, H * K});
-  linear_forward(m, xkv, w.k, proj);
-  split_heads(m, proj, a.k_offsets, sv.k);
-  proj = prefix(m.ws.proj, {a.nk, H * E});
-  linear_forward(m, xkv, w.v, proj);
-  split_heads(m, proj, a.k_offsets, sv.v);
+  if (xq.data() == xkv.data()) {  // self-attention: [q k v] = x [W_q; W_k; W_v]^T
+    const TensorView proj = prefix(m.ws.proj, {a.nq, 2 * H * K + H * E});
+    linear_forward(m, xq, joined(m, w.q, w.v), proj);
+    split_heads(m, proj, a.q_offsets, sv.q, 0);
+    split_heads(m, proj, a.k_offsets, sv.k, H * K);
+    split_heads(m, proj, a.k_offsets, sv.v, 2 * H * K);
+  } else {
+    TensorView proj = prefix(m.ws.proj, {a.nq, H * K});
+    linear_forward(m, xq, w.q, proj);
+    split_heads(m, proj, a.q_offsets, sv.q);
+    proj = prefix(m.ws.proj, {a.nk, H * K + H * E});
+    linear_forward(m, xkv, joined(m, w.k, w.v), proj);
+    split_heads(m, proj, a.k_offsets, sv.k, 0);
+    split_heads(m, proj, a.k_offsets, sv.v, H * K);
+  }
 
   ops::GemmOptions qk = m.gemm();
   qk.trans_b = true;
@@ -126,16 +145,23 @@ void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a
   const TensorView dk = prefix(m.ws.dk, {BH, a.tk, K});
   ops::gemm(dprobs.reshape({BH, a.tq, a.tk}), sv.q.reshape({BH, a.tq, K}), dk, dko, m.stream);
 
-  // Back through the head splits and the input projections.
+  // Back through the head splits and the input projections: in
+  // self-attention one GEMM sums the three paths into dx.
+  if (xq.data() == xkv.data() && dxq.data() == dxkv.data()) {
+    const TensorView dproj = prefix(m.ws.dproj, {a.nq, 2 * H * K + H * E});
+    merge_heads(m, dq.reshape({B, H, a.tq, K}), a.q_offsets, dproj, 0);
+    merge_heads(m, dk.reshape({B, H, a.tk, K}), a.k_offsets, dproj, H * K);
+    merge_heads(m, dv.reshape({B, H, a.tk, E}), a.k_offsets, dproj, 2 * H * K);
+    linear_backward(m, xq, joined(m, w.q, w.v), dproj, dxq, dxq_beta);
+    return;
+  }
   TensorView dproj = prefix(m.ws.dproj, {a.nq, H * K});
   merge_heads(m, dq.reshape({B, H, a.tq, K}), a.q_offsets, dproj);
   linear_backward(m, xq, w.q, dproj, dxq, dxq_beta);
-  dproj = prefix(m.ws.dproj, {a.nk, H * K});
-  merge_heads(m, dk.reshape({B, H, a.tk, K}), a.k_offsets, dproj);
-  linear_backward(m, xkv, w.k, dproj, dxkv, 1.0f);
-  dproj = prefix(m.ws.dproj, {a.nk, H * E});
-  merge_heads(m, dv.reshape({B, H, a.tk, E}), a.k_offsets, dproj);
-  linear_backward(m, xkv, w.v, dproj, dxkv, 1.0f);
+  dproj = prefix(m.ws.dproj, {a.nk, H * K + H * E});
+  merge_heads(m, dk.reshape({B, H, a.tk, K}), a.k_offsets, dproj, 0);
+  merge_heads(m, dv.reshape({B, H, a.tk, E}), a.k_offsets, dproj, H * K);
+  linear_backward(m, xkv, joined(m, w.k, w.v), dproj, dxkv, 1.0f);
 }
 
 }  // namespace tfm::model

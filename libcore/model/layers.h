@@ -12,12 +12,12 @@ namespace tfm::model {
 // Everything a block needs to run: the stream, the parameter and gradient
 // buffers, and the workspace it may overwrite.
 struct Workspace {
-  TensorView proj;    // (R, max(HK, HE))
+  TensorView proj;    // (R, 2 HK + HE): q, k, v side by side
   TensorView scores;  // (R * H * L) dropped attention weights
   TensorView split;   // (R * max(HK, HE)) heads before the merge / their grads
   TensorView dq, dk, dv;  // (R * HK), (R * HK), (R * HE)
   TensorView dprobs;  // (R * H * L)
-  TensorView dproj;   // (R, max(HK, HE))
+  TensorView dproj;   // (R, 2 HK + HE)
 };
 
 struct Blocks {
@@ -43,12 +43,28 @@ TensorView prefix(const TensorView& buffer, Shape shape);
 // Rows [r0, r0 + n) of a (R, C) tensor.
 TensorView rows(const TensorView& t, int64_t r0, int64_t n);
 
+// A linear layer's weight and bias, and their gradients: one layer's, or
+// (joined) the stacked q, k, v projections of attention (ParamLayout::attention).
+struct Linear {
+  TensorView w, b, dw, db;  // (out, in), (out)
+};
+Linear linear(const Blocks& m, LinearIds w);
+Linear joined(const Blocks& m, LinearIds first, LinearIds last);
+
 // y = x W^T + b (then ReLU)                       x (R, in), y (R, out) =
-void linear_forward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& y,
+void linear_forward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& y,
                     bool relu = false);
 // dW += dy^T x, db += sum_R dy; dx = dy W (+= when dx_beta is 1; no dx when empty)
-void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& dy,
+void linear_backward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& dy,
                      const TensorView& dx, float dx_beta);
+inline void linear_forward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& y,
+                           bool relu = false) {
+  linear_forward(m, x, linear(m, w), y, relu);
+}
+inline void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, const TensorView& dy,
+                            const TensorView& dx, float dx_beta) {
+  linear_backward(m, x, linear(m, w), dy, dx, dx_beta);
+}
 
 // What multi-head attention saves for backward.
 struct AttentionSaved {
@@ -71,6 +87,8 @@ struct AttentionShape {
 
 // s = MultiHead(xq, xkv) = Concat(head_1..head_H) W_O^T + b_O,
 // head_i = softmax(mask(q_i k_i^T / sqrt(K))) v_i.   xq (Nq, D), xkv (Nk, D), s (Nq, D) =
+// When xq is xkv (self-attention) one GEMM projects q, k and v; otherwise
+// one projects q and one k and v.
 void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
                        const TensorView& xq, const TensorView& xkv, const AttentionSaved& saved,
                        const TensorView& s);

@@ -44,9 +44,10 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
   }
 }
 
-int ParamLayout::add(std::string name, Shape shape) {
+int ParamLayout::add(std::string name, Shape shape, bool group_with_next) {
   entries_.push_back({std::move(name), shape, total_});
-  total_ += (shape.numel() + kAlign - 1) / kAlign * kAlign;
+  total_ += shape.numel();
+  if (!group_with_next) total_ = (total_ + kAlign - 1) / kAlign * kAlign;
   return static_cast<int>(entries_.size()) - 1;
 }
 
@@ -58,10 +59,20 @@ NormIds ParamLayout::norm(const std::string& prefix, int64_t d) {
   return {add(prefix + "weight", {d}), add(prefix + "bias", {d})};
 }
 
+// The q, k and v weights lie side by side, and so do their biases: one GEMM
+// projects all three in self-attention, and k and v in the decoder's
+// attention over the source.
 AttentionIds ParamLayout::attention(const std::string& prefix, const ModelConfig& c) {
   const int64_t D = c.d_model, HK = c.heads * c.d_k, HE = c.heads * c.d_v;
-  return {linear(prefix + "q_proj.", HK, D), linear(prefix + "k_proj.", HK, D),
-          linear(prefix + "v_proj.", HE, D), linear(prefix + "out_proj.", D, HE)};
+  AttentionIds a;
+  a.q.weight = add(prefix + "q_proj.weight", {HK, D}, true);
+  a.k.weight = add(prefix + "k_proj.weight", {HK, D}, true);
+  a.v.weight = add(prefix + "v_proj.weight", {HE, D});
+  a.q.bias = add(prefix + "q_proj.bias", {HK}, true);
+  a.k.bias = add(prefix + "k_proj.bias", {HK}, true);
+  a.v.bias = add(prefix + "v_proj.bias", {HE});
+  a.out = linear(prefix + "out_proj.", D, HE);
+  return a;
 }
 
 int ParamLayout::find(std::string_view name) const {
@@ -80,6 +91,22 @@ TensorView ParamLayout::view(const TensorView& flat, int id) const {
   const ParamEntry& e = entry(id);
   auto* base = static_cast<char*>(flat.data()) + e.offset * static_cast<int64_t>(dtype_size(flat.dtype()));
   return TensorView(base, flat.dtype(), e.shape, flat.device());
+}
+
+TensorView ParamLayout::view(const TensorView& flat, int first, int last) const {
+  const Shape& s = entry(first).shape;
+  int64_t lead = 0;
+  for (int id = first; id <= last; ++id) {
+    const ParamEntry& e = entry(id);
+    TFM_REQUIRE((s.rank() == 1 || s.rank() == 2) && e.shape.rank() == s.rank() &&
+                    (s.rank() == 1 || e.shape[1] == s[1]) &&
+                    e.offset == entry(first).offset + lead * (s.rank() == 1 ? 1 : s[1]),
+                "internal: parameters {}..{} are not one group", entry(first).name, entry(last).name);
+    lead += e.shape[0];
+  }
+  const Shape joined = s.rank() == 1 ? Shape{lead} : Shape{lead, s[1]};
+  auto* base = static_cast<char*>(flat.data()) + entry(first).offset * static_cast<int64_t>(dtype_size(flat.dtype()));
+  return TensorView(base, flat.dtype(), joined, flat.device());
 }
 
 void init_parameters(const ParamLayout& layout, const ModelConfig& c, const TensorView& flat,

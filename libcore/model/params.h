@@ -18,7 +18,7 @@ namespace tfm {
 struct ParamEntry {
   std::string name;
   Shape shape;
-  int64_t offset = 0;  // in elements, a multiple of kAlign
+  int64_t offset = 0;  // in elements; a multiple of kAlign but inside a group
 };
 
 struct LinearIds { int weight = -1, bias = -1; };
@@ -46,6 +46,10 @@ class ParamLayout {
 
   // The view of one parameter inside a flat buffer laid out by this table.
   TensorView view(const TensorView& flat, int id) const;
+  // Parameters first..last of one group (laid side by side, with no gap),
+  // seen as one tensor: matrices of equal width stacked into (sum of rows,
+  // width), vectors joined. The attention's q, k and v form such groups.
+  TensorView view(const TensorView& flat, int first, int last) const;
 
   int src_embed = -1, tgt_embed = -1;   // the same id when embeddings are shared
   int src_pos = -1, tgt_pos = -1;       // learned positions only
@@ -54,7 +58,8 @@ class ParamLayout {
   NormIds encoder_norm, decoder_norm;   // pre-norm only
 
  private:
-  int add(std::string name, Shape shape);
+  // A new entry; the next one starts on kAlign unless it joins this one's group.
+  int add(std::string name, Shape shape, bool group_with_next = false);
   LinearIds linear(const std::string& prefix, int64_t out, int64_t in);
   NormIds norm(const std::string& prefix, int64_t d);
   AttentionIds attention(const std::string& prefix, const ModelConfig& c);

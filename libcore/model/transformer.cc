@@ -96,14 +96,14 @@ struct Transformer::Plan {
       dec_final = sub("decoder.final");
     }
     padded = ws("padded", dt, {R, D});
-    proj = ws("proj", dt, {R * HX});
+    proj = ws("proj", dt, {R * (2 * HK + HE)});
     scores = ws("scores", dt, {R * H * L});
     split = ws("split", dt, {R * HX});
     dq = ws("dq", dt, {R * HK});
     dk = ws("dk", dt, {R * HK});
     dv = ws("dv", dt, {R * HE});
     dprobs = ws("dprobs", dt, {R * H * L});
-    dproj = ws("dproj", dt, {R * HX});
+    dproj = ws("dproj", dt, {R * (2 * HK + HE)});
     s = ws("s", dt, {R, D});
     ds = ws("ds", dt, {R, D});
     df = ws("df", dt, {R, F});

@@ -59,27 +59,33 @@ TEST_CASE("cuda pack_heads and unpack_heads match the cpu exactly", "[attention]
   const Device gpu = Device::cuda(0);
   Stream cuda(gpu), cpu(Device::cpu());
   uint64_t seed = 8150;
-  // (B, H, L, X) with random lengths in [0, L].
+  // (B, H, L, X) with random lengths in [0, L]; the heads at column `col`
+  // of rows `tail` columns wider, as a fused q, k, v projection has them.
   const Shape shapes[] = {{1, 1, 1, 1}, {3, 2, 5, 7}, {16, 8, 40, 64}, {5, 1, 9, 512}};
   for (DType dtype : {DType::f32, DType::bf16, DType::f16})
-    for (const Shape& shape : shapes) {
+    for (const Shape& shape : shapes)
+      for (const auto& [col, tail] : {std::pair<int64_t, int64_t>{0, 0}, {5, 3}, {shape[1] * shape[3], 0}}) {
       const std::vector<double> lengths = random_lengths(shape[0], shape[2], ++seed);
       std::vector<int> off(1, 0);
       for (double len : lengths) off.push_back(off.back() + static_cast<int>(len));
       const int64_t n = off.back();
       Tensor offsets = test::i32(off), g_offsets = test::to_device(offsets, gpu);
-      Tensor rows = test::random({n, shape[1] * shape[3]}, dtype, ++seed);
+      const int64_t w = col + shape[1] * shape[3] + tail;
+      Tensor rows = test::random({n, w}, dtype, ++seed);
       Tensor heads = test::random(shape, dtype, ++seed);
       Tensor g_rows = test::to_device(rows, gpu), g_heads = test::to_device(heads, gpu);
-      Tensor g_back({n, shape[1] * shape[3]}, dtype, gpu);
-      ops::unpack_heads(g_rows, g_offsets, g_heads, cuda);
-      ops::pack_heads(g_heads, g_offsets, g_back, cuda);
+      Tensor other = test::random({n, w}, dtype, ++seed);  // columns outside the heads stay
+      Tensor g_back = test::to_device(other, gpu);
+      ops::unpack_heads(g_rows, g_offsets, g_heads, cuda, col);
+      ops::pack_heads(g_heads, g_offsets, g_back, cuda, col);
       Tensor rows64 = test::cast(rows, DType::f64), heads64(shape, DType::f64);
-      ops::unpack_heads(rows64, offsets, heads64, cpu);
+      Tensor back64 = test::cast(other, DType::f64);
+      ops::unpack_heads(rows64, offsets, heads64, cpu, col);
+      ops::pack_heads(heads64, offsets, back64, cpu, col);
       cuda.synchronize();
-      INFO(dtype_name(dtype) << ", shape " << shape.str());
-      test::require_close({{"heads", g_heads, test::to_f64(heads64), {0, 0}}});
-      CHECK(same_bits(g_back, rows));
+      INFO(dtype_name(dtype) << ", shape " << shape.str() << ", col " << col << ", width " << w);
+      test::require_close({{"heads", g_heads, test::to_f64(heads64), {0, 0}},
+                           {"round trip", g_back, test::to_f64(back64), {0, 0}}});
     }
 }
 

@@ -58,32 +58,48 @@ TEST_CASE("permute_0213 moves rows and round-trips exactly", "[attention]") {
 TEST_CASE("pack_heads and unpack_heads move packed rows to padded heads and back", "[attention]") {
   Stream cpu(Device::cpu());
   uint64_t seed = 1050;
-  // (lengths, L, H, X): an empty sentence, a full one, one head, odd sizes.
-  struct Case { std::vector<int> len; int64_t l, h, x; };
-  const Case cases[] = {{{3, 0, 5, 1}, 5, 2, 3}, {{1}, 1, 1, 1}, {{7, 2, 7}, 9, 4, 5}};
+  // (lengths, L, H, X, col, tail): an empty sentence, a full one, one head,
+  // odd sizes; heads at column col of rows with `tail` more columns after.
+  struct Case { std::vector<int> len; int64_t l, h, x, col, tail; };
+  const Case cases[] = {{{3, 0, 5, 1}, 5, 2, 3, 0, 0}, {{1}, 1, 1, 1, 0, 0},
+                        {{7, 2, 7}, 9, 4, 5, 0, 0},    {{3, 0, 5, 1}, 5, 2, 3, 7, 0},
+                        {{7, 2, 7}, 9, 4, 5, 3, 11},   {{2}, 4, 1, 2, 0, 4}};
   for (DType dtype : {DType::f32, DType::f64})
     for (const Case& c : cases) {
-      const int64_t nb = static_cast<int64_t>(c.len.size());
+      const int64_t nb = static_cast<int64_t>(c.len.size()), w = c.col + c.h * c.x + c.tail;
       std::vector<int> off(1, 0);
       for (int n : c.len) off.push_back(off.back() + n);
       const int64_t n = off.back();
       Tensor offsets = test::i32(off);
-      Tensor rows = test::random({n, c.h * c.x}, dtype, ++seed);
+      Tensor rows = test::random({n, w}, dtype, ++seed);
       Tensor heads = test::random({nb, c.h, c.l, c.x}, dtype, ++seed);  // padding overwritten
-      Tensor back({n, c.h * c.x}, dtype);
+      Tensor back = test::random({n, w}, dtype, ++seed);  // columns outside the heads kept
       const std::vector<double> rv = test::to_f64(rows);
-      std::vector<double> ref(static_cast<size_t>(heads.numel()), 0.0);
+      std::vector<double> ref(static_cast<size_t>(heads.numel()), 0.0), ref_back = test::to_f64(back);
       for (int64_t b = 0; b < nb; ++b)
         for (int64_t h = 0; h < c.h; ++h)
           for (int64_t t = 0; t < c.len[static_cast<size_t>(b)]; ++t)
-            for (int64_t k = 0; k < c.x; ++k)
-              ref[static_cast<size_t>(((b * c.h + h) * c.l + t) * c.x + k)] =
-                  rv[static_cast<size_t>((off[static_cast<size_t>(b)] + t) * c.h * c.x + h * c.x + k)];
-      ops::unpack_heads(rows, offsets, heads, cpu);
-      ops::pack_heads(heads, offsets, back, cpu);
-      INFO(dtype_name(dtype) << " L " << c.l << " H " << c.h << " X " << c.x);
-      test::require_close({{"heads", heads, ref, {0, 0}}, {"round trip", back, rv, {0, 0}}});
+            for (int64_t k = 0; k < c.x; ++k) {
+              const size_t r = static_cast<size_t>((off[static_cast<size_t>(b)] + t) * w + c.col + h * c.x + k);
+              ref[static_cast<size_t>(((b * c.h + h) * c.l + t) * c.x + k)] = rv[r];
+              ref_back[r] = rv[r];
+            }
+      ops::unpack_heads(rows, offsets, heads, cpu, c.col);
+      ops::pack_heads(heads, offsets, back, cpu, c.col);
+      INFO(dtype_name(dtype) << " L " << c.l << " H " << c.h << " X " << c.x << " col " << c.col
+                             << " width " << w);
+      test::require_close({{"heads", heads, ref, {0, 0}}, {"round trip", back, ref_back, {0, 0}}});
     }
+}
+
+TEST_CASE("pack_heads and unpack_heads refuse heads past the rows' width", "[attention]") {
+  Stream cpu(Device::cpu());
+  Tensor rows = test::random({4, 6}, DType::f32, 1055), heads({2, 2, 3, 3}, DType::f32);
+  Tensor offsets = test::i32({0, 2, 4});
+  CHECK_NOTHROW(ops::unpack_heads(rows, offsets, heads, cpu, 0));
+  CHECK_THROWS_WITH(ops::unpack_heads(rows, offsets, heads, cpu, 1),
+                    Catch::Contains("W >= col + H * X = 1 + 6"));
+  CHECK_THROWS_WITH(ops::pack_heads(heads, offsets, rows, cpu, -1), Catch::Contains("col"));
 }
 
 TEST_CASE("unpack_heads refuses offsets that are not sentences", "[attention]") {

@@ -61,6 +61,29 @@ TEST_CASE("parameter counts of every Table 3 row match the closed form", "[model
   CHECK(ParamLayout(ModelConfig::preset("big")).count() == 214245376);
 }
 
+TEST_CASE("the q, k and v projections of an attention lie side by side", "[model]") {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.d_k = 3;  // odd sizes: a group has no alignment gaps inside
+  c.d_v = 5;
+  const ParamLayout layout(c);
+  const int64_t HK = c.heads * c.d_k, HE = c.heads * c.d_v, D = c.d_model;
+  Tensor flat({layout.total()}, DType::f32);
+  for (const AttentionIds& a : {layout.encoder[0].self_attn, layout.decoder[1].cross_attn}) {
+    const TensorView qkv = layout.view(flat, a.q.weight, a.v.weight);
+    CHECK(qkv.shape() == Shape{2 * HK + HE, D});
+    CHECK(qkv.data() == layout.view(flat, a.q.weight).data());
+    CHECK(layout.view(flat, a.k.weight, a.v.weight).shape() == Shape{HK + HE, D});
+    CHECK(layout.view(flat, a.q.bias, a.v.bias).shape() == Shape{2 * HK + HE});
+    CHECK(layout.view(flat, a.k.bias).data() ==
+          static_cast<float*>(layout.view(flat, a.q.bias).data()) + HK);
+    // Groups start aligned; what is not a group is refused.
+    CHECK(layout.entry(a.q.weight).offset % ParamLayout::kAlign == 0);
+    CHECK(layout.entry(a.q.bias).offset % ParamLayout::kAlign == 0);
+    CHECK_THROWS_WITH(layout.view(flat, a.v.weight, a.q.bias), Catch::Contains("not one group"));
+    CHECK_THROWS_WITH(layout.view(flat, a.out.weight, a.out.bias), Catch::Contains("not one group"));
+  }
+}
+
 TEST_CASE("configs round-trip through text and reject what they do not know", "[model]") {
   ModelConfig c = ModelConfig::preset("big");
   c.pre_norm = true;
