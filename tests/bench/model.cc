@@ -35,7 +35,7 @@ struct TfmResult {
   double tokens_per_s = 0;
   double seconds = 0;
   double gemm_share = -1;  // < 0: not measured
-  std::string gemm_report;  // GemmClock::report
+  std::string gemm_report, gemm_table;  // GemmClock::report and ::table
 };
 
 TfmResult run_tfm(const bench::BenchOptions& o, const ModelConfig& config, const HostBatch& batch,
@@ -72,7 +72,8 @@ TfmResult run_tfm(const bench::BenchOptions& o, const ModelConfig& config, const
   r.tokens_per_s = static_cast<double>(batch.target_tokens) * o.steps / r.seconds;
   if (device.is_cpu()) {
     r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
-    r.gemm_report = bench::GemmClock::report(r.seconds, o.steps);
+    r.gemm_report = bench::GemmClock::report(r.seconds);
+    r.gemm_table = bench::GemmClock::table(o.steps);
   }
   return r;
 }
@@ -124,8 +125,8 @@ int main(int argc, char** argv) {
                 has_ref ? fmt::format("{:.1f}", ref.tokens_per_s).c_str() : "-",
                 has_ref ? fmt::format("{:.2f}x", ratio).c_str() : "-", verdict.c_str());
     if (mine.gemm_share >= 0)
-      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%s)\n", mine.gemm_share * 100,
-                  mine.gemm_report.c_str());
+      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%s)\n%s", mine.gemm_share * 100,
+                  mine.gemm_report.c_str(), mine.gemm_table.c_str());
     std::printf("\ntarget tokens/s, forward + backward; ratio = tfm / PyTorch. Written to %s\n",
                 o.out.c_str());
 

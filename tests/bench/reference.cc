@@ -138,15 +138,19 @@ void GemmClock::reset() {
   shapes.clear();
 }
 
-std::string GemmClock::report(double seconds, int steps) {
+std::string GemmClock::report(double seconds) {
   const double gemm_s = nanoseconds.load() * 1e-9;
-  std::string out = fmt::format("{:.3f} s of {:.3f} s, {:.1f} GFLOP/s", gemm_s, seconds,
-                                gemm_s > 0 ? flops.load() / gemm_s * 1e-9 : 0.0);
-  if (!shapes_on) return out;
+  return fmt::format("{:.3f} s of {:.3f} s, {:.1f} GFLOP/s", gemm_s, seconds,
+                     gemm_s > 0 ? flops.load() / gemm_s * 1e-9 : 0.0);
+}
+
+std::string GemmClock::table(int steps) {
+  if (!shapes_on) return {};
+  std::string out;
   std::vector<std::pair<Shape, Tally>> rows(shapes.begin(), shapes.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.nanoseconds > b.second.nanoseconds; });
-  out += fmt::format("\n\n{:>2} {:>6} {:>6} {:>6} {:>10} {:>12} {:>9}\n", "op", "M", "K", "N",
+  out += fmt::format("\n{:>2} {:>6} {:>6} {:>6} {:>10} {:>12} {:>9}\n", "op", "M", "K", "N",
                      "calls/step", "ms/step", "GFLOP/s");
   for (const auto& [shape, t] : rows) {
     const auto [ta, tb, m, k, n] = shape;

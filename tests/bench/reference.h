@@ -95,8 +95,10 @@ struct GemmClock {
   static inline std::map<Shape, Tally> shapes;
 
   static void reset();
-  // "S s of T s, G GFLOP/s", and with shapes on, a table slowest first.
-  static std::string report(double step_seconds, int steps);
+  // "S s of T s, G GFLOP/s"
+  static std::string report(double seconds);
+  // With shapes on, a table of the shapes, slowest first (empty otherwise).
+  static std::string table(int steps);
 
   static void timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
                     ops::cpu::CblasTranspose tb, int m, int n, int k, float alpha,

@@ -49,7 +49,7 @@ struct TfmResult {
   double tokens_per_s = 0;
   double seconds = 0;
   double gemm_share = -1;  // < 0: not measured
-  std::string gemm_report;  // GemmClock::report
+  std::string gemm_report, gemm_table;  // GemmClock::report and ::table
   size_t memory = 0;       // peak resident (CPU) or planned (GPU) bytes
 };
 
@@ -97,7 +97,8 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   r.tokens_per_s = r.steps_per_s * static_cast<double>(batch.target_tokens * o.update_freq);
   if (device.is_cpu()) {
     r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
-    r.gemm_report = bench::GemmClock::report(r.seconds, o.steps);
+    r.gemm_report = bench::GemmClock::report(r.seconds);
+    r.gemm_table = bench::GemmClock::table(o.steps);
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -179,8 +180,8 @@ int main(int argc, char** argv) {
                 mfu > 0 ? fmt::format("{:.1f}%", 100 * mfu).c_str() : "-",
                 format_bytes(mine.memory).c_str(), verdict.c_str());
     if (mine.gemm_share >= 0)
-      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%s)\n", mine.gemm_share * 100,
-                  mine.gemm_report.c_str());
+      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%s)\n%s", mine.gemm_share * 100,
+                  mine.gemm_report.c_str(), mine.gemm_table.c_str());
     std::printf("\nwhole training steps; target tokens/s; ratio = tfm / PyTorch; memory: %s. "
                 "Written to %s\n",
                 device.is_cpu() ? "peak resident" : "planned on the device", o.out.c_str());
