@@ -1,6 +1,8 @@
 #include "libcore/train/state.h"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "libcore/error.h"
 #include "libcore/io/checkpoint.h"
@@ -72,8 +74,25 @@ TrainState TrainState::parse(std::string_view text, std::string_view source) {
 
 namespace {
 
-std::string_view bytes_of(const TensorView& t) {
-  return {static_cast<const char*>(t.data()), t.bytes()};
+// Adam's moments in a file follow its tensor table (man tfm.7, "Training
+// state"): tensor i at element o_i, o_(i+1) = o_i + n_i rounded up to 64,
+// zeros between. The flat buffer in memory may lay tensors out otherwise
+// (ParamLayout joins an attention's q, k and v), so the two map by name.
+constexpr int64_t kMomentAlign = 64;
+int64_t moment_slot(int64_t n) { return (n + kMomentAlign - 1) / kMomentAlign * kMomentAlign; }
+
+// The moments `flat` (host, f32, the model's layout) as the file lays them out.
+std::vector<float> moments_for_file(const ParamLayout& layout, const TensorView& flat) {
+  int64_t total = 0;
+  for (const ParamEntry& e : layout.entries()) total += moment_slot(e.shape.numel());
+  std::vector<float> out(static_cast<size_t>(total), 0.0f);
+  int64_t o = 0;
+  for (size_t id = 0; id < layout.entries().size(); ++id) {
+    const TensorView t = layout.view(flat, static_cast<int>(id));
+    std::copy_n(t.data_as<float>(), t.numel(), out.begin() + o);
+    o += moment_slot(t.numel());
+  }
+  return out;
 }
 
 }  // namespace
@@ -93,9 +112,14 @@ void save_checkpoint(const std::string& path, const Transformer& model,
     m = host_m.view();
     v = host_v.view();
   }
+  const std::vector<float> file_m = moments_for_file(model.layout(), m);
+  const std::vector<float> file_v = moments_for_file(model.layout(), v);
+  auto bytes = [](const std::vector<float>& x) {
+    return std::string_view(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
+  };
   const std::string text = state.to_text();
   const io::NamedSection sections[] = {
-      {kStateSection, text}, {kAdamM, bytes_of(m)}, {kAdamV, bytes_of(v)}};
+      {kStateSection, text}, {kAdamM, bytes(file_m)}, {kAdamV, bytes(file_v)}};
   save_model(path, model, tokenizer, sections);
 }
 
@@ -115,14 +139,26 @@ void load_checkpoint(const std::string& path, Transformer& model) {
   // The alignment gaps between tensors hold zeros, as after init().
   const TensorView p = model.params();
   device_memset_zero(p.data(), p.device(), p.bytes(), nullptr);
-  load_parameters(path, model);
+  load_parameters(path, model);  // every tensor of the table is the model's, and no other
+  const ParamLayout& layout = model.layout();
+  const io::CheckpointInfo info = io::read_checkpoint_info(path);
+  int64_t total = 0;
+  for (const io::TensorInfo& t : info.tensors) total += moment_slot(t.shape.numel());
   const auto [m, v] = model.optimizer_state();
+  Tensor host(m.shape(), DType::f32);
   for (const auto& [name, dst] : {std::pair{kAdamM, m}, std::pair{kAdamV, v}}) {
     const std::string bytes = io::read_checkpoint_section(path, name);
-    TFM_REQUIRE(bytes.size() == dst.bytes(),
+    TFM_REQUIRE(bytes.size() == static_cast<size_t>(total) * sizeof(float),
                 "{}: section '{}' holds {} bytes, but the model's Adam moments take {}", path, name,
-                bytes.size(), dst.bytes());
-    copy(dst, TensorView(const_cast<char*>(bytes.data()), dst.dtype(), dst.shape()), &model.stream());
+                bytes.size(), total * static_cast<int64_t>(sizeof(float)));
+    std::fill_n(host.data_as<float>(), host.numel(), 0.0f);
+    int64_t o = 0;
+    for (const io::TensorInfo& t : info.tensors) {
+      const TensorView to = layout.view(host.view(), layout.find(t.name));
+      std::memcpy(to.data(), bytes.data() + o * static_cast<int64_t>(sizeof(float)), to.bytes());
+      o += moment_slot(t.shape.numel());
+    }
+    copy(dst, host.view(), &model.stream());
   }
   model.stream().synchronize();
 }

@@ -5,11 +5,11 @@
 //
 // In a checkpoint the state is three optional sections:
 //   training_state  this struct as "key = value" text (to_text)
-//   adam.m, adam.v  Adam's moments: f32, little-endian, laid out as the
-//                   flat parameter buffer (ParamLayout: each tensor of the
+//   adam.m, adam.v  Adam's moments: f32, little-endian, each tensor of the
 //                   tensor table, in table order, at an element offset that
 //                   rounds the end of the one before up to a multiple of 64;
-//                   the gaps are zero)
+//                   the gaps are zero. (The flat buffer in memory joins some
+//                   tensors without gaps, ParamLayout; they map by name.)
 // Dropout masks and the batch order are pure functions of (seed, counter)
 // (libcore/rng.h), so the counters are the whole random state.
 #pragma once

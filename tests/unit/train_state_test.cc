@@ -92,8 +92,14 @@ TEST_CASE("a training checkpoint restores parameters and Adam's moments bit for 
   load_checkpoint(path, b);
   const auto [bm, bv] = b.optimizer_state();
   CHECK(same_bytes(a.params(), b.params()));
-  CHECK(same_bytes(am, bm));
-  CHECK(same_bytes(av, bv));
+  // Every tensor's moments come back; the gaps between them (zero in a run:
+  // no gradient reaches them) are not stored and read back as zeros.
+  const ParamLayout& layout = a.layout();
+  for (size_t id = 0; id < layout.entries().size(); ++id) {
+    INFO(layout.entries()[id].name);
+    CHECK(same_bytes(layout.view(am, static_cast<int>(id)), layout.view(bm, static_cast<int>(id))));
+    CHECK(same_bytes(layout.view(av, static_cast<int>(id)), layout.view(bv, static_cast<int>(id))));
+  }
   CHECK(io::read_checkpoint_tokenizer(path) == "spm bytes");
   // The same file still loads as a plain model (tfm-decode's view of it).
   CHECK(load_model(path, limits, Device::cpu())->config() == c);
