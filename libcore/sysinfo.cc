@@ -11,7 +11,7 @@ std::string system_report_text(Device selected) {
   const auto& blas = ops::cpu::blas();
   const CudaStatus& cuda = cuda_status();
   std::string s = fmt::format("version: {}\n", version_string());
-  s += fmt::format("cpu:     {}, {} threads\n", cpu_name(), cpu_threads());
+  s += fmt::format("cpu:     {}, {} thread{}\n", cpu_name(), cpu_threads(), cpu_threads() == 1 ? "" : "s");
   s += fmt::format("blas:    {} core {} ({}), {} threads\n", blas.library, blas.core,
                    blas.core_source, blas.threads);
   if (cuda.devices.empty()) s += fmt::format("cuda:    none ({})\n", cuda.why_none);
