@@ -333,7 +333,8 @@ class Trainer {
                                  best_text()));
     JsonWriter j;
     j.begin_object().field("event", "stop").field("reason", stop_reason_text(*stop))
-        .field("step", st_.step).field("checkpoint", last_checkpoint_).end_object();
+        .field("step", st_.step).field("epoch", st_.epoch).field("elapsed", elapsed())
+        .field("checkpoint", last_checkpoint_).end_object();
     log(j);
     return {*stop, st_.step, last_checkpoint_};
   }

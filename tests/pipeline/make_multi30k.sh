@@ -1,0 +1,53 @@
+# pipeline: `make -f Makefile.data multi30k-ende` end to end, the wiring
+# being what is tested: the raw files from DATA_MIRROR=../shared/data
+# (checksums checked), tfm-tok, tfm-batch, tfm-train, tfm-avgckpt --last,
+# tfm-decode with beam 4 on all of test2016 and tfm-score, with a small
+# budget; the BLEU of the summary line must clear a floor. Then make again
+# must redo nothing, and a new BEAM must redo the decoding and no training.
+#
+# Budget: the tiny preset widened to d_model 128 (1.2M parameters), a
+# 2,000-piece vocabulary, 400 updates of <= 3,000 tokens a side, the last 3
+# checkpoints (updates 200, 300, 400) averaged.
+# Measured (2026-11-22, the 2-core Xeon of README.md, one thread, the
+# test's settings): BLEU 12.6 (chrF 32.5) on test2016, 1m41s of training,
+# 1m46s for the whole run. The floor, 9, leaves room for other BLAS kernels
+# and thread counts, not for a model that stopped learning (the untrained
+# model scores 0.0).
+set -euo pipefail
+: "${TFM_BIN:?}" "${TFM_SOURCE:?}"
+readonly FLOOR=9
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # see copy.sh
+unset MAKEFLAGS MFLAGS MAKELEVEL              # when ctest runs under make
+MIRROR="$TFM_SOURCE/../shared/data"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ -f "$MIRROR/multi30k/task1/raw/train.en.gz" ] || fail "Multi30k is missing ($MIRROR; see ../shared/data/MANIFEST.md)"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+run() {
+  make -s -C "$TFM_SOURCE" -f Makefile.data multi30k-ende BIN="$TFM_BIN" WORK="$TMP/work" \
+    DATA_MIRROR="$MIRROR" DEVICE=cpu PRESET=tiny VOCAB=2000 MAX_TOKENS=3000 STEPS=400 SAVE_STEPS=100 \
+    AVG_LAST=3 TRAIN_ARGS="--d-model 128 --d-ff 512 --d-k 32 --d-v 32 --warmup 200 --valid-every 400" \
+    "$@" >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "make multi30k-ende $*"; }
+}
+run
+W="$TMP/work/multi30k-ende"
+summary=$(tail -n 1 "$TMP/out")
+echo "$summary"
+[ "$summary" = "$(tail -n 1 "$W/results.txt")" ] || fail "the summary line is not the results file's last line"
+bleu=$(sed -n 's/^multi30k-ende: BLEU \([0-9.]*\) on test2016 (1000 lines) | 400 updates in .* on cpu | .*results.txt$/\1/p' <<<"$summary")
+[ -n "$bleu" ] || fail "no BLEU in the summary line: $summary"
+grep -q '^ *BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|' "$W/results.txt" || fail "no sacreBLEU line in results.txt"
+grep -q "checkpoints of updates 200, 300, 400$" "$W/results.txt" || fail "not the last 3 checkpoints: $(grep averaged "$W/results.txt")"
+[ "$(wc -l <"$W/test.hyp")" = 1000 ] || fail "test.hyp has $(wc -l <"$W/test.hyp") lines, not 1000"
+python3 -c "import sys; sys.exit(not float(sys.argv[1]) > float(sys.argv[2]))" "$bleu" "$FLOOR" \
+  || fail "BLEU $bleu is not above $FLOOR"
+
+# Incremental: nothing to redo; then a new beam redoes the decoding only.
+run
+! grep -q '^multi30k-ende: tfm-\|^tfm-[a-z]*:' "$TMP/out" || fail "a second make redid steps: $(cat "$TMP/out")"
+run BEAM=1
+grep -q '^multi30k-ende: tfm-decode --beam 1 ' "$TMP/out" || fail "BEAM=1 did not decode again"
+! grep -q '^multi30k-ende: tfm-\(tok\|train\)\|^tfm-\(tok\|batch\|train\|avgckpt\):' "$TMP/out" \
+  || fail "BEAM=1 redid more than the decoding: $(cat "$TMP/out")"
+echo "multi30k: BLEU $bleu after 400 updates (floor $FLOOR); make redoes nothing, BEAM=1 only the decoding"
