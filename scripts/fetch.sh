@@ -38,10 +38,13 @@ if [ -n "${DATA_MIRROR:-}" ]; then
   check "$src" "in DATA_MIRROR ($src)"
   ln -sfn "$(realpath "$src")" "$tmp"
 else
-  progress=-sS
-  [ -t 2 ] && progress=--progress-bar
   echo "fetch: $url" >&2
-  curl -fL --retry 3 $progress -o "$tmp" "$url" || die "cannot download $url (DATA_MIRROR=DIR reads a local copy)"
+  if [ -t 2 ]; then
+    curl -fL --retry 3 --progress-bar -o "$tmp" "$url" || die "cannot download $url (DATA_MIRROR=DIR reads a local copy)"
+  else  # curl's reason goes into the one error line
+    why=$(curl -fL --retry 3 -sS -o "$tmp" "$url" 2>&1) \
+      || die "cannot download $url: ${why##*curl: } (DATA_MIRROR=DIR reads a local copy)"
+  fi
   check "$tmp" "downloaded from $url"
 fi
 mv -fT "$tmp" "$out"
