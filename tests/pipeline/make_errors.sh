@@ -7,14 +7,9 @@
 #   - a demo book name that is not in the Bible (when the SWORD modules
 #     are installed, as make -f Makefile.data deps does).
 # No training runs: every failure comes before it.
-set -euo pipefail
-: "${TFM_BIN:?}" "${TFM_SOURCE:?}"
-unset MAKEFLAGS MFLAGS MAKELEVEL  # when ctest runs under make
-S="$TFM_SOURCE/../shared/data"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ -f "$S/multi30k/task1/raw/train.en.gz" ] || fail "Multi30k is missing ($S)"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+source "$(dirname "$0")/common.bash"
+S=$SHARED
+require_shared multi30k/task1/raw/train.en.gz
 
 # expect_failure WHAT PATTERN make-args...: make fails, and its first line on stderr matches PATTERN.
 expect_failure() {

@@ -12,15 +12,9 @@
 # test checks what each step must have made of that: the text extracted in
 # order, every file, the last 2 checkpoints averaged, both BLEU lines for
 # en-de (sacreBLEU and the paper's), the summary line.
-set -euo pipefail
-: "${TFM_BIN:?}" "${TFM_SOURCE:?}"
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # see copy.sh
-unset MAKEFLAGS MFLAGS MAKELEVEL              # when ctest runs under make
-S="$TFM_SOURCE/../shared/data"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ -f "$S/wmt-en-de-10k-sample/src-train.txt.gz" ] || fail "../shared/data is missing ($S)"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+source "$(dirname "$0")/common.bash"
+S=$SHARED
+require_shared wmt-en-de-10k-sample/src-train.txt.gz
 
 # The stand-in mirror.
 T="$TMP/tree" M="$TMP/mirror/wmt14"
