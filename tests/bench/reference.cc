@@ -138,15 +138,12 @@ void GemmClock::reset() {
   shapes.clear();
 }
 
-std::string GemmClock::report(double seconds) {
+std::string GemmClock::summary(double seconds, int steps) {
   const double gemm_s = nanoseconds.load() * 1e-9;
-  return fmt::format("{:.3f} s of {:.3f} s, {:.1f} GFLOP/s", gemm_s, seconds,
-                     gemm_s > 0 ? flops.load() / gemm_s * 1e-9 : 0.0);
-}
-
-std::string GemmClock::table(int steps) {
-  if (!shapes_on) return {};
-  std::string out;
+  std::string out = fmt::format(
+      "tfm: {:.0f}% of the step in OpenBLAS sgemm ({:.3f} s of {:.3f} s, {:.1f} GFLOP/s)\n",
+      gemm_s / seconds * 100, gemm_s, seconds, gemm_s > 0 ? flops.load() / gemm_s * 1e-9 : 0.0);
+  if (!shapes_on) return out;
   std::vector<std::pair<Shape, Tally>> rows(shapes.begin(), shapes.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.nanoseconds > b.second.nanoseconds; });
@@ -163,7 +160,8 @@ std::string GemmClock::table(int steps) {
 
 // The table is a function-local static that is not const itself, so
 // writing through the const reference blas() returns is well defined.
-void GemmClock::install() {
+void GemmClock::install(bool shapes) {
+  shapes_on = shapes;
   auto& blas = const_cast<ops::cpu::Blas&>(ops::cpu::blas());
   if (blas.sgemm == &timed) return;
   real = blas.sgemm;

@@ -49,7 +49,7 @@ struct TfmResult {
   double tokens_per_s = 0;
   double seconds = 0;
   double gemm_share = -1;  // < 0: not measured
-  std::string gemm_report, gemm_table;  // GemmClock::report and ::table
+  std::string gemm_summary;  // GemmClock::summary
   size_t memory = 0;       // peak resident (CPU) or planned (GPU) bytes
 };
 
@@ -67,10 +67,7 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   model.init(1);
   Adam adam(model.optimizer_state().first, model.optimizer_state().second);
   train::LossScaler scaler(precision == train::Precision::fp16);
-  if (device.is_cpu()) {
-    bench::GemmClock::install();
-    bench::GemmClock::shapes_on = o.gemm_shapes;
-  }
+  if (device.is_cpu()) bench::GemmClock::install(o.gemm_shapes);
 
   const std::vector<HostBatch> batches(static_cast<size_t>(o.update_freq), batch);
   int64_t step = 0;
@@ -97,8 +94,7 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   r.tokens_per_s = r.steps_per_s * static_cast<double>(batch.target_tokens * o.update_freq);
   if (device.is_cpu()) {
     r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
-    r.gemm_report = bench::GemmClock::report(r.seconds);
-    r.gemm_table = bench::GemmClock::table(o.steps);
+    r.gemm_summary = bench::GemmClock::summary(r.seconds, o.steps);
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -179,9 +175,7 @@ int main(int argc, char** argv) {
                 has_ref ? fmt::format("{:.2f}x", ratio).c_str() : "-", tflops,
                 mfu > 0 ? fmt::format("{:.1f}%", 100 * mfu).c_str() : "-",
                 format_bytes(mine.memory).c_str(), verdict.c_str());
-    if (mine.gemm_share >= 0)
-      std::printf("\ntfm: %.0f%% of the step in OpenBLAS sgemm (%s)\n%s", mine.gemm_share * 100,
-                  mine.gemm_report.c_str(), mine.gemm_table.c_str());
+    if (mine.gemm_share >= 0) std::printf("\n%s", mine.gemm_summary.c_str());
     std::printf("\nwhole training steps; target tokens/s; ratio = tfm / PyTorch; memory: %s. "
                 "Written to %s\n",
                 device.is_cpu() ? "peak resident" : "planned on the device", o.out.c_str());
