@@ -18,7 +18,7 @@ struct IncrementalDecoder::Ids {
   // kv-cache, per decoder layer
   std::vector<int> pool_k, pool_v, cross_k, cross_v;
   // activations, shared by the encoder (source tokens) and the decoder (rows)
-  int x, y_a, y_b, h, s, q, k, v, ctx, f, mean, rstd;
+  int x, y_a, y_b, h, s, qkv, q, k, v, ctx, f, mean, rstd;
   // the output layer and what the host reads
   int logits, top_values, lse, column, probs = -1;
 };
@@ -32,6 +32,16 @@ DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
 void upload(const TensorView& buffer, const std::vector<int32_t>& values, const Stream& st) {
   const TensorView dst = prefix(buffer, {static_cast<int64_t>(values.size())});
   copy(dst, TensorView(const_cast<int32_t*>(values.data()), DType::i32, dst.shape()), &st);
+}
+
+// Columns [col, col + dst.dim(1)) of src's first dst.dim(0) rows into dst:
+// one part of a joined projection (q, k and v side by side) made contiguous.
+void copy_columns(const TensorView& src, int64_t col, const TensorView& dst, const Stream& st) {
+  const size_t el = dtype_size(src.dtype());
+  device_copy_2d(dst.data(), static_cast<size_t>(dst.dim(1)) * el,
+                 static_cast<const char*>(src.data()) + col * static_cast<int64_t>(el),
+                 static_cast<size_t>(src.dim(1)) * el, static_cast<size_t>(dst.dim(1)) * el,
+                 static_cast<size_t>(dst.dim(0)), src.device(), st.native());
 }
 
 std::vector<double> download(const TensorView& t, const Stream& st) {
@@ -51,8 +61,11 @@ std::vector<double> download(const TensorView& t, const Stream& st) {
 int64_t decoder_gemm_rows(const Transformer& model) {
   const ModelConfig& c = model.config();
   const int64_t HK = c.heads * c.d_k, HE = c.heads * c.d_v, D = c.d_model;
-  const std::pair<int64_t, int64_t> gemms[] = {{HK, D}, {HE, D}, {D, HE}, {c.d_ff, D}, {D, c.d_ff},
-                                               {c.vocab_size, D}};  // (n, k) of each x W^T
+  // (n, k) of each x W^T: q, k and v joined (self-attention), k and v
+  // joined (the source's projection for cross-attention), q alone, the
+  // attention outputs, the feed-forward layers, the output layer.
+  const std::pair<int64_t, int64_t> gemms[] = {{2 * HK + HE, D}, {HK + HE, D}, {HK, D}, {D, HE},
+                                               {c.d_ff, D}, {D, c.d_ff}, {c.vocab_size, D}};
   int64_t rows = 1;
   for (const auto& [n, k] : gemms) rows = std::max(rows, ops::gemm_invariant_rows(model.device(), n, k));
   return rows;
@@ -115,6 +128,7 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& 
   i.y_b = act("y_b", dt, {act_rows, D});
   i.h = act("h", dt, {act_rows, D});
   i.s = act("s", dt, {act_rows, D});
+  i.qkv = act("qkv", dt, {act_rows, 2 * HK + HE});
   i.q = act("q", dt, {act_rows, HK});
   i.k = act("k", dt, {src, HK});
   i.v = act("v", dt, {src, HE});
@@ -244,6 +258,7 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
   const Stream& st = model_.stream();
   const Ids& i = *ids_;
   const int64_t B = B_, S = S_, M = B * S, H = c.heads, D = c.d_model;
+  const int64_t HK = H * c.d_k, HE = H * c.d_v;
   std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M));
   std::vector<int32_t> index(static_cast<size_t>(M)), lengths(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
@@ -276,9 +291,11 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     const EncoderLayerIds& w = L.encoder[static_cast<size_t>(layer)];
     TensorView in = sublayer_input(w.self_attn_norm, y, M);
-    model::linear_forward(m, in, w.self_attn.q, gemm_view(i.q, M, H * c.d_k));
-    model::linear_forward(m, in, w.self_attn.k, gemm_view(i.k, M, H * c.d_k));
-    model::linear_forward(m, in, w.self_attn.v, gemm_view(i.v, M, H * c.d_v));
+    const TensorView qkv = gemm_view(i.qkv, M, 2 * HK + HE);
+    model::linear_forward(m, in, model::joined(m, w.self_attn.q, w.self_attn.v), qkv);
+    copy_columns(qkv, 0, prefix(view(i.q), {M, HK}), st);
+    copy_columns(qkv, HK, prefix(view(i.k), {M, HK}), st);
+    copy_columns(qkv, 2 * HK, prefix(view(i.v), {M, HE}), st);
     ops::attention_gather(prefix(view(i.q), {M, H, c.d_k}), prefix(view(i.k), {M, H, c.d_k}),
                           prefix(view(i.v), {M, H, c.d_v}), enc_index, enc_lengths,
                           prefix(view(i.enc_groups), {M}), scale,
@@ -290,8 +307,10 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
   if (c.pre_norm) y = final_norm(L.encoder_norm, y, M);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     const AttentionIds& w = L.decoder[static_cast<size_t>(layer)].cross_attn;
-    model::linear_forward(m, y, w.k, gemm_view(i.cross_k[static_cast<size_t>(layer)], M, H * c.d_k));
-    model::linear_forward(m, y, w.v, gemm_view(i.cross_v[static_cast<size_t>(layer)], M, H * c.d_v));
+    const TensorView kv = gemm_view(i.qkv, M, HK + HE);
+    model::linear_forward(m, y, model::joined(m, w.k, w.v), kv);
+    copy_columns(kv, 0, prefix(view(i.cross_k[static_cast<size_t>(layer)]), {M, HK}), st);
+    copy_columns(kv, HK, prefix(view(i.cross_v[static_cast<size_t>(layer)]), {M, HE}), st);
   }
 }
 
@@ -348,22 +367,21 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   const model::Blocks m{st, c, L, model_.weights(), {}, {}};
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
   const size_t el = dtype_size(model_.dtype());
-  const int64_t G = std::max(N, gemm_rows_);
   TensorView y = gemm_view(i.x, N, D);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     const DecoderLayerIds& w = L.decoder[static_cast<size_t>(layer)];
     const size_t l = static_cast<size_t>(layer);
-    // Self-attention: this position's keys and values go straight into the
-    // pools, at rows t * R + r; each row reads its history.
+    // Self-attention: q, k and v by one GEMM; this position's keys and
+    // values go into the pools, at rows t * R + r; each row reads its history.
     TensorView in = sublayer_input(w.self_attn_norm, y, N);
-    model::linear_forward(m, in, w.self_attn.q, gemm_view(i.q, N, HK));
+    const TensorView qkv = gemm_view(i.qkv, N, 2 * HK + HE);
+    model::linear_forward(m, in, model::joined(m, w.self_attn.q, w.self_attn.v), qkv);
     const TensorView pool_k = view(i.pool_k[l]), pool_v = view(i.pool_v[l]);
-    model::linear_forward(m, in, w.self_attn.k,
-                          TensorView(static_cast<char*>(pool_k.data()) + t * R_ * HK * el,
-                                     pool_k.dtype(), {G, HK}, pool_k.device()));
-    model::linear_forward(m, in, w.self_attn.v,
-                          TensorView(static_cast<char*>(pool_v.data()) + t * R_ * HE * el,
-                                     pool_v.dtype(), {G, HE}, pool_v.device()));
+    copy_columns(qkv, 0, prefix(view(i.q), {N, HK}), st);
+    copy_columns(qkv, HK, TensorView(static_cast<char*>(pool_k.data()) + t * R_ * HK * el,
+                                     pool_k.dtype(), {N, HK}, pool_k.device()), st);
+    copy_columns(qkv, 2 * HK, TensorView(static_cast<char*>(pool_v.data()) + t * R_ * HE * el,
+                                         pool_v.dtype(), {N, HE}, pool_v.device()), st);
     ops::attention_gather(prefix(view(i.q), {N, H, c.d_k}), pool_k.reshape({pool_k.dim(0), H, c.d_k}),
                           pool_v.reshape({pool_v.dim(0), H, c.d_v}), self_index, self_lengths,
                           self_groups, scale, prefix(view(i.ctx), {N, H, c.d_v}), {}, st);
