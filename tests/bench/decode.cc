@@ -41,6 +41,7 @@
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
 #include "tests/bench/decode_reference.h"
+#include "tests/bench/reference.h"
 
 #ifndef TFM_BENCH_SOURCE_DIR
 #define TFM_BENCH_SOURCE_DIR "tests/bench"
@@ -66,7 +67,7 @@ struct Options {
   std::string data = TFM_BENCH_SOURCE_DIR "/../../../shared/data";
   std::string spm = "decode.spm.model";
   std::string out = "decode.tsv";
-  bool no_reference = false;
+  bool no_reference = false, gemm_shapes = false;
   std::string python = "/usr/bin/python3";
   std::string script = TFM_BENCH_SOURCE_DIR "/decode_pytorch.py";
 };
@@ -98,6 +99,7 @@ struct Run {
   int64_t tokens = 0;
   double seconds = 0, cpu_seconds = 0;
   std::string memory;
+  std::string gemm_summary;  // GemmClock::summary (CPU)
 };
 
 Run run_tfm(const Options& o, Transformer& model, const std::vector<SearchRequest>& requests) {
@@ -109,6 +111,10 @@ Run run_tfm(const Options& o, Transformer& model, const std::vector<SearchReques
   for (const SearchRequest& r : requests) lengths.push_back(static_cast<int64_t>(r.source.size()));
   t.max_input_len = *std::max_element(lengths.begin(), lengths.end());
   IncrementalDecoder decoder(model, translate_limits(model, t));
+  if (model.device().is_cpu()) {
+    bench::GemmClock::install(o.gemm_shapes, /*any_m=*/true);
+    bench::GemmClock::reset();
+  }
   Run r;
   r.memory = "model " + model.memory_report() + "; decoder " + decoder.memory_report();
   r.nbest.resize(requests.size());
@@ -124,6 +130,7 @@ Run run_tfm(const Options& o, Transformer& model, const std::vector<SearchReques
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.cpu_seconds = bench::cpu_seconds() - cpu_start;
   for (const auto& n : r.nbest) r.tokens += static_cast<int64_t>(n.at(0).tokens.size());
+  if (model.device().is_cpu()) r.gemm_summary = bench::GemmClock::summary(r.seconds, 1, "run");
   return r;
 }
 
@@ -138,6 +145,10 @@ double invariance_share(const Options& o, Transformer& model, const std::vector<
   t.max_input_len = 1;
   for (int64_t i = 0; i < n; ++i) t.max_input_len = std::max<int64_t>(t.max_input_len, static_cast<int64_t>(requests[static_cast<size_t>(i)].source.size()));
   IncrementalDecoder decoder(model, translate_limits(model, t));
+  if (model.device().is_cpu()) {
+    bench::GemmClock::install(o.gemm_shapes, /*any_m=*/true);
+    bench::GemmClock::reset();
+  }
   int64_t same = 0;
   for (int64_t i = 0; i < n; ++i) {
     const auto alone = beam_search(decoder, {requests[static_cast<size_t>(i)]}, t.search)[0];
@@ -216,6 +227,7 @@ int main(int argc, char** argv) {
   app.add_option("--spm", o.spm, "SentencePiece model (trained there when missing)")->capture_default_str();
   app.add_option("--out", o.out, "Write the results as TSV to this file")->capture_default_str();
   app.add_flag("--no-reference", o.no_reference, "Time tfm alone (no PyTorch, no ratio)");
+  app.add_flag("--gemm-shapes", o.gemm_shapes, "Print sgemm's time per weight shape (CPU)");
   app.add_option("--python", o.python, "Interpreter with torch for the reference")->capture_default_str();
   app.add_option("--script", o.script, "The PyTorch reference script")->capture_default_str();
   int status = 0;
@@ -253,9 +265,9 @@ int main(int argc, char** argv) {
                 static_cast<long long>(o.batch_size));
     std::fflush(stdout);
     const Run mine = run_tfm(o, model, requests);
-    std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s\n", mine.memory.c_str(),
+    std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s\n%s", mine.memory.c_str(),
                 static_cast<long long>(mine.tokens), mine.seconds,
-                static_cast<double>(mine.tokens) / mine.seconds);
+                static_cast<double>(mine.tokens) / mine.seconds, mine.gemm_summary.c_str());
     std::fflush(stdout);
     const double share = o.invariance > 0 ? invariance_share(o, model, requests, mine, o.invariance) : -1;
     TorchResult ref_result;

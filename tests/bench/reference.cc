@@ -125,9 +125,10 @@ void GemmClock::timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
   if (shapes_on) {
     const std::lock_guard lock(mutex);
     Tally& t = shapes[{ta == ops::cpu::CblasTrans ? 'T' : 'N', tb == ops::cpu::CblasTrans ? 'T' : 'N',
-                       m, k, n}];
+                       any_m ? 0 : m, k, n}];
     ++t.calls;
     t.nanoseconds += ns;
+    t.flops += 2ll * m * n * k;
   }
 }
 
@@ -138,30 +139,31 @@ void GemmClock::reset() {
   shapes.clear();
 }
 
-std::string GemmClock::summary(double seconds, int steps) {
+std::string GemmClock::summary(double seconds, int steps, const char* unit) {
   const double gemm_s = nanoseconds.load() * 1e-9;
   std::string out = fmt::format(
-      "tfm: {:.0f}% of the step in OpenBLAS sgemm ({:.3f} s of {:.3f} s, {:.1f} GFLOP/s)\n",
-      gemm_s / seconds * 100, gemm_s, seconds, gemm_s > 0 ? flops.load() / gemm_s * 1e-9 : 0.0);
+      "tfm: {:.0f}% of the {} in OpenBLAS sgemm ({:.3f} s of {:.3f} s, {:.1f} GFLOP/s)\n",
+      gemm_s / seconds * 100, unit, gemm_s, seconds, gemm_s > 0 ? flops.load() / gemm_s * 1e-9 : 0.0);
   if (!shapes_on) return out;
   std::vector<std::pair<Shape, Tally>> rows(shapes.begin(), shapes.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.nanoseconds > b.second.nanoseconds; });
   out += fmt::format("\n{:>2} {:>6} {:>6} {:>6} {:>10} {:>12} {:>9}\n", "op", "M", "K", "N",
-                     "calls/step", "ms/step", "GFLOP/s");
+                     fmt::format("calls/{}", unit), fmt::format("ms/{}", unit), "GFLOP/s");
   for (const auto& [shape, t] : rows) {
     const auto [ta, tb, m, k, n] = shape;
-    out += fmt::format("{}{} {:>6} {:>6} {:>6} {:>10.1f} {:>12.1f} {:>9.1f}\n", ta, tb, m, k, n,
-                       static_cast<double>(t.calls) / steps, t.nanoseconds * 1e-6 / steps,
-                       2.0 * m * k * n * t.calls / static_cast<double>(t.nanoseconds));
+    out += fmt::format("{}{} {:>6} {:>6} {:>6} {:>10.1f} {:>12.1f} {:>9.1f}\n", ta, tb,
+                       any_m ? "*" : std::to_string(m), k, n, static_cast<double>(t.calls) / steps,
+                       t.nanoseconds * 1e-6 / steps, t.flops / static_cast<double>(t.nanoseconds));
   }
   return out;
 }
 
 // The table is a function-local static that is not const itself, so
 // writing through the const reference blas() returns is well defined.
-void GemmClock::install(bool shapes) {
+void GemmClock::install(bool shapes, bool any_m_) {
   shapes_on = shapes;
+  any_m = any_m_;
   auto& blas = const_cast<ops::cpu::Blas&>(ops::cpu::blas());
   if (blas.sgemm == &timed) return;
   real = blas.sgemm;

@@ -85,25 +85,27 @@ TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const Host
 struct GemmClock {
   using Shape = std::tuple<char, char, int, int, int>;  // ta, tb, M, K, N
   struct Tally {
-    int64_t calls = 0, nanoseconds = 0;
+    int64_t calls = 0, nanoseconds = 0, flops = 0;
   };
   static inline ops::cpu::Blas::Sgemm real = nullptr;
   static inline std::atomic<int64_t> nanoseconds{0};
   static inline std::atomic<int64_t> flops{0};
   static inline bool shapes_on = false;
+  static inline bool any_m = false;  // shapes keyed by (transposes, K, N) alone, M shown as *
   static inline std::mutex mutex;
   static inline std::map<Shape, Tally> shapes;
 
   static void reset();
   // "tfm: P% of the step in OpenBLAS sgemm (S s of T s, G GFLOP/s)" and,
-  // with shapes on, a table of the shapes, slowest first.
-  static std::string summary(double seconds, int steps);
+  // with shapes on, a table of the shapes, slowest first, per `unit` (the
+  // time is that of `steps` of them).
+  static std::string summary(double seconds, int steps, const char* unit = "step");
 
   static void timed(ops::cpu::CblasOrder order, ops::cpu::CblasTranspose ta,
                     ops::cpu::CblasTranspose tb, int m, int n, int k, float alpha,
                     const float* a, int lda, const float* b, int ldb, float beta, float* c,
                     int ldc);
-  static void install(bool shapes);
+  static void install(bool shapes, bool any_m = false);
 };
 
 }  // namespace tfm::bench
