@@ -73,27 +73,68 @@ typedef double D8 __attribute__((vector_size(64)));
   return a[0];
 }
 
-// One (row, head) of attention_gather in f32: scores into w (len), their
-// softmax, the weighted values into o (e, zeroed). Dot products in sixteen
-// lanes when K allows, exponentials as the top-k's, the softmax's sum in
-// double over sixteen float lanes.
+// The sums of sixteen vectors' lanes at once: lane j of the result is
+// a[j][0] + ... + a[j][15], by a fixed tree (each vector's halves, then
+// quarters, eighths and pairs folded: four rounds for all sixteen).
+[[gnu::always_inline]] inline F16 sum16x16(const F16* a) {
+  F16 b[8], c[4], d[2];
+  for (int i = 0; i < 8; ++i)  // lanes 0-7: vector 2i's halves added, 8-15: 2i + 1's
+    b[i] = __builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+           __builtin_shufflevector(a[2 * i], a[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  for (int i = 0; i < 4; ++i)  // four lanes each for vectors 4i .. 4i + 3
+    c[i] = __builtin_shufflevector(b[2 * i], b[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+           __builtin_shufflevector(b[2 * i], b[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  for (int i = 0; i < 2; ++i)  // two lanes each for vectors 8i .. 8i + 7
+    d[i] = __builtin_shufflevector(c[2 * i], c[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+           __builtin_shufflevector(c[2 * i], c[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+  return __builtin_shufflevector(d[0], d[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+         __builtin_shufflevector(d[0], d[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+// Head sizes of whole vectors up to kWide of them take attend_f32's
+// register path (d_k = d_v = 64 in base and big); others the general one.
+constexpr int64_t kWide = 8;
+
+// One (row, head) of attention_gather in f32: scores into w (len, rounded
+// up to 16), their softmax, the weighted values into o (e, zeroed).
+// Exponentials as the top-k's, the softmax's sum in double over sixteen
+// float lanes, the values added in key order. When K and E are whole
+// vectors, at most kWide, sixteen keys' dot products are reduced together
+// (sum16x16) and the output stays in registers; else each dot product is
+// folded alone and the output is added to in memory.
 TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float* values,
                                 const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
                                 int64_t e, float scale, float* w, float* o) {
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < len; ++j) {
-    const float* kr = keys + (idx[j] * nh + h) * k;
-    float d;
-    if (k % 16 == 0) {
-      F16 acc = {};
-      for (int64_t c = 0; c < k; c += 16) acc += load16(qr + c) * load16(kr + c);
-      d = fold16(acc);
-    } else {
-      d = dot(qr, kr, k);
+  const bool wide = k % 16 == 0 && e % 16 == 0 && k <= 16 * kWide && e <= 16 * kWide;
+  if (wide) {
+    F16 q[kWide];
+    for (int64_t c = 0; c < k / 16; ++c) q[c] = load16(qr + 16 * c);
+    for (int64_t j0 = 0; j0 < len; j0 += 16) {
+      F16 acc[16];
+      const int64_t n = std::min<int64_t>(16, len - j0);
+      for (int64_t j = 0; j < 16; ++j) {
+        acc[j] = F16{};
+        if (j >= n) continue;
+        const float* kr = keys + (idx[j0 + j] * nh + h) * k;
+        for (int64_t c = 0; c < k / 16; ++c) acc[j] += q[c] * load16(kr + 16 * c);
+      }
+      const F16 d = scale * sum16x16(acc);
+      std::memcpy(w + j0, &d, sizeof d);
     }
-    w[j] = scale * d;
-    mx = std::max(mx, w[j]);
+  } else {
+    for (int64_t j = 0; j < len; ++j) {
+      const float* kr = keys + (idx[j] * nh + h) * k;
+      if (k % 16 == 0) {
+        F16 acc = {};
+        for (int64_t c = 0; c < k; c += 16) acc += load16(qr + c) * load16(kr + c);
+        w[j] = scale * fold16(acc);
+      } else {
+        w[j] = scale * dot(qr, kr, k);
+      }
+    }
   }
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < len; ++j) mx = std::max(mx, w[j]);
   F16 part = {};
   for (int64_t j0 = 0; j0 < len; j0 += 16) {
     float block[16];
@@ -108,11 +149,19 @@ TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float*
   double sum = 0;
   for (int l = 0; l < 16; ++l) sum += part[l];
   const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < len; ++j) w[j] *= inv;
+  if (wide) {
+    F16 acc[kWide] = {};
+    for (int64_t j = 0; j < len; ++j) {
+      const float* vr = values + (idx[j] * nh + h) * e;
+      for (int64_t c = 0; c < e / 16; ++c) acc[c] += w[j] * load16(vr + 16 * c);
+    }
+    std::memcpy(o, acc, static_cast<size_t>(e) * sizeof(float));
+    return;
+  }
   for (int64_t j = 0; j < len; ++j) {
-    const float p = w[j] * inv;
-    w[j] = p;
     const float* vr = values + (idx[j] * nh + h) * e;
-    for (int64_t c = 0; c < e; ++c) o[c] += p * vr[c];
+    for (int64_t c = 0; c < e; ++c) o[c] += w[j] * vr[c];
   }
 }
 
@@ -158,7 +207,7 @@ void attention_rows(const TensorView& q, const TensorView& keys, const TensorVie
   const int64_t work = n * nh * list_len * (k + e);
 #pragma omp parallel if (work > kParallelMin)
   {
-    std::vector<T> w(static_cast<size_t>(list_len));
+    std::vector<T> w(static_cast<size_t>(list_len + 16));  // attend_f32 writes whole vectors
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < n * nh; ++r) {
       const int64_t row = r / nh, h = r % nh;
