@@ -226,15 +226,25 @@ void attention_rows(const TensorView& q, const TensorView& keys, const TensorVie
   }
 }
 
+// Whether any lane of a comparison's result is set: halves ORed together.
+[[gnu::always_inline]] inline bool any16(I16 m) {
+  const auto lo8 = __builtin_shufflevector(m, m, 0, 1, 2, 3, 4, 5, 6, 7) |
+                   __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15);
+  const auto lo4 = __builtin_shufflevector(lo8, lo8, 0, 1, 2, 3) | __builtin_shufflevector(lo8, lo8, 4, 5, 6, 7);
+  return (lo4[0] | lo4[1] | lo4[2] | lo4[3]) != 0;
+}
+
 // The first j >= j0, in steps of 16, whose 16 values x[j, j + 16) hold one
-// above kth; v - v % 16 (or j0) when none does: the top-k's screen.
+// above kth; v - v % 16 (or j0) when none does: the top-k's screen. Four
+// vectors a test, so that many loads are in flight (the logits come from
+// memory), then the one that holds it.
 TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float kth) {
-  for (; j0 + 16 <= v; j0 += 16) {
-    const I16 above = load16(x + j0) > kth;
-    I16 folded = above;
-    for (int l = 0; l < 16; ++l) folded[0] |= above[l];
-    if (folded[0]) return j0;
-  }
+  for (; j0 + 64 <= v; j0 += 64)
+    if (any16((load16(x + j0) > kth) | (load16(x + j0 + 16) > kth) | (load16(x + j0 + 32) > kth) |
+              (load16(x + j0 + 48) > kth)))
+      break;
+  for (; j0 + 16 <= v; j0 += 16)
+    if (any16(load16(x + j0) > kth)) return j0;
   return j0;
 }
 
