@@ -121,14 +121,35 @@ void layernorm_backward(const TensorView& x, const TensorView& gamma, const Tens
 }
 
 // h = residual + dropout(s), then y = LayerNorm(h): two passes over (R, D),
-// the first the very add_dropout_forward, so both ops drop the same elements.
+// the first the very add_dropout_forward, so both ops drop the same elements;
+// one pass when p is 0.
 void add_dropout_layernorm_forward(const TensorView& residual, const TensorView& s, float p,
                                    const RngKey& key, const TensorView& gamma,
                                    const TensorView& beta, float eps, const TensorView& h,
                                    const TensorView& y, const TensorView& mean,
                                    const TensorView& rstd) {
-  add_dropout_forward(residual, s, p, key, h);
-  layernorm_forward(h, gamma, beta, eps, y, mean, rstd);
+  if (p != 0.0f) {
+    add_dropout_forward(residual, s, p, key, h);
+    layernorm_forward(h, gamma, beta, eps, y, mean, rstd);
+    return;
+  }
+  // Nothing dropped (decoding, evaluation): one pass, each row normalized
+  // while its sum is in cache; the same arithmetic as the two passes.
+  with_float(y, "add_dropout_layernorm_forward", [&](auto* py) {
+    using T = std::remove_pointer_t<decltype(py)>;
+    const int64_t d = h.dim(-1), rows = h.numel() / d;
+    const T* pr = residual.data_as<T>();
+    const T* ps = s.data_as<T>();
+    T* ph = h.data_as<T>();
+#pragma omp parallel for if (rows * d > kParallelMin)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* hr = ph + r * d;
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) hr[j] = pr[r * d + j] + ps[r * d + j];
+      forward_row(hr, gamma.data_as<T>(), beta.data_as<T>(), eps, py + r * d,
+                  mean.data_as<T>() + r, rstd.data_as<T>() + r, d);
+    }
+  });
 }
 
 // dh = layer-norm backward of dy; ds = dropout_backward(dh).

@@ -152,6 +152,13 @@ TEST_CASE("add_dropout_layernorm matches its parts and float64", "[layernorm]") 
                            {"ds", ds, ds_ref, tol},
                            {"dgamma", dgamma, ln.dgamma, test::tolerance_for(dtype, rows)},
                            {"dbeta", dbeta, ln.dbeta, test::tolerance_for(dtype, rows)}});
+      // Bit for bit the two ops it fuses (one pass when p is 0).
+      Tensor h2({rows, d}, dtype), y2({rows, d}, dtype), mean2({rows}, dtype), rstd2({rows}, dtype);
+      ops::add_dropout_forward(res, s, p, key, h2, cpu);
+      ops::layernorm_forward(h2, gamma, beta, eps, y2, mean2, rstd2, cpu);
+      CHECK(test::to_f64(h) == test::to_f64(h2));
+      CHECK(test::to_f64(y) == test::to_f64(y2));
+      CHECK(test::to_f64(rstd) == test::to_f64(rstd2));
     }
 }
 
