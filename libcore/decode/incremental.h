@@ -4,9 +4,10 @@
 // as a beam search needs. It gives the full forward pass's log-probabilities
 // (tests/unit/decode_test.cc holds it to that) without recomputing prefixes.
 //
-// Keys and values live in pools and are never copied. Self-attention: the
-// keys and values of position p fed by row r go to pool row p * R + r (R:
-// the batch's row count, position-major so that one GEMM writes a step), and
+// Keys and values are written once into pools and never move. In
+// self-attention one GEMM projects q, k and v side by side, and the keys and
+// values of position p fed by row r are copied to pool row p * R + r (R: the
+// batch's row count, position-major so that a step's rows are one block), and
 // each row reads its own history of pool rows (ops::attention_gather): a
 // beam that continues row `parent` inherits the parent's history, so
 // reordering and dropping rows costs a few integers a row on the host.
