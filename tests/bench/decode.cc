@@ -22,7 +22,7 @@
 //
 //   decode [--preset base] [--device cpu] [--precision fp32] [--sentences N]
 //          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N]
-//          [--spm FILE] [--data DIR] [--out FILE] [--no-reference]
+//          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes]
 #include <unistd.h>
 
 #include <algorithm>
@@ -145,10 +145,6 @@ double invariance_share(const Options& o, Transformer& model, const std::vector<
   t.max_input_len = 1;
   for (int64_t i = 0; i < n; ++i) t.max_input_len = std::max<int64_t>(t.max_input_len, static_cast<int64_t>(requests[static_cast<size_t>(i)].source.size()));
   IncrementalDecoder decoder(model, translate_limits(model, t));
-  if (model.device().is_cpu()) {
-    bench::GemmClock::install(o.gemm_shapes, /*any_m=*/true);
-    bench::GemmClock::reset();
-  }
   int64_t same = 0;
   for (int64_t i = 0; i < n; ++i) {
     const auto alone = beam_search(decoder, {requests[static_cast<size_t>(i)]}, t.search)[0];
