@@ -1,5 +1,9 @@
 #include "libcore/memory.h"
 
+#include <cstring>
+
+#include "libcore/stream.h"
+
 namespace tfm {
 
 std::string_view memory_kind_name(MemoryKind kind) {
@@ -73,6 +77,53 @@ TensorView PlannedMemory::view(int id) const {
   const MemoryPlan::Entry& e = plan_.entry(id);
   auto* base = static_cast<char*>(blocks_[static_cast<size_t>(e.kind)]);
   return TensorView(base + e.offset, e.dtype, e.shape, device_);
+}
+
+HostStaging::HostStaging(size_t bytes, const Stream& stream) : stream_(stream), bytes_(bytes) {
+  if (stream.device().is_cpu()) return;  // plain copies: nothing to stage
+  try {
+    for (size_t k = 0; k < 2; ++k) {
+      buffers_[k] = pinned_alloc(bytes);
+      copied_[k] = std::make_unique<Event>(stream.device());
+    }
+  } catch (...) {
+    for (void* b : buffers_) pinned_free(b);
+    throw;
+  }
+}
+
+HostStaging::~HostStaging() {
+  // The copies from the buffers may still be queued: let them run first.
+  for (const auto& e : copied_)
+    if (e) try { e->synchronize(); } catch (...) {}
+  for (void* b : buffers_) pinned_free(b);
+}
+
+void HostStaging::upload(std::span<const Part> parts) {
+  size_t total = 0;
+  for (const auto& [dst, values] : parts) {
+    TFM_REQUIRE(dst.dtype() == DType::i32 && dst.numel() == static_cast<int64_t>(values.size()),
+                "upload: {} values for a destination of {}", values.size(), dst.str());
+    total += values.size() * sizeof(int32_t);
+  }
+  if (stream_.device().is_cpu()) {
+    for (const auto& [dst, values] : parts)
+      std::memcpy(dst.data(), values.data(), values.size() * sizeof(int32_t));
+    return;
+  }
+  TFM_REQUIRE(total <= bytes_, "upload of {} bytes is over the {} bytes staged", total, bytes_);
+  const int k = next_;
+  next_ ^= 1;
+  copied_[static_cast<size_t>(k)]->synchronize();  // the copies from this buffer have run
+  auto* base = static_cast<char*>(buffers_[static_cast<size_t>(k)]);
+  size_t at = 0;
+  for (const auto& [dst, values] : parts) {
+    const size_t n = values.size() * sizeof(int32_t);
+    std::memcpy(base + at, values.data(), n);
+    device_copy(dst.data(), dst.device(), base + at, Device::cpu(), n, stream_);
+    at += n;
+  }
+  copied_[static_cast<size_t>(k)]->record(stream_);
 }
 
 }  // namespace tfm

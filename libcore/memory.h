@@ -10,9 +10,12 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "libcore/stream.h"
 #include "libcore/tensor.h"
 
 namespace tfm {
@@ -73,6 +76,33 @@ class PlannedMemory {
   MemoryPlan plan_;  // a copy: the plan is frozen once allocated
   Device device_;
   std::array<void*, kMemoryKinds> blocks_{};
+};
+
+// Uploads of small host arrays (a batch's ids, lengths and offsets; a
+// decoding step's rows) that do not stall the host: upload() writes them
+// into one of two pinned buffers and queues their copies in the stream's
+// order. A buffer is written again only after the stream has run the copies
+// from it (an event), so the host waits, if ever, for the upload before the
+// last one, never for the step in flight. On the CPU the copies are plain.
+class HostStaging {
+ public:
+  using Part = std::pair<TensorView, std::span<const int32_t>>;  // dst (i32), values
+
+  HostStaging(size_t bytes, const Stream& stream);  // bytes: the most one upload() takes
+  ~HostStaging();
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+
+  // dst = values for every part (dst may be a prefix of a larger buffer:
+  // its numel must equal values.size()).
+  void upload(std::span<const Part> parts);
+
+ private:
+  const Stream& stream_;
+  size_t bytes_;
+  std::array<void*, 2> buffers_{};
+  std::array<std::unique_ptr<Event>, 2> copied_;
+  int next_ = 0;
 };
 
 }  // namespace tfm

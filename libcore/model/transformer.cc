@@ -50,6 +50,9 @@ struct Transformer::Plan {
   // workspace
   int shadow = -1;  // the 16-bit copy of the parameters (16-bit compute only)
   int padded, proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
+  // {loss, nll, sum of squared gradients} of the update in progress: summed
+  // on the device over its batches, read back once (finish_update).
+  int update = -1;
 
   // dt: compute dtype; pt: parameters, gradients, logits and loss.
   Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, DType pt, int64_t param_elems) {
@@ -114,6 +117,7 @@ struct Transformer::Plan {
     logits = ws("logits", pt, {chunk, c.vocab_size});
     logits16 = dt != pt ? ws("logits.compute", dt, {chunk, c.vocab_size}) : logits;
     sums = ws("sums", st, {2});
+    update = mem.add(MemoryKind::io, "update", st, {3});
   }
 };
 
@@ -139,12 +143,15 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
   if (!config_.learned_positions) {
     Tensor table = sinusoid_table(limits_.max_len, config_.d_model, param_dtype_);
     positions_ = Tensor(table.shape(), param_dtype_, device);
-    copy(positions_, table);
+    copy(positions_, table, *stream_);
   }
+  // src, tgt_in, tgt_out: R each; the lengths: B <= R each; the offsets: B + 1 each.
+  staging_ = std::make_unique<HostStaging>((7 * static_cast<size_t>(limits_.max_tokens) + 2) * sizeof(int32_t),
+                                           *stream_);
   zero_grads();
   const auto [m, v] = optimizer_state();
-  device_memset_zero(m.data(), device_, m.bytes(), nullptr);
-  device_memset_zero(v.data(), device_, v.bytes(), nullptr);
+  device_memset_zero(m.data(), device_, m.bytes(), *stream_);
+  device_memset_zero(v.data(), device_, v.bytes(), *stream_);
 }
 
 Transformer::~Transformer() = default;
@@ -169,7 +176,11 @@ void Transformer::init(uint64_t seed) { init_parameters(layout_, config_, params
 
 void Transformer::zero_grads() {
   const TensorView g = grads();
-  if (!g.empty()) device_memset_zero(g.data(), device_, g.bytes(), nullptr);
+  if (g.empty()) return;
+  device_memset_zero(g.data(), device_, g.bytes(), *stream_);
+  const TensorView u = memory_->view(plan_->update);
+  device_memset_zero(u.data(), device_, u.bytes(), *stream_);
+  update_tokens_ = 0;
 }
 
 void Transformer::refresh_weights() {
@@ -222,17 +233,17 @@ void Transformer::upload(const HostBatch& b) {
   for (int64_t i = 0; i < B_; ++i)
     for (int64_t t = 0; t < b.tgt_lengths[static_cast<size_t>(i)]; ++t)
       tgt_out.push_back(b.tgt_out[static_cast<size_t>(i * T_ + t)]);
-  const auto put = [&](int id, const std::vector<int32_t>& v) {
-    const TensorView dst = prefix(memory_->view(id), {static_cast<int64_t>(v.size())});
-    copy(dst, TensorView(const_cast<int32_t*>(v.data()), DType::i32, dst.shape()));
+  // One staged upload: the host does not wait for the step in flight,
+  // which may still read the previous batch's ids (libcore/memory.h).
+  const auto part = [&](int id, const std::vector<int32_t>& v) {
+    return HostStaging::Part{prefix(memory_->view(id), {static_cast<int64_t>(v.size())}), v};
   };
-  put(plan_->src, b.src);
-  put(plan_->src_lengths, b.src_lengths);
-  put(plan_->tgt_in, b.tgt_in);
-  put(plan_->tgt_out, tgt_out);
-  put(plan_->tgt_lengths, b.tgt_lengths);
-  put(plan_->src_offsets, src_off);
-  put(plan_->tgt_offsets, tgt_off);
+  const HostStaging::Part parts[] = {
+      part(plan_->src, b.src),           part(plan_->src_lengths, b.src_lengths),
+      part(plan_->tgt_in, b.tgt_in),     part(plan_->tgt_out, tgt_out),
+      part(plan_->tgt_lengths, b.tgt_lengths), part(plan_->src_offsets, src_off),
+      part(plan_->tgt_offsets, tgt_off)};
+  staging_->upload(parts);
 }
 
 namespace {
@@ -304,7 +315,7 @@ class Pass {
     const int64_t D = c_.d_model;
     TensorView g = g_top;
     const TensorView g_enc = v(plan_.g_enc, {rs(), D});
-    device_memset_zero(g_enc.data(), g_enc.device(), g_enc.bytes(), st_.native());
+    device_memset_zero(g_enc.data(), g_enc.device(), g_enc.bytes(), st_);
     if (c_.pre_norm) final_norm_backward(plan_.dec_final, L_.decoder_norm, decoder_block_input(c_.layers), g);
     const TensorView enc_out = encoder_output();
     for (int64_t l = c_.layers - 1; l >= 0; --l) decoder_layer_backward(l, g, enc_out, g_enc);
@@ -549,14 +560,12 @@ void Transformer::backward(const TrainStep& step) {
 // over target rows, so that only (chunk, V) logits ever exist. With grads,
 // each chunk's logits become d loss / d logits in place, which flow into the
 // decoder output's gradient (g_dec) and into the embedding's gradient.
-LossSums Transformer::output_loss(const TrainStep& step, bool with_grads) {
+void Transformer::output_loss(const TrainStep& step, bool with_grads, const TensorView& sums) {
   Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step);
   const TensorView y = pass.decoder_output();
   const TensorView E = weight(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
   const TensorView targets = prefix(memory_->view(plan_->tgt_out), {Nt_});
   const TensorView g = prefix(memory_->view(plan_->g_dec), {Nt_, config_.d_model});
-  const TensorView sums = memory_->view(plan_->sums);
-  device_memset_zero(sums.data(), device_, sums.bytes(), stream_->native());
   const int64_t R = Nt_, chunk = memory_->view(plan_->logits).dim(0);
   for (int64_t r0 = 0; r0 < R; r0 += chunk) {
     const int64_t n = std::min(chunk, R - r0);
@@ -583,24 +592,52 @@ LossSums Transformer::output_loss(const TrainStep& step, bool with_grads) {
     ta.tf32 = step.tf32;
     ops::gemm(dlogits, rows(y, r0, n), dE, ta, *stream_);
   }
-  double host[2] = {0, 0};
-  if (sums.dtype() == DType::f64) {
-    copy(TensorView(host, DType::f64, {2}), sums, stream_.get());
+}
+
+namespace {
+// The first n values of a small f32 or f64 device tensor, on the host
+// (the copy waits for the stream).
+std::vector<double> read_back(const TensorView& t, int64_t n, const Stream& stream) {
+  std::vector<double> out(static_cast<size_t>(n));
+  if (t.dtype() == DType::f64) {
+    copy(TensorView(out.data(), DType::f64, {n}), prefix(t, {n}), stream);
   } else {
-    float f[2];
-    copy(TensorView(f, DType::f32, {2}), sums, stream_.get());
-    host[0] = f[0];
-    host[1] = f[1];
+    std::vector<float> f(static_cast<size_t>(n));
+    copy(TensorView(f.data(), DType::f32, {n}), prefix(t, {n}), stream);
+    std::copy(f.begin(), f.end(), out.begin());
   }
-  return {host[0], host[1], tokens_};
+  return out;
+}
+}  // namespace
+
+void Transformer::accumulate(const HostBatch& batch, const TrainStep& step) {
+  upload(batch);
+  forward(step);
+  output_loss(step, true, prefix(memory_->view(plan_->update), {2}));
+  backward(step);
+  update_tokens_ += tokens_;
 }
 
 LossSums Transformer::forward_backward(const HostBatch& batch, const TrainStep& step) {
   upload(batch);
   forward(step);
-  const LossSums sums = output_loss(step, true);
+  const TensorView sums = memory_->view(plan_->sums), update = prefix(memory_->view(plan_->update), {2});
+  device_memset_zero(sums.data(), device_, sums.bytes(), *stream_);
+  output_loss(step, true, sums);
+  ops::add(update, sums, update, *stream_);
   backward(step);
-  return sums;
+  update_tokens_ += tokens_;
+  const std::vector<double> host = read_back(sums, 2, *stream_);
+  return {host[0], host[1], tokens_};
+}
+
+UpdateSums Transformer::finish_update() {
+  const TensorView update = memory_->view(plan_->update);  // {loss, nll, sum of squares}
+  const TensorView squares(static_cast<char*>(update.data()) + 2 * dtype_size(update.dtype()),
+                           update.dtype(), {1}, device_);
+  ops::sum_squares(grads(), squares, *stream_);
+  const std::vector<double> host = read_back(update, 3, *stream_);
+  return {{host[0], host[1], update_tokens_}, host[2]};
 }
 
 LossSums Transformer::evaluate(const HostBatch& batch) {
@@ -608,7 +645,11 @@ LossSums Transformer::evaluate(const HostBatch& batch) {
   step.dropout = false;
   upload(batch);
   forward(step);
-  return output_loss(step, false);
+  const TensorView sums = memory_->view(plan_->sums);
+  device_memset_zero(sums.data(), device_, sums.bytes(), *stream_);
+  output_loss(step, false, sums);
+  const std::vector<double> host = read_back(sums, 2, *stream_);
+  return {host[0], host[1], tokens_};
 }
 
 TensorView Transformer::encode(const HostBatch& batch) {
@@ -648,7 +689,7 @@ Tensor Transformer::log_probs(const HostBatch& batch) {
     tb.trans_b = true;
     ops::gemm(rows(y, r0, n), weight(layout_.tgt_embed), logits, tb, *stream_);
     ops::log_softmax(logits, logits, *stream_);
-    copy(rows(staging.view(), 0, n), logits, stream_.get());
+    copy(rows(staging.view(), 0, n), logits, *stream_);
     auto* to = static_cast<char*>(out.view().data());
     const auto* from = static_cast<const char*>(staging.view().data());
     for (int64_t r = 0; r < n; ++r)

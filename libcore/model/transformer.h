@@ -51,6 +51,13 @@ struct LossSums {
   int64_t tokens = 0;  // target tokens (eos included, padding excluded)
 };
 
+// What finish_update() reads back: the loss sums of every batch since
+// zero_grads(), and the sum of squares of the accumulated gradient.
+struct UpdateSums {
+  LossSums sums;
+  double grad_squares = 0;
+};
+
 class Transformer {
  public:
   // dtype: the compute dtype of activations and matrix products. f32 on
@@ -94,9 +101,17 @@ class Transformer {
   size_t memory_bytes() const;  // the total of that report
 
   void init(uint64_t seed);
+  // Starts an update: zeroes the gradients and the update's loss sums.
   void zero_grads();
 
-  // Forward and backward: grads += d(grad_scale * loss) / d(params).
+  // Forward and backward: grads += d(grad_scale * loss) / d(params), and the
+  // batch's loss sums into the update's. Queued on the stream: the host
+  // does not wait for the GPU (an update reads back once, finish_update).
+  void accumulate(const HostBatch& batch, const TrainStep& step);
+  // The update so far: its loss sums and the gradient's sum of squares,
+  // read back together (the host waits for the stream here).
+  UpdateSums finish_update();
+  // accumulate(), then this batch's own loss sums, read back (tests, benches).
   LossSums forward_backward(const HostBatch& batch, const TrainStep& step);
   // Forward only, no dropout.
   LossSums evaluate(const HostBatch& batch);
@@ -115,7 +130,9 @@ class Transformer {
   void upload(const HostBatch& batch);
   void forward(const TrainStep& step);
   void backward(const TrainStep& step);
-  LossSums output_loss(const TrainStep& step, bool with_grads);
+  // The output projection and the loss, chunk by chunk; sums (2) += the
+  // batch's {loss, nll}.
+  void output_loss(const TrainStep& step, bool with_grads, const TensorView& sums);
 
   ModelConfig config_;
   ModelLimits limits_;
@@ -129,6 +146,8 @@ class Transformer {
   int64_t B_ = 0, S_ = 0, T_ = 0;  // the current batch
   int64_t Ns_ = 0, Nt_ = 0;        // its packed token rows: source, target
   int64_t tokens_ = 0;
+  int64_t update_tokens_ = 0;  // target tokens since zero_grads()
+  std::unique_ptr<HostStaging> staging_;  // batch uploads (training models)
 };
 
 }  // namespace tfm

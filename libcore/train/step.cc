@@ -29,19 +29,20 @@ StepResult train_step(Transformer& model, Adam& adam, const std::vector<HostBatc
   for (const HostBatch& b : batches) tokens += b.target_tokens;
   const double scale = scaler.scale();
   model.zero_grads();
-  StepResult r;
   for (size_t i = 0; i < batches.size(); ++i) {
     TrainStep ts;
     ts.seed = config.seed;
     ts.rng_step = config.rng_counter + static_cast<uint32_t>(i);
     ts.grad_scale = static_cast<float>(scale / static_cast<double>(tokens));
     ts.tf32 = config.tf32;
-    const LossSums s = model.forward_backward(batches[i], ts);
-    r.sums.loss += s.loss;
-    r.sums.nll += s.nll;
-    r.sums.tokens += s.tokens;
+    model.accumulate(batches[i], ts);
   }
-  r.grad_norm = gradient_norm(model.grads(), model.stream()) / scale;
+  // The one point of the update where the host waits for the device: the
+  // loss and the gradient norm decide clipping and whether to apply it.
+  const UpdateSums u = model.finish_update();
+  StepResult r;
+  r.sums = u.sums;
+  r.grad_norm = std::sqrt(u.grad_squares) / scale;
   const bool finite_loss = std::isfinite(r.sums.loss) && std::isfinite(r.sums.nll);
   if (!finite_loss || !std::isfinite(r.grad_norm)) {
     r.outcome = finite_loss && scaler.can_back_off() ? StepOutcome::overflow : StepOutcome::bad;
