@@ -9,8 +9,14 @@
 namespace tfm::ops {
 namespace {
 
+// The CUDA side of a dispatch: the stream's device is made current first,
+// here and nowhere else, so an op on cuda:1 never runs on device 0.
 #ifdef TFM_WITH_CUDA
-#define TFM_CUDA_DISPATCH(call) return cuda::call
+#define TFM_CUDA_DISPATCH(call) \
+  do {                          \
+    activate(stream.device());  \
+    return cuda::call;          \
+  } while (0)
 #else
 #define TFM_CUDA_DISPATCH(call) fail("unsupported device: cuda (built without CUDA)")
 #endif

@@ -11,6 +11,7 @@
 
 #include "libcore/error.h"
 #include "libcore/log.h"
+#include "libcore/stream.h"
 
 #ifdef TFM_WITH_CUDA
 #include <cuda_runtime.h>
@@ -169,37 +170,48 @@ void device_free(Device device, void* ptr) noexcept {
 #endif
 }
 
+namespace {
+#ifdef TFM_WITH_CUDA
+cudaStream_t native_of(const Stream& stream, Device device) {
+  TFM_REQUIRE(stream.device() == device, "a copy on {} was queued on a stream of {}", device.str(),
+              stream.device().str());
+  return static_cast<cudaStream_t>(stream.native());
+}
+#endif
+}  // namespace
+
 void device_copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes,
-                 void* stream) {
+                 const Stream& stream) {
   if (bytes == 0) return;
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     std::memcpy(dst, src, bytes);
     return;
   }
 #ifdef TFM_WITH_CUDA
-  activate(dst_device.is_cuda() ? dst_device : src_device);
-  auto s = static_cast<cudaStream_t>(stream);
+  const Device gpu = dst_device.is_cuda() ? dst_device : src_device;
+  cudaStream_t s = native_of(stream, gpu);
+  activate(gpu);
   TFM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
-  // Without a stream the copy is synchronous: tfm's streams are non-blocking
-  // and would not wait for work left on the legacy default stream.
-  if (!stream || dst_device.is_cpu() || src_device.is_cpu()) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
+  // To the host: the caller reads dst next. From pageable host memory CUDA
+  // has staged src before returning; from pinned memory the caller keeps it
+  // (device.h).
+  if (dst_device.is_cpu()) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
 #else
   (void)stream;
   no_cuda();
 #endif
 }
 
-void device_memset_zero(void* dst, Device device, size_t bytes, void* stream) {
+void device_memset_zero(void* dst, Device device, size_t bytes, const Stream& stream) {
   if (bytes == 0) return;
   if (device.is_cpu()) {
     std::memset(dst, 0, bytes);
     return;
   }
 #ifdef TFM_WITH_CUDA
+  cudaStream_t s = native_of(stream, device);
   activate(device);
-  auto s = static_cast<cudaStream_t>(stream);
   TFM_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, s));
-  if (!stream) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
 #else
   (void)stream;
   no_cuda();
@@ -207,7 +219,7 @@ void device_memset_zero(void* dst, Device device, size_t bytes, void* stream) {
 }
 
 void device_copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
-                    size_t rows, Device device, void* stream) {
+                    size_t rows, Device device, const Stream& stream) {
   if (rows == 0 || width == 0) return;
   if (device.is_cpu()) {
     for (size_t r = 0; r < rows; ++r)
@@ -216,15 +228,48 @@ void device_copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pit
     return;
   }
 #ifdef TFM_WITH_CUDA
+  cudaStream_t s = native_of(stream, device);
   activate(device);
-  auto s = static_cast<cudaStream_t>(stream);
   TFM_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows,
                                    cudaMemcpyDeviceToDevice, s));
-  if (!stream) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
 #else
   (void)stream;
   no_cuda();
 #endif
+}
+
+void device_synchronize(Device device) {
+  if (device.is_cpu()) return;
+#ifdef TFM_WITH_CUDA
+  activate(device);
+  TFM_CUDA_CHECK(cudaDeviceSynchronize());
+#else
+  no_cuda();
+#endif
+}
+
+void* pinned_alloc(size_t bytes) {
+  if (bytes == 0) return nullptr;
+#ifdef TFM_WITH_CUDA
+  if (cuda_usable()) {
+    void* p = nullptr;
+    if (cudaMallocHost(&p, bytes) == cudaSuccess) return p;  // 256-byte aligned
+    cudaGetLastError();
+    fail("out of pinned host memory: could not allocate {:.1f} MiB", bytes / 1048576.0);
+  }
+#endif
+  return device_alloc(Device::cpu(), bytes);
+}
+
+void pinned_free(void* ptr) noexcept {
+  if (!ptr) return;
+#ifdef TFM_WITH_CUDA
+  if (cuda_usable()) {
+    cudaFreeHost(ptr);
+    return;
+  }
+#endif
+  std::free(ptr);
 }
 
 }  // namespace tfm

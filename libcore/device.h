@@ -14,6 +14,8 @@
 
 namespace tfm {
 
+class Stream;
+
 enum class DeviceType : uint8_t { cpu, cuda };
 
 struct Device {
@@ -80,17 +82,36 @@ void activate(Device device);
 void* device_alloc(Device device, size_t bytes);
 void device_free(Device device, void* ptr) noexcept;
 
-// Copies between any two devices; `stream` is the cudaStream_t to order the
-// copy on. Without a stream (nullptr), and for every copy to or from the
-// CPU, the copy is complete on return. The same holds for the memset.
-void device_copy(void* dst, Device dst_device, const void* src, Device src_device,
-                 size_t bytes, void* stream);
-void device_memset_zero(void* dst, Device device, size_t bytes, void* stream);
+// Raw copies and fills, each ordered on `stream` (a tfm::Stream on the
+// device that owns the device memory; libcore/stream.h). Nothing in tfm runs
+// on CUDA's legacy default stream: tfm's streams are non-blocking, so work
+// there would be unordered against theirs. What returns when:
+//   device -> CPU   complete on return (the stream is waited for);
+//   CPU -> device   lands in stream order. A pageable source may be reused
+//                   on return (CUDA stages it, and may wait for the stream
+//                   to do so); a pinned one (pinned_alloc) must stay as it is
+//                   until the stream has run the copy (HostStaging, memory.h);
+//   device -> device, memset, 2-D copy   queued in stream order.
+// On the CPU everything completes on return.
+void device_copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes,
+                 const Stream& stream);
+void device_memset_zero(void* dst, Device device, size_t bytes, const Stream& stream);
 
 // Copies `rows` rows of `width` bytes from src (row pitch src_pitch bytes)
-// to dst (row pitch dst_pitch), both on `device`, ordered on `stream`
-// (nullptr: synchronous). Writes one time step into a KV cache, say.
+// to dst (row pitch dst_pitch), both on `device`, in the order of `stream`.
+// Writes one time step into a KV cache, say.
 void device_copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
-                    size_t rows, Device device, void* stream);
+                    size_t rows, Device device, const Stream& stream);
+
+// Waits for all work queued on `device`, on every stream (cudaDeviceSynchronize).
+// For tests and program ends, never inside a step.
+void device_synchronize(Device device);
+
+// Host memory the GPU can copy from and to without staging (cudaMallocHost),
+// 64-byte aligned; plain memory in a build without CUDA or without a GPU.
+// Batches are uploaded from it so that an upload does not stall the host
+// (HostStaging, memory.h).
+void* pinned_alloc(size_t bytes);
+void pinned_free(void* ptr) noexcept;
 
 }  // namespace tfm

@@ -38,4 +38,56 @@ void Stream::synchronize() const {
 #endif
 }
 
+const Stream& host_stream() {
+  static const Stream cpu(Device::cpu());
+  return cpu;
+}
+
+Event::Event(Device device) : device_(device) {
+  if (device.is_cpu()) return;
+#ifdef TFM_WITH_CUDA
+  activate(device);
+  cudaEvent_t e = nullptr;
+  TFM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  native_ = e;
+#else
+  fail("unsupported device: cuda (built without CUDA)");
+#endif
+}
+
+Event::~Event() {
+#ifdef TFM_WITH_CUDA
+  if (native_) {
+    cudaSetDevice(device_.index);
+    cudaEventDestroy(static_cast<cudaEvent_t>(native_));
+  }
+#endif
+}
+
+void Event::record(const Stream& stream) {
+  TFM_REQUIRE(stream.device() == device_, "an event of {} recorded on a stream of {}", device_.str(),
+              stream.device().str());
+#ifdef TFM_WITH_CUDA
+  if (native_)
+    TFM_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(native_),
+                                   static_cast<cudaStream_t>(stream.native())));
+#endif
+}
+
+void Event::synchronize() const {
+#ifdef TFM_WITH_CUDA
+  if (native_) TFM_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(native_)));
+#endif
+}
+
+void Event::wait(const Stream& stream) const {
+#ifdef TFM_WITH_CUDA
+  if (native_)
+    TFM_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream.native()),
+                                       static_cast<cudaEvent_t>(native_), 0));
+#else
+  (void)stream;
+#endif
+}
+
 }  // namespace tfm

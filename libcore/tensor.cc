@@ -53,17 +53,25 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
   return *this;
 }
 
-Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
-  Tensor t(shape, dtype, device);
-  device_memset_zero(t.view_.data(), device, t.view_.bytes(), nullptr);
+Tensor Tensor::zeros(Shape shape, DType dtype) { return zeros(shape, dtype, host_stream()); }
+
+Tensor Tensor::zeros(Shape shape, DType dtype, const Stream& stream) {
+  Tensor t(shape, dtype, stream.device());
+  device_memset_zero(t.view_.data(), stream.device(), t.view_.bytes(), stream);
   return t;
 }
 
-void copy(const TensorView& dst, const TensorView& src, const Stream* stream) {
+void copy(const TensorView& dst, const TensorView& src, const Stream& stream) {
   TFM_REQUIRE(dst.shape() == src.shape() && dst.dtype() == src.dtype(),
               "copy: destination is {}, source is {}", dst.str(), src.str());
-  device_copy(dst.data(), dst.device(), src.data(), src.device(), src.bytes(),
-              stream ? stream->native() : nullptr);
+  device_copy(dst.data(), dst.device(), src.data(), src.device(), src.bytes(), stream);
+}
+
+void copy(const TensorView& dst, const TensorView& src) {
+  TFM_REQUIRE(dst.device().is_cpu() && src.device().is_cpu(),
+              "copy: from {} to {} needs the stream that orders it", src.device().str(),
+              dst.device().str());
+  copy(dst, src, host_stream());
 }
 
 }  // namespace tfm

@@ -90,7 +90,9 @@ class Tensor {
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
 
-  static Tensor zeros(Shape shape, DType dtype, Device device = Device::cpu());
+  // Zeros on the CPU, or on the stream's device in the stream's order.
+  static Tensor zeros(Shape shape, DType dtype);
+  static Tensor zeros(Shape shape, DType dtype, const Stream& stream);
 
   const TensorView& view() const { return view_; }
   operator const TensorView&() const { return view_; }  // NOLINT: ops take views
@@ -105,8 +107,13 @@ class Tensor {
   TensorView view_;
 };
 
-// dst = src, across devices; shapes and dtypes must match. `stream` orders
-// the copy (nullptr: synchronous); copies to or from the CPU complete first.
-void copy(const TensorView& dst, const TensorView& src, const Stream* stream = nullptr);
+// dst = src, across devices, in the order of `stream` (on the device side's
+// device); shapes and dtypes must match. What has happened on return is
+// device_copy's contract (device.h): a copy to the CPU is complete, a
+// copy from the CPU has taken its source.
+void copy(const TensorView& dst, const TensorView& src, const Stream& stream);
+// dst = src between two CPU tensors; a device tensor is an error (say
+// which stream orders the copy: the overload above).
+void copy(const TensorView& dst, const TensorView& src);
 
 }  // namespace tfm

@@ -23,8 +23,10 @@ std::vector<double> to_f64(const TensorView& t) {
   Tensor host;
   const TensorView* h = &t;
   if (!t.device().is_cpu()) {
+    // The tensor's producers may be on any stream of its device.
+    device_synchronize(t.device());
     host = Tensor(t.shape(), t.dtype());
-    copy(host, t);
+    copy(host, t, Stream(t.device()));
     h = &host.view();
   }
   const int64_t n = h->numel();
@@ -61,7 +63,10 @@ Tensor from_f64(const std::vector<double>& values, Shape shape, DType dtype) {
 
 Tensor to_device(const TensorView& t, Device device) {
   Tensor out(t.shape(), t.dtype(), device);
-  copy(out, t);
+  device_synchronize(t.device());  // its producers may be on any stream
+  Stream stream(device.is_cuda() ? device : t.device());
+  copy(out, t, stream);
+  stream.synchronize();  // ready for any stream the test runs on
   return out;
 }
 

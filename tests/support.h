@@ -22,13 +22,15 @@ namespace tfm::test {
 // [lo, hi), from Philox keyed by `seed` (fresh per test, fixed per run).
 Tensor random(Shape shape, DType dtype, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
-// Any tensor on any device, as float64 on the host.
+// Any tensor on any device, as float64 on the host. A device tensor is
+// read after all work on its device (every stream) has finished.
 std::vector<double> to_f64(const TensorView& t);
 
 // A CPU tensor of `dtype` holding `values` (rounded to the dtype).
 Tensor from_f64(const std::vector<double>& values, Shape shape, DType dtype);
 
-// The same tensor on another device (or as another dtype, rounding).
+// The same tensor on another device, ready for every stream on return (or
+// as another dtype, rounding).
 Tensor to_device(const TensorView& t, Device device);
 Tensor cast(const TensorView& t, DType dtype);
 

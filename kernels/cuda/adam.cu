@@ -33,7 +33,6 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
 
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
                const TensorView& v, const AdamOptions& o, const Stream& stream) {
-  activate(stream.device());
   for (const TensorView* t : {&params, &grads, &m, &v})
     if (t->dtype() != DType::f32) unsupported_dtype("adam_step", t->dtype());
   const int64_t n = params.numel();

@@ -54,7 +54,6 @@ __global__ void move_heads_kernel(T* rows, const int32_t* offsets, T* heads, int
 template <bool kUnpack>
 void move_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
                 int64_t col, const Stream& stream, const char* op) {
-  activate(stream.device());
   const int64_t nb = heads.dim(0), nh = heads.dim(1), nl = heads.dim(2), nx = heads.dim(3);
   const int64_t pieces = nb * nh * nl;
   if (pieces == 0 || nx == 0) return;
@@ -120,7 +119,6 @@ __global__ void softmax_backward_kernel(const T* probs, const T* dprobs, T* dsco
 }  // namespace
 
 void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream) {
-  activate(stream.device());
   const int64_t na = x.dim(0), nb = x.dim(1), nc = x.dim(2), nd = x.dim(3);
   const int64_t rows = na * nb * nc;
   if (rows == 0 || nd == 0) return;
@@ -146,7 +144,6 @@ void pack_heads(const TensorView& heads, const TensorView& offsets, const Tensor
 
 void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
                      const TensorView& probs, const Stream& stream) {
-  activate(stream.device());
   const int64_t heads = scores.dim(1), tq = scores.dim(2), tk = scores.dim(3);
   const int64_t rows = scores.dim(0) * heads * tq;
   if (rows == 0 || tk == 0) return;
@@ -164,7 +161,6 @@ void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool
 
 void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
                       const Stream& stream) {
-  activate(stream.device());
   const int64_t tk = probs.dim(-1), rows = tk == 0 ? 0 : probs.numel() / tk;
   if (rows == 0) return;
   with_storage_type(probs.dtype(), "softmax_backward", [&](auto t) {

@@ -35,7 +35,6 @@ __global__ void dropout_kernel(const T* residual, const T* x, T* y, int64_t n, R
 
 void launch_dropout(const TensorView& residual, const TensorView& x, float p, const RngKey& key,
                     const TensorView& y, const Stream& stream, const char* op) {
-  activate(stream.device());
   const int64_t n = y.numel();
   if (n == 0) return;
   const float scale = 1.0f / (1.0f - p);

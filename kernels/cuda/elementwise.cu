@@ -64,7 +64,6 @@ __global__ void bias_relu_kernel(T* c, int64_t rows, int64_t n, const B* bias, b
 }  // namespace
 
 void add(const TensorView& a, const TensorView& b, const TensorView& y, const Stream& stream) {
-  activate(stream.device());
   const int64_t n = y.numel();
   if (n == 0) return;
   with_storage_type(y.dtype(), "add", [&](auto t) {
@@ -77,7 +76,6 @@ void add(const TensorView& a, const TensorView& b, const TensorView& y, const St
 }
 
 void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream) {
-  activate(stream.device());
   const int64_t n = y.numel();
   if (n == 0) return;
   with_storage_type(y.dtype(), "relu_forward", [&](auto t) {
@@ -90,7 +88,6 @@ void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream
 
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx,
                    const Stream& stream) {
-  activate(stream.device());
   const int64_t n = dx.numel();
   if (n == 0) return;
   with_storage_type(dx.dtype(), "relu_backward", [&](auto t) {
@@ -103,7 +100,6 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
 }
 
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream) {
-  activate(stream.device());
   const int64_t n = out.numel();
   if (n == 0) return;
   with_storage_type(out.dtype(), "uniform", [&](auto t) {
@@ -115,7 +111,6 @@ void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const
 }
 
 void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
-  activate(stream.device());
   const int64_t n = x.numel();
   with_storage_type(x.dtype(), "cast", [&](auto xt) {
     with_storage_type(y.dtype(), "cast", [&](auto yt) {

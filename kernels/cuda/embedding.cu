@@ -73,7 +73,6 @@ __global__ void position_backward_kernel(const T* dx, int64_t batch, int64_t t_l
 
 void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
                        const TensorView& out, const Stream& stream) {
-  activate(stream.device());
   const int64_t total = out.numel(), d = table.dim(1);
   if (total == 0) return;
   const FloatRef tab = float_ref(table, "embedding_forward");
@@ -92,7 +91,6 @@ void embedding_forward(const TensorView& ids, const TensorView& table, float sca
 // model keeps f32 master gradients, so this is the uncommon case.
 void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
                         const TensorView& dtable, const Stream& stream) {
-  activate(stream.device());
   const int64_t total = dout.numel(), vocab = dtable.dim(0), d = dtable.dim(1);
   if (total == 0) return;
   const FloatRef grad = float_ref(dtable, "embedding_backward");
@@ -119,7 +117,6 @@ void embedding_backward(const TensorView& ids, const TensorView& dout, float sca
 
 void position_add(const TensorView& x, const TensorView& table, int64_t offset,
                   const Stream& stream) {
-  activate(stream.device());
   const int64_t total = x.numel();
   if (total == 0) return;
   const int64_t t_len = x.dim(1), d = x.dim(2);
@@ -134,7 +131,6 @@ void position_add(const TensorView& x, const TensorView& table, int64_t offset,
 
 void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
                        const Stream& stream) {
-  activate(stream.device());
   const int64_t batch = dx.dim(0), t_len = dx.dim(1), d = dx.dim(2);
   if (t_len * d == 0) return;
   const FloatRef grad = float_ref(dtable, "position_backward");

@@ -119,7 +119,6 @@ void forward(const TensorView& x, const TensorView& s, const TensorView& h, AddD
              const TensorView& gamma, const TensorView& beta, float eps, const TensorView& y,
              const TensorView& mean, const TensorView& rstd, const Stream& stream,
              const char* op) {
-  activate(stream.device());
   const int64_t d = y.dim(-1), rows = d == 0 ? 0 : y.numel() / d;
   if (rows == 0 || d == 0) return;
   const FloatRef g = float_ref(gamma, op), b = float_ref(beta, op);
@@ -141,7 +140,6 @@ void backward(const TensorView& x, const TensorView& gamma, const TensorView& me
               const TensorView& rstd, const TensorView& dy, const TensorView& dx,
               const TensorView& ds, AddDropout drop, const TensorView& dgamma,
               const TensorView& dbeta, const Stream& stream, const char* op) {
-  activate(stream.device());
   const int64_t d = dy.dim(-1), rows = d == 0 ? 0 : dy.numel() / d;
   if (rows == 0 || d == 0) return;
   const FloatRef g = float_ref(gamma, op);

@@ -111,7 +111,6 @@ __global__ void smoothed_cross_entropy_kernel(T* logits, const int32_t* targets,
 }  // namespace
 
 void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream) {
-  activate(stream.device());
   const int64_t vocab = x.dim(-1), rows = vocab == 0 ? 0 : x.numel() / vocab;
   if (rows == 0) return;
   with_storage_type(x.dtype(), "log_softmax", [&](auto t) {
@@ -124,7 +123,6 @@ void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream)
 
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
                             float grad_scale, const TensorView& sums, const Stream& stream) {
-  activate(stream.device());
   const int64_t vocab = logits.dim(-1), rows = vocab == 0 ? 0 : logits.numel() / vocab;
   if (rows == 0) return;
   with_storage_type(logits.dtype(), "smoothed_cross_entropy", [&](auto t) {

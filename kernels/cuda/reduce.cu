@@ -54,7 +54,6 @@ __global__ void scale_kernel(T* x, int64_t n, float alpha) {
 }  // namespace
 
 void sum_rows(const TensorView& x, const TensorView& out, const Stream& stream) {
-  activate(stream.device());
   const int64_t n = out.numel(), rows = n == 0 ? 0 : x.numel() / n;
   if (rows == 0 || n == 0) return;
   const FloatRef o = float_ref(out, "sum_rows");
@@ -66,7 +65,6 @@ void sum_rows(const TensorView& x, const TensorView& out, const Stream& stream) 
 }
 
 void sum_squares(const TensorView& x, const TensorView& out, const Stream& stream) {
-  activate(stream.device());
   const int64_t n = x.numel();
   float* o = static_cast<float*>(out.data());
   if (n == 0) {
@@ -92,7 +90,6 @@ void sum_squares(const TensorView& x, const TensorView& out, const Stream& strea
 }
 
 void scale(const TensorView& x, float alpha, const Stream& stream) {
-  activate(stream.device());
   const int64_t n = x.numel();
   if (n == 0) return;
   with_storage_type(x.dtype(), "scale", [&](auto t) {

@@ -31,7 +31,7 @@ DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
 // complete before they return, so the vector may change right after).
 void upload(const TensorView& buffer, const std::vector<int32_t>& values, const Stream& st) {
   const TensorView dst = prefix(buffer, {static_cast<int64_t>(values.size())});
-  copy(dst, TensorView(const_cast<int32_t*>(values.data()), DType::i32, dst.shape()), &st);
+  copy(dst, TensorView(const_cast<int32_t*>(values.data()), DType::i32, dst.shape()), st);
 }
 
 // Columns [col, col + dst.dim(1)) of src's first dst.dim(0) rows into dst:
@@ -41,16 +41,16 @@ void copy_columns(const TensorView& src, int64_t col, const TensorView& dst, con
   device_copy_2d(dst.data(), static_cast<size_t>(dst.dim(1)) * el,
                  static_cast<const char*>(src.data()) + col * static_cast<int64_t>(el),
                  static_cast<size_t>(src.dim(1)) * el, static_cast<size_t>(dst.dim(1)) * el,
-                 static_cast<size_t>(dst.dim(0)), src.device(), st.native());
+                 static_cast<size_t>(dst.dim(0)), src.device(), st);
 }
 
 std::vector<double> download(const TensorView& t, const Stream& st) {
   std::vector<double> out(static_cast<size_t>(t.numel()));
   if (t.dtype() == DType::f64) {
-    copy(TensorView(out.data(), DType::f64, t.shape()), t, &st);
+    copy(TensorView(out.data(), DType::f64, t.shape()), t, st);
   } else {
     std::vector<float> f(out.size());
-    copy(TensorView(f.data(), DType::f32, t.shape()), t, &st);
+    copy(TensorView(f.data(), DType::f32, t.shape()), t, st);
     std::copy(f.begin(), f.end(), out.begin());
   }
   return out;
@@ -144,14 +144,14 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& 
   mem_ = std::make_unique<PlannedMemory>(plan_, model.device());
   // Rows past the live ones feed GEMMs as padding: make them finite once.
   for (MemoryKind kind : {MemoryKind::io, MemoryKind::activations})
-    device_memset_zero(mem_->block(kind), model.device(), plan_.bytes(kind), nullptr);
+    device_memset_zero(mem_->block(kind), model.device(), plan_.bytes(kind), model.stream());
   std::vector<int32_t> iota(static_cast<size_t>(l.rows));
   std::iota(iota.begin(), iota.end(), 0);
   upload(view(i.self_groups), iota, model.stream());
   if (!c.learned_positions) {
     Tensor table = sinusoid_table(std::max(l.steps, l.src_len), D, pt);
     positions_ = Tensor(table.shape(), pt, model.device());
-    copy(positions_, table);
+    copy(positions_, table, model.stream());
   }
 }
 
@@ -423,7 +423,7 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
                         prefix(view(i.lse), {N_}), st);
   log_probs = download(values, st);
   ids.resize(static_cast<size_t>(N_ * k));
-  copy(TensorView(ids.data(), DType::i32, {N_, k}), top_ids, &st);
+  copy(TensorView(ids.data(), DType::i32, {N_, k}), top_ids, st);
   lse_ready_ = true;
 }
 
@@ -436,7 +436,7 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
   const TensorView logits = view(i.logits), column = prefix(view(i.column), {N_});
   const size_t el = dtype_size(logits.dtype());
   device_copy_2d(column.data(), el, static_cast<const char*>(logits.data()) + token * el, V * el,
-                 el, static_cast<size_t>(N_), logits.device(), st.native());
+                 el, static_cast<size_t>(N_), logits.device(), st);
   std::vector<double> out = download(column, st);
   const std::vector<double> lse = download(prefix(view(i.lse), {N_}), st);
   for (size_t r = 0; r < out.size(); ++r) out[r] -= lse[r];
@@ -447,8 +447,8 @@ Tensor IncrementalDecoder::log_probs() {
   TFM_REQUIRE(N_ > 0, "log_probs before a step");
   const TensorView logits = prefix(view(ids_->logits), {N_, model_.config().vocab_size});
   Tensor host(logits.shape(), logits.dtype());
-  copy(host, logits, &model_.stream());
-  ops::log_softmax(host, host, Stream(Device::cpu()));
+  copy(host, logits, model_.stream());
+  ops::log_softmax(host, host, host_stream());
   return host;
 }
 
@@ -457,7 +457,7 @@ Tensor IncrementalDecoder::attention() {
   TFM_REQUIRE(N_ > 0, "attention before a step");
   const TensorView probs = prefix(view(ids_->probs), {N_, model_.config().heads, S_});
   Tensor host(probs.shape(), probs.dtype());
-  copy(host, probs, &model_.stream());
+  copy(host, probs, model_.stream());
   return host;
 }
 

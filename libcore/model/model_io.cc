@@ -9,7 +9,7 @@ namespace {
 // staging copy for a GPU model.
 Tensor host_params(const Transformer& model) {
   Tensor host(model.params().shape(), model.param_dtype());
-  copy(host, model.params(), &model.stream());
+  copy(host, model.params(), model.stream());
   return host;
 }
 
@@ -67,7 +67,7 @@ void load_parameters(const std::string& path, Transformer& model) {
     const TensorView v = layout.view(flat, wanted.at(t.name));
     return std::span<std::byte>(static_cast<std::byte*>(v.data()), v.bytes());
   });
-  if (!model.device().is_cpu()) copy(model.params(), flat, &model.stream());
+  if (!model.device().is_cpu()) copy(model.params(), flat, model.stream());
 }
 
 std::unique_ptr<Transformer> load_model(const std::string& path, const ModelLimits& limits,

@@ -111,7 +111,7 @@ TensorView ParamLayout::view(const TensorView& flat, int first, int last) const 
 
 void init_parameters(const ParamLayout& layout, const ModelConfig& c, const TensorView& flat,
                      uint64_t seed, const Stream& stream) {
-  device_memset_zero(flat.data(), flat.device(), flat.bytes(), stream.native());
+  device_memset_zero(flat.data(), flat.device(), flat.bytes(), stream);
   for (size_t id = 0; id < layout.entries().size(); ++id) {
     const ParamEntry& e = layout.entries()[id];
     const TensorView t = layout.view(flat, static_cast<int>(id));

@@ -21,10 +21,10 @@ double gradient_norm(const TensorView& grads, const Stream& stream) {
   ops::sum_squares(grads, sum, stream);
   double host = 0;
   if (st == DType::f64) {
-    copy(TensorView(&host, DType::f64, {1}), sum, &stream);
+    copy(TensorView(&host, DType::f64, {1}), sum, stream);
   } else {
     float f = 0;
-    copy(TensorView(&f, DType::f32, {1}), sum, &stream);
+    copy(TensorView(&f, DType::f32, {1}), sum, stream);
     host = f;
   }
   return std::sqrt(host);
@@ -35,9 +35,9 @@ float clip_factor(double norm, double max_norm) {
   return static_cast<float>(max_norm / (norm + 1e-6));
 }
 
-Adam::Adam(Shape shape, DType dtype, Device device, AdamConfig config)
-    : config_(config), owned_m_(Tensor::zeros(shape, dtype, device)),
-      owned_v_(Tensor::zeros(shape, dtype, device)), m_(owned_m_.view()), v_(owned_v_.view()) {}
+Adam::Adam(Shape shape, DType dtype, const Stream& stream, AdamConfig config)
+    : config_(config), owned_m_(Tensor::zeros(shape, dtype, stream)),
+      owned_v_(Tensor::zeros(shape, dtype, stream)), m_(owned_m_.view()), v_(owned_v_.view()) {}
 
 Adam::Adam(TensorView m, TensorView v, AdamConfig config) : config_(config), m_(m), v_(v) {}
 

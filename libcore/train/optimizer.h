@@ -27,8 +27,9 @@ struct AdamConfig {
 
 class Adam {
  public:
-  // Moments for a flat buffer of `shape`, zeroed, on `device`.
-  Adam(Shape shape, DType dtype, Device device, AdamConfig config = {});
+  // Moments for a flat buffer of `shape`, zeroed on the stream's device in
+  // its order (the stream the updates will run on).
+  Adam(Shape shape, DType dtype, const Stream& stream, AdamConfig config = {});
   // Over moment buffers planned elsewhere (Transformer::optimizer_state()).
   Adam(TensorView m, TensorView v, AdamConfig config = {});
 

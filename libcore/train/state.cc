@@ -107,8 +107,8 @@ void save_checkpoint(const std::string& path, const Transformer& model,
   if (!model.device().is_cpu()) {
     host_m = Tensor(m.shape(), m.dtype());
     host_v = Tensor(v.shape(), v.dtype());
-    copy(host_m, m, &model.stream());
-    copy(host_v, v, &model.stream());
+    copy(host_m, m, model.stream());
+    copy(host_v, v, model.stream());
     m = host_m.view();
     v = host_v.view();
   }
@@ -138,7 +138,7 @@ TrainState read_state(const std::string& path) {
 void load_checkpoint(const std::string& path, Transformer& model) {
   // The alignment gaps between tensors hold zeros, as after init().
   const TensorView p = model.params();
-  device_memset_zero(p.data(), p.device(), p.bytes(), nullptr);
+  device_memset_zero(p.data(), p.device(), p.bytes(), model.stream());
   load_parameters(path, model);  // every tensor of the table is the model's, and no other
   const ParamLayout& layout = model.layout();
   const io::CheckpointInfo info = io::read_checkpoint_info(path);
@@ -158,7 +158,7 @@ void load_checkpoint(const std::string& path, Transformer& model) {
       std::memcpy(to.data(), bytes.data() + o * static_cast<int64_t>(sizeof(float)), to.bytes());
       o += moment_slot(t.shape.numel());
     }
-    copy(dst, host.view(), &model.stream());
+    copy(dst, host.view(), model.stream());
   }
   model.stream().synchronize();
 }

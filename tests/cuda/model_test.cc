@@ -70,8 +70,8 @@ TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
     INFO("gradient relative error " << grad_err);
     CHECK(grad_err < 1e-4);
 
-    Adam adam_cpu(cpu.params().shape(), DType::f32, Device::cpu());
-    Adam adam_gpu(gpu.params().shape(), DType::f32, Device::cuda(0));
+    Adam adam_cpu(cpu.params().shape(), DType::f32, cpu.stream());
+    Adam adam_gpu(gpu.params().shape(), DType::f32, gpu.stream());
     adam_cpu.step(cpu.params(), cpu.grads(), 1e-3, 1, 1.0f, cpu.stream());
     adam_gpu.step(gpu.params(), gpu.grads(), 1e-3, 1, 1.0f, gpu.stream());
     gpu.stream().synchronize();
@@ -109,7 +109,7 @@ TEST_CASE("one bf16 and one f16 training step on cuda match the fp32 cpu step", 
     CHECK(grad_err < mode.grad_tol);
 
     // The optimizer updates the f32 masters; the next pass sees them.
-    Adam adam(gpu.params().shape(), DType::f32, Device::cuda(0));
+    Adam adam(gpu.params().shape(), DType::f32, gpu.stream());
     adam.step(gpu.params(), gpu.grads(), 1e-3, 1, 1.0f, gpu.stream());
     const LossSums after = gpu.evaluate(batch());
     gpu.stream().synchronize();
