@@ -23,7 +23,7 @@ namespace {
 
 struct Options {
   tfm::CommonOptions common;
-  std::string model, device = "auto", precision = "fp32";
+  std::string model, device = "auto", precision = "auto";
   std::string length_penalty = "gnmt", early_stopping = "bound";
   std::vector<std::string> files;
   tfm::TranslateOptions translate;
@@ -31,7 +31,9 @@ struct Options {
   int attention_layer = 0;  // 1-based; 0: the last
 };
 
+// auto: bf16 on a GPU (tensor cores), fp32 on the CPU.
 tfm::DType compute_dtype(const std::string& precision, tfm::Device device) {
+  if (precision == "auto") return device.is_cuda() ? tfm::DType::bf16 : tfm::DType::f32;
   const tfm::DType dtype = precision == "bf16" ? tfm::DType::bf16
                            : precision == "fp16" ? tfm::DType::f16
                                                  : tfm::DType::f32;
@@ -116,8 +118,8 @@ int main(int argc, char** argv) {
   app.add_flag("--truncate", t.truncate, "Cut longer lines to --max-input-len, with a warning")
       ->group(batching);
   tfm::add_device_option(app, o.device);
-  app.add_option("--precision", o.precision, "fp32, or bf16 / fp16 on a GPU")
-      ->default_val("fp32")->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  app.add_option("--precision", o.precision, "auto (bf16 on a GPU, fp32 on the CPU), fp32, or bf16 / fp16 on a GPU")
+      ->default_val("auto")->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16"}));
 
   app.callback([&] {
     if (o.model.empty()) {

@@ -48,7 +48,8 @@ const Field kFields[] = {
     {"seed", Kind::seed, &TrainOptions::seed, 0, 0, false, "N",
      "Seed of the initialization, the dropout masks and the batch order"},
     {"precision", Kind::precision, &TrainOptions::precision, 0, 0, false, "P",
-     "Compute in fp32, tf32, bf16 or fp16 (fp16 with dynamic loss scaling); not fp32: CUDA only"},
+     "Compute in auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16 or fp16 (fp16 with "
+     "dynamic loss scaling); tf32, bf16, fp16: CUDA only"},
     {"clip-norm", Kind::number, &TrainOptions::clip_norm, 0, kHuge, false, "X",
      "Scale gradients down to a norm of at most X (0: no clipping)"},
     {"save-every", Kind::duration, &TrainOptions::save_every, 0, kHuge, false, "TIME",
@@ -74,9 +75,10 @@ const Field& field(std::string_view key) {
 }
 
 Precision parse_precision(std::string_view what, std::string_view v) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
+  for (Precision p : {Precision::automatic, Precision::fp32, Precision::tf32, Precision::bf16,
+                      Precision::fp16})
     if (v == precision_name(p)) return p;
-  fail("{} must be fp32, tf32, bf16 or fp16, got '{}'", what, v);
+  fail("{} must be auto, fp32, tf32, bf16 or fp16, got '{}'", what, v);
 }
 
 // The model knobs: ModelConfig keys, the type --help shows, and what they mean.
@@ -127,12 +129,18 @@ std::string knob_key(std::string_view model_key) {
 
 std::string_view precision_name(Precision p) {
   switch (p) {
+    case Precision::automatic: return "auto";
     case Precision::fp32: return "fp32";
     case Precision::tf32: return "tf32";
     case Precision::bf16: return "bf16";
     case Precision::fp16: return "fp16";
   }
   return "?";
+}
+
+Precision resolve_precision(Precision p, bool on_cuda) {
+  if (p != Precision::automatic) return p;
+  return on_cuda ? Precision::bf16 : Precision::fp32;
 }
 
 double parse_duration(std::string_view what, std::string_view text) {

@@ -24,9 +24,12 @@ namespace tfm::train {
 
 // --precision: the compute dtype. fp32 everywhere; tf32 (f32 storage,
 // TF32 tensor-core GEMMs), bf16 and fp16 (with dynamic loss scaling) on
-// CUDA only. Master weights and Adam's moments are f32 in every case.
-enum class Precision { fp32, tf32, bf16, fp16 };
-std::string_view precision_name(Precision p);
+// CUDA only; auto (the default): bf16 on CUDA, fp32 on the CPU, decided
+// where the run runs (a resumed run follows its new device). Master weights
+// and Adam's moments are f32 in every case.
+enum class Precision { automatic, fp32, tf32, bf16, fp16 };
+std::string_view precision_name(Precision p);  // "auto" for automatic
+Precision resolve_precision(Precision p, bool on_cuda);  // never automatic
 
 // A duration: "10m", "1h30m", "45s", "2d", or plain seconds ("90", "0.5").
 // 0 means "never" where the option says so.
@@ -42,7 +45,7 @@ struct TrainOptions {
   int64_t max_epochs = 0;       // 0: no limit
   double max_time = 0;          // seconds of training over all runs; 0: no limit
   uint64_t seed = 1;            // initialization, dropout, batch order
-  Precision precision = Precision::fp32;
+  Precision precision = Precision::automatic;
   double clip_norm = 0;         // 0: no clipping (the paper's)
   double save_every = 600;      // seconds between checkpoints (the paper's 10 minutes); 0: off
   int64_t save_every_steps = 0; // 0: off

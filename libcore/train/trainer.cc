@@ -124,10 +124,11 @@ class Trainer {
     if (resumed) check_corpus(*resumed);
 
     device_ = select_device(parse_device(req_.device));
-    TFM_REQUIRE(device_.is_cuda() || opt_.precision == Precision::fp32,
+    precision_ = resolve_precision(opt_.precision, device_.is_cuda());
+    TFM_REQUIRE(device_.is_cuda() || precision_ == Precision::fp32,
                 "--precision {} computes on a GPU only; on the CPU tfm trains in fp32 (use "
-                "--precision fp32, or --device cuda where a GPU is usable)",
-                precision_name(opt_.precision));
+                "--precision fp32 or auto, or --device cuda where a GPU is usable)",
+                precision_name(precision_));
     make_model();
 
     dir_ = std::make_unique<CheckpointDir>(output_dir());
@@ -144,7 +145,7 @@ class Trainer {
     }
     if (!req_.log.empty()) log_ = std::make_unique<JsonLog>(req_.log);
 
-    scaler_ = std::make_unique<LossScaler>(opt_.precision == Precision::fp16);
+    scaler_ = std::make_unique<LossScaler>(precision_ == Precision::fp16);
     if (resumed) {
       load_checkpoint(resume_path_, *model_);
       st_ = *resumed;
@@ -226,7 +227,7 @@ class Trainer {
                 "the model has (--max-positions)",
                 limits.max_len, config_.max_positions);
     try {
-      model_ = std::make_unique<Transformer>(config_, limits, device_, compute_dtype(opt_.precision));
+      model_ = std::make_unique<Transformer>(config_, limits, device_, compute_dtype(precision_));
     } catch (const Error& e) {
       if (std::string_view(e.what()).find("out of memory") == std::string_view::npos) throw;
       fail("{}: lower --max-tokens (batches of up to {} tokens a side now; --update-freq keeps "
@@ -249,7 +250,7 @@ class Trainer {
         "model: {} layers, d_model {}, d_ff {}, {} heads, vocabulary {}: {} parameters, on {} in "
         "{}",
         config_.layers, config_.d_model, config_.d_ff, config_.heads, config_.vocab_size,
-        format_count(config_.parameter_count()), device_.str(), precision_name(opt_.precision)));
+        format_count(config_.parameter_count()), device_.str(), precision_name(precision_)));
     progress_.line(fmt::format("memory: {}", model_->memory_report()));
     progress_.line(fmt::format("{}: {} pairs in {} batches of <= {} tokens a side; {} batch{} an "
                                "update",
@@ -264,7 +265,7 @@ class Trainer {
     JsonWriter j;
     j.begin_object().field("event", "start").field("step", st_.step).field("epoch", st_.epoch)
         .field("resumed_from", resume_path_).field("parameters", config_.parameter_count())
-        .field("device", device_.str()).field("precision", precision_name(opt_.precision))
+        .field("device", device_.str()).field("precision", precision_name(precision_))
         .end_object();
     log(j);
   }
@@ -292,7 +293,7 @@ class Trainer {
       sc.seed = opt_.seed;
       sc.rng_counter = static_cast<uint32_t>(st_.micro_batches);
       sc.clip_norm = opt_.clip_norm;
-      sc.tf32 = opt_.precision == Precision::tf32;
+      sc.tf32 = precision_ == Precision::tf32;
       const StepResult r = train_step(*model_, *adam_, batches, sc, *scaler_);
       st_.micro_batches += static_cast<int64_t>(batches.size());
       st_.loss_scale = scaler_->scale();
@@ -522,6 +523,7 @@ class Trainer {
   ModelConfig config_;
   std::unique_ptr<BatchSource> train_, dev_;
   Device device_;
+  Precision precision_ = Precision::fp32;  // --precision as resolved on device_
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<Adam> adam_;
   std::unique_ptr<LossScaler> scaler_;

@@ -156,6 +156,7 @@ awk '{NF = (NF > 20 ? 20 : NF)} 1' "$TMP/in13" | decode -m "$M" --max-input-len 
   fail "--truncate: not the translation of the cut line"
 decode -m "$M" --device cpu "$TMP/in13" | cmp -s - "$TMP/best" || fail "--device cpu"
 decode -m "$M" --precision fp32 "$TMP/in13" | cmp -s - "$TMP/best" || fail "--precision fp32"
+decode -m "$M" --precision auto --device cpu "$TMP/in13" | cmp -s - "$TMP/best" || fail "--precision auto: not fp32 on the CPU"
 for bad in "--device cuda" "--precision bf16 --device cpu"; do
   # shellcheck disable=SC2086
   run tfm-decode -m "$M" $bad "$TMP/in"

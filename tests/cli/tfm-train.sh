@@ -178,6 +178,10 @@ bad "too few positions" "over the 4 positions" $FAST -m "$M" -o "$TMP/x9" "$T" -
 for p in bf16 fp16 tf32; do
   bad "--precision $p on the CPU" "computes on a GPU only" $FAST -m "$M" -o "$TMP/p$p" "$T" --precision $p
 done
+# auto, the default, is fp32 on the CPU (bf16 on a GPU).
+run tfm-train $FAST -m "$M" -o "$TMP/pauto" "$T" --precision auto --max-steps 1 --device cpu
+expect_rc 0 "--precision auto"
+grep -q "on cpu in fp32" "$TMP/err" || fail "--precision auto: not fp32 on the CPU: $(cat "$TMP/err")"
 bad "--device cuda" "cuda" $FAST -m "$M" -o "$TMP/x10" "$T" --device cuda
 # Out of memory while planning: the sizes and what to lower.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1
