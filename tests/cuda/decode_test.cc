@@ -21,7 +21,10 @@ TEST_CASE("cuda attention_gather matches the cpu", "[decode]") {
   const Case cases[] = {{3, 2, 5, 3, 7, 4, {4, 1, 0}, {0, 1, 2}},
                         {6, 3, 8, 8, 11, 9, {9, 5}, {1, 1, 0, 0, 1, 0}},
                         {64, 8, 64, 64, 500, 120, {120, 17, 1, 64}, {}},
-                        {4, 16, 64, 64, 3000, 2900, {2900, 1}, {0, 1, 0, 1}}};
+                        {4, 16, 64, 64, 3000, 2900, {2900, 1}, {0, 1, 0, 1}},
+                        // 4 warps x 4,000 scores: 64 KB of shared memory, past the
+                        // 48 KB a launch gets without opting in.
+                        {3, 4, 64, 32, 5000, 4000, {4000, 2500}, {0, 1, 1}}};
   for (DType dtype : {DType::f32, DType::bf16, DType::f16})
     for (Case c : cases) {
       if (c.groups.empty())

@@ -1,0 +1,202 @@
+// Whole training updates on CUDA against the CPU (libcore/train/step.h):
+// several updates in a row with gradient accumulation, clipping and dropout,
+// which only agree if every upload, zeroing and read-back is ordered on the
+// model's stream; an fp16 update whose scaled gradient overflows, skipped;
+// and decoding in bf16 and f16 against fp32, on a model trained here to copy
+// its input (random weights give near-ties that any rounding flips).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "libcore/decode/search.h"
+#include "libcore/train/step.h"
+#include "tests/support.h"
+
+using namespace tfm;
+using namespace tfm::train;
+
+namespace {
+
+// Sentences of 3..10 words out of 10 (ids 4..13), the copy task of
+// tests/pipeline/copy.sh; deterministic for a seed.
+std::vector<std::vector<int32_t>> random_sentences(int64_t n, uint64_t seed) {
+  std::vector<std::vector<int32_t>> out;
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  const auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int32_t> s(3 + next() % 8);
+    for (int32_t& w : s) w = 4 + static_cast<int32_t>(next() % 10);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+HostBatch copy_batch(int64_t n, uint64_t seed) {
+  const auto s = random_sentences(n, seed);
+  return HostBatch::from_pairs(s, s);
+}
+
+ModelConfig small_config(float dropout) {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.vocab_size = 14;
+  c.d_model = 64;
+  c.d_ff = 256;
+  c.d_k = 16;
+  c.d_v = 16;
+  c.dropout = dropout;
+  c.attention_dropout = dropout;
+  c.label_smoothing = 0.1f;
+  return c;
+}
+
+ModelLimits small_limits() {
+  ModelLimits l;
+  l.max_tokens = 64 * 11;
+  l.max_len = 12;
+  l.loss_chunk = 96;  // several chunks a batch
+  return l;
+}
+
+double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    ref += b[i] * b[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
+}
+
+}  // namespace
+
+TEST_CASE("consecutive fp32 updates on cuda follow the cpu (update-freq 2, clipping, dropout)",
+          "[train]") {
+  const ModelConfig c = small_config(0.1f);
+  Transformer cpu(c, small_limits(), Device::cpu()), gpu(c, small_limits(), Device::cuda(0));
+  cpu.init(3);
+  gpu.init(3);
+  Adam adam_cpu(cpu.optimizer_state().first, cpu.optimizer_state().second);
+  Adam adam_gpu(gpu.optimizer_state().first, gpu.optimizer_state().second);
+  LossScaler scale_cpu(false), scale_gpu(false);
+  for (int64_t step = 1; step <= 6; ++step) {
+    // Two batches of different shapes an update: the second upload lands
+    // while the first batch's backward may still read the ids.
+    const std::vector<HostBatch> batches = {copy_batch(24, 100 + step), copy_batch(40, 200 + step)};
+    StepConfig sc;
+    sc.lr = 2e-3;
+    sc.step = step;
+    sc.seed = 11;
+    sc.rng_counter = static_cast<uint32_t>(2 * step);
+    sc.clip_norm = 0.5;  // the gradients of a fresh model are larger: clipping acts
+    const StepResult a = train_step(cpu, adam_cpu, batches, sc, scale_cpu);
+    const StepResult b = train_step(gpu, adam_gpu, batches, sc, scale_gpu);
+    INFO("update " << step << ": loss cpu " << a.sums.loss << " cuda " << b.sums.loss << ", norm cpu "
+                   << a.grad_norm << " cuda " << b.grad_norm);
+    REQUIRE(b.outcome == StepOutcome::applied);
+    CHECK(a.sums.tokens == b.sums.tokens);
+    CHECK(std::abs(a.sums.loss - b.sums.loss) <= 1e-4 * std::abs(a.sums.loss));
+    CHECK(std::abs(a.grad_norm - b.grad_norm) <= 1e-4 * a.grad_norm);
+    CHECK(a.grad_norm > sc.clip_norm);
+  }
+  const double err = relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
+  INFO("parameters after 6 updates, relative error " << err);
+  CHECK(err < 1e-4);
+  const double moments = relative_error(test::to_f64(gpu.optimizer_state().second),
+                                        test::to_f64(cpu.optimizer_state().second));
+  INFO("Adam's second moments, relative error " << moments);
+  CHECK(moments < 1e-3);
+}
+
+TEST_CASE("an fp16 update whose scaled gradient overflows is skipped on cuda", "[train]") {
+  Transformer gpu(small_config(0.0f), small_limits(), Device::cuda(0), DType::f16);
+  gpu.init(4);
+  Adam adam(gpu.optimizer_state().first, gpu.optimizer_state().second);
+  const std::vector<HostBatch> batches = {copy_batch(16, 7), copy_batch(16, 8)};
+  StepConfig sc;
+  sc.lr = 1e-3;
+  LossScaler scaler(true);
+  scaler.restore(std::ldexp(1.0, 40), 0);  // f16 holds at most 65504: the gradients overflow
+  const std::vector<double> before = test::to_f64(gpu.params());
+  const StepResult r = train_step(gpu, adam, batches, sc, scaler);
+  CHECK(r.outcome == StepOutcome::overflow);
+  CHECK(std::isfinite(r.sums.loss));
+  CHECK(scaler.scale() == std::ldexp(1.0, 39));
+  CHECK(test::to_f64(gpu.params()) == before);
+  for (const TensorView& moment : {gpu.optimizer_state().first, gpu.optimizer_state().second})
+    for (double x : test::to_f64(moment)) REQUIRE(x == 0);
+  // At a sane scale the same update applies, and moves the parameters.
+  scaler.restore(1024, 0);
+  const StepResult ok = train_step(gpu, adam, batches, sc, scaler);
+  CHECK(ok.outcome == StepOutcome::applied);
+  CHECK(test::to_f64(gpu.params()) != before);
+}
+
+TEST_CASE("bf16 and f16 decoding on cuda give fp32's outputs on a trained model", "[train][decode]") {
+  // Train the copy task in fp32 on the GPU (a few seconds), then decode
+  // unseen sentences with the same weights in fp32, bf16 and f16.
+  const ModelConfig c = small_config(0.0f);
+  Transformer model(c, small_limits(), Device::cuda(0));
+  model.init(1);
+  Adam adam(model.optimizer_state().first, model.optimizer_state().second);
+  LossScaler scaler(false);
+  StepResult last;
+  for (int64_t step = 1; step <= 1500; ++step) {
+    StepConfig sc;
+    sc.lr = 0.5 * noam_learning_rate(step, c.d_model, 100, 1.0);
+    sc.step = step;
+    last = train_step(model, adam, {copy_batch(64, 1000 + step)}, sc, scaler);
+  }
+  model.stream().synchronize();  // the last Adam step, before other streams read the weights
+  const double ppl = std::exp(last.sums.nll / static_cast<double>(last.sums.tokens));
+  INFO("training perplexity at the end " << ppl);
+  REQUIRE(ppl < 1.5);
+
+  ModelLimits inference;
+  inference.inference = true;
+  const auto sources = random_sentences(64, 99);
+  std::vector<SearchRequest> batch;
+  for (const auto& s : sources) batch.push_back({s, static_cast<int64_t>(s.size()) + 5, 0});
+  BeamSearchOptions o;
+  o.beam_size = 4;
+  o.n_best = 4;
+  const auto decode = [&](DType dtype) {
+    Transformer m(c, inference, Device::cuda(0), dtype);
+    copy(m.params(), model.params(), m.stream());
+    m.refresh_weights();
+    DecoderLimits dl{.sentences = 64, .src_tokens = 64 * 10, .src_len = 10,
+                     .rows = search_rows(64, o), .steps = search_steps(batch)};
+    IncrementalDecoder decoder(m, dl);
+    return beam_search(decoder, batch, o);
+  };
+  const auto want = decode(DType::f32);
+  int64_t copied = 0;
+  for (size_t s = 0; s < sources.size(); ++s) copied += want[s][0].tokens == sources[s];
+  INFO("fp32 copies " << copied << " of 64");
+  REQUIRE(copied >= 60);
+
+  struct Mode { DType dtype; double min_share, score_tol; };
+  for (const Mode& mode : {Mode{DType::bf16, 0.95, 0.05}, Mode{DType::f16, 0.98, 0.01}}) {
+    const auto got = decode(mode.dtype);
+    int64_t same = 0;
+    double worst = 0;
+    for (size_t s = 0; s < sources.size(); ++s) {
+      same += got[s][0].tokens == want[s][0].tokens;
+      // The n-best of both, where they hold the same hypothesis: its score.
+      for (const Hypothesis& h : got[s])
+        for (const Hypothesis& w : want[s])
+          if (h.tokens == w.tokens) worst = std::max(worst, std::abs(h.score - w.score));
+    }
+    const double share = static_cast<double>(same) / static_cast<double>(sources.size());
+    std::printf("decoding in %s: %.1f%% of the best outputs identical to fp32, n-best scores "
+                "within %.4f\n", std::string(dtype_name(mode.dtype)).c_str(), 100 * share, worst);
+    INFO(dtype_name(mode.dtype) << ": share identical " << share << ", worst score difference " << worst);
+    CHECK(share >= mode.min_share);
+    CHECK(worst <= mode.score_tol);
+  }
+}
