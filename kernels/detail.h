@@ -66,7 +66,7 @@ void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool
 void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores);
 void log_softmax(const TensorView& x, const TensorView& y);
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
-                            float grad_scale, const TensorView& sums);
+                            float grad_scale, const TensorView& sums, const TensorView& dlogits);
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
                const TensorView& v, const AdamOptions& options);
 void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
@@ -133,7 +133,8 @@ void softmax_backward(const TensorView& probs, const TensorView& dprobs, const T
                       const Stream& stream);
 void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream);
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
-                            float grad_scale, const TensorView& sums, const Stream& stream);
+                            float grad_scale, const TensorView& sums, const TensorView& dlogits,
+                            const Stream& stream);
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
                const TensorView& v, const AdamOptions& options, const Stream& stream);
 void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,

@@ -579,9 +579,20 @@ void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream)
 }
 
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
-                            float grad_scale, const TensorView& sums, const Stream& stream) {
+                            float grad_scale, const TensorView& sums, const Stream& stream,
+                            const TensorView& dlogits_or_empty) {
   const char* op = "smoothed_cross_entropy";
-  require_device(op, stream, {{"logits", &logits}, {"targets", &targets}, {"sums", &sums}});
+  const TensorView& dlogits = dlogits_or_empty.empty() ? logits : dlogits_or_empty;
+  require_device(op, stream, {{"logits", &logits}, {"targets", &targets}, {"sums", &sums},
+                              {"dlogits", &dlogits}});
+  require_float(op, dlogits, "dlogits");
+  TFM_REQUIRE(dlogits.shape() == logits.shape(), "{}: dlogits is {} but logits is {}", op,
+              dlogits.str(), logits.str());
+  TFM_REQUIRE(dlogits.data() != logits.data() || dlogits.dtype() == logits.dtype(),
+              "{}: dlogits is logits in another dtype", op);
+  TFM_REQUIRE(logits.device().is_cuda() || dlogits.dtype() == logits.dtype(),
+              "{}: dlogits is {} but logits is {} (the cpu writes the gradient in the logits' dtype)",
+              op, dtype_name(dlogits.dtype()), dtype_name(logits.dtype()));
   require_float(op, logits, "logits");
   TFM_REQUIRE(logits.rank() == 2 && logits.dim(1) > 0,
               "{}: logits is {} but must be (N, V) with V > 0", op, logits.str());
@@ -592,9 +603,10 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
   TFM_REQUIRE(eps >= 0.0f && eps <= 1.0f, "{}: label smoothing eps = {} is outside [0, 1]", op, eps);
   if (logits.numel() == 0) return;
   switch (stream.device().type) {
-    case DeviceType::cpu: return cpu::smoothed_cross_entropy(logits, targets, eps, grad_scale, sums);
+    case DeviceType::cpu:
+      return cpu::smoothed_cross_entropy(logits, targets, eps, grad_scale, sums, dlogits);
     case DeviceType::cuda:
-      TFM_CUDA_DISPATCH(smoothed_cross_entropy(logits, targets, eps, grad_scale, sums, stream));
+      TFM_CUDA_DISPATCH(smoothed_cross_entropy(logits, targets, eps, grad_scale, sums, dlogits, stream));
   }
 }
 

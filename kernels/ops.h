@@ -206,8 +206,13 @@ void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream)
 //   logits[n, :] := grad_scale * (softmax(logits[n]) - (1 - eps) * onehot(t) - eps / V)
 // A row with t < 0 (padding) adds nothing and gets zeros. targets (N) i32.
 // sums (2) f32 (f64 for f64 logits) += {sum_n loss_n, sum_n -logp[t]}
+// dlogits (N, V): where the gradient goes instead of logits (logits is then
+// only read), on CUDA in any float dtype: a 16-bit dlogits is what the
+// output layer's backward GEMMs read, written in the same pass that reads
+// the logits (no separate cast). Empty: in place, as above.
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
-                            float grad_scale, const TensorView& sums, const Stream& stream);
+                            float grad_scale, const TensorView& sums, const Stream& stream,
+                            const TensorView& dlogits = {});
 
 // ------------------------------------------------------------------ decoding
 // The inference path (libcore/decode, tfm-decode). Each op computes every

@@ -4,6 +4,7 @@
 // the loss sums add per-row values in row order, so they are deterministic.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -71,13 +72,16 @@ void log_softmax(const TensorView& x, const TensorView& y) {
 //   loss = (1 - eps) * -logp[t] + eps * mean_v(-logp[v]) = (1 - eps) * nll + eps * (lse - mean(x))
 //   x := grad_scale * (softmax(x) - (1 - eps) * onehot(t) - eps / V)
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
-                            float grad_scale, const TensorView& sums) {
+                            float grad_scale, const TensorView& sums, const TensorView& dlogits) {
   const int64_t n = logits.dim(0), v = logits.dim(1);
   const int32_t* tgt = targets.data_as<int32_t>();
   for (int64_t r = 0; r < n; ++r)
     TFM_REQUIRE(tgt[r] < v, "smoothed_cross_entropy: targets[{}] is {}, outside the vocabulary "
                 "[0, {}) (negative targets mark padding)", r, tgt[r], v);
-  with_float(logits, "smoothed_cross_entropy", [&](auto* px) {
+  // The rows are computed in place: in dlogits, when it is another buffer
+  // (same dtype, ops.cc).
+  if (dlogits.data() != logits.data()) std::memcpy(dlogits.data(), logits.data(), logits.bytes());
+  with_float(dlogits, "smoothed_cross_entropy", [&](auto* px) {
     using T = std::remove_pointer_t<decltype(px)>;
     std::vector<double> loss(static_cast<size_t>(n), 0.0), nll(static_cast<size_t>(n), 0.0);
     const double e = eps, gs = grad_scale;

@@ -72,34 +72,48 @@ __global__ void log_softmax_kernel(const T* x, T* y, int64_t vocab) {
 // Row n with target t in [0, V):
 //   lse = logsumexp(x);  nll = lse - x[t];  mean_v(-logp[v]) = lse - mean_v(x)
 //   loss = (1 - eps) nll + eps (lse - mean_v(x))
-//   x[v] := grad_scale (exp(x[v] - lse) - (1 - eps) [v = t] - eps / V)
-// and sums += {loss, nll} by atomicAdd: rows add in any order, so the last
-// bits of the sums can differ from run to run. A row with t < 0 (padding),
-// or an invalid t >= V, adds nothing and gets zeros (targets are validated
-// on the host before they reach the GPU).
-template <typename T>
-__global__ void smoothed_cross_entropy_kernel(T* logits, const int32_t* targets, int64_t vocab,
-                                              float eps, float grad_scale, float* sums) {
+//   g[v] := grad_scale (exp(x[v] - lse) - (1 - eps) [v = t] - eps / V)
+// Two passes over the row: one reads it for the running (max, sum of
+// exponentials) and the sum of x together, the other reads it again and
+// writes g, in G (g may be x itself: each thread reads an element before
+// it writes it, and the reductions end before the second pass). The
+// output layer's backward GEMMs read g in the compute dtype, so a 16-bit g
+// saves the f32 gradient's write and the cast's read and write.
+// sums += {loss, nll} by atomicAdd: rows add in any order, so the last bits
+// of the sums can differ from run to run. A row with t < 0 (padding), or an
+// invalid t >= V, adds nothing and gets zeros (targets are validated on the
+// host before they reach the GPU).
+template <typename T, typename G>
+__global__ void smoothed_cross_entropy_kernel(const T* logits, G* grads, const int32_t* targets,
+                                              int64_t vocab, float eps, float grad_scale,
+                                              float* sums) {
   __shared__ float scratch_m[32], scratch_s[32];
   const int64_t base = int64_t(blockIdx.x) * vocab;
-  T* x = logits + base;
+  const T* x = logits + base;
+  G* g = grads + base;
   const int64_t t = targets[blockIdx.x];
   if (t < 0 || t >= vocab) {  // the whole block takes this branch
-    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) x[v] = from_float<T>(0.0f);
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) g[v] = from_float<G>(0.0f);
     return;
   }
   // Read before any thread of the block can overwrite the row (the
   // reductions below hold barriers).
   const float x_t = to_float(x[t]);
+  MaxSum acc;
   float sum_x = 0.0f;
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) sum_x += to_float(x[v]);
-  sum_x = block_sum(sum_x, scratch_m);
-  const float lse = row_logsumexp(x, vocab, scratch_m, scratch_s);
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+    const float xv = to_float(x[v]);
+    acc = push(acc, xv);
+    sum_x += xv;
+  }
+  acc = block_max_sum(acc, scratch_m, scratch_s);
+  sum_x = block_sum(sum_x, scratch_m);  // its leading barrier protects scratch_m
+  const float lse = acc.m + logf(acc.s);
   const float nll = lse - x_t;
   const float uniform = eps / static_cast<float>(vocab);
   for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
     const float p = expf(to_float(x[v]) - lse);
-    x[v] = from_float<T>(grad_scale * (p - (v == t ? 1.0f - eps : 0.0f) - uniform));
+    g[v] = from_float<G>(grad_scale * (p - (v == t ? 1.0f - eps : 0.0f) - uniform));
   }
   if (threadIdx.x == 0) {
     const float loss = (1.0f - eps) * nll + eps * (lse - sum_x / static_cast<float>(vocab));
@@ -122,19 +136,25 @@ void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream)
 }
 
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
-                            float grad_scale, const TensorView& sums, const Stream& stream) {
+                            float grad_scale, const TensorView& sums, const TensorView& dlogits,
+                            const Stream& stream) {
   const int64_t vocab = logits.dim(-1), rows = vocab == 0 ? 0 : logits.numel() / vocab;
   if (rows == 0) return;
   with_storage_type(logits.dtype(), "smoothed_cross_entropy", [&](auto t) {
     using T = decltype(t);
-    smoothed_cross_entropy_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, native(stream)>>>(
-        static_cast<T*>(logits.data()), static_cast<const int32_t*>(targets.data()), vocab, eps,
-        grad_scale, static_cast<float*>(sums.data()));
-    TFM_CHECK_LAUNCH();
+    with_storage_type(dlogits.dtype(), "smoothed_cross_entropy", [&](auto gt) {
+      using G = decltype(gt);
+      smoothed_cross_entropy_kernel<T, G><<<static_cast<unsigned>(rows), kThreads, 0, native(stream)>>>(
+          static_cast<const T*>(logits.data()), static_cast<G*>(dlogits.data()),
+          static_cast<const int32_t*>(targets.data()), vocab, eps, grad_scale,
+          static_cast<float*>(sums.data()));
+      TFM_CHECK_LAUNCH();
+    });
   });
 }
 
 }  // namespace tfm::ops::cuda
 
 // Storage types instantiated above, closed list: float, __nv_bfloat16, __half
-// (through with_storage_type); targets int32; statistics and sums float.
+// (through with_storage_type; the loss's logits and gradient in every pair
+// of them); targets int32; statistics and sums float.

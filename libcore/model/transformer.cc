@@ -575,14 +575,14 @@ void Transformer::output_loss(const TrainStep& step, bool with_grads, const Tens
     tb.tf32 = step.tf32;
     ops::gemm(rows(y, r0, n), E, logits, tb, *stream_);
     const TensorView t = TensorView(static_cast<int32_t*>(targets.data()) + r0, DType::i32, {n}, device_);
-    ops::smoothed_cross_entropy(logits, t, config_.label_smoothing, step.grad_scale, sums, *stream_);
+    // d loss / d logits, written by the loss in the compute dtype of the two
+    // GEMMs that read it (in place when that is the logits' own).
+    const TensorView dlogits = plan_->logits16 != plan_->logits
+                                   ? prefix(memory_->view(plan_->logits16), logits.shape())
+                                   : logits;
+    ops::smoothed_cross_entropy(logits, t, config_.label_smoothing, step.grad_scale, sums, *stream_,
+                                dlogits);
     if (!with_grads) continue;
-    // d loss / d logits, in the compute dtype for the two GEMMs.
-    TensorView dlogits = logits;
-    if (plan_->logits16 != plan_->logits) {
-      dlogits = prefix(memory_->view(plan_->logits16), logits.shape());
-      ops::cast(logits, dlogits, *stream_);
-    }
     ops::GemmOptions nn;
     nn.tf32 = step.tf32;
     ops::gemm(dlogits, E, rows(g, r0, n), nn, *stream_);

@@ -86,3 +86,30 @@ TEST_CASE("cuda smoothed_cross_entropy matches the cpu", "[loss]") {
         CHECK(nonzero_padding == 0);
       }
 }
+
+TEST_CASE("cuda smoothed_cross_entropy writes a 16-bit gradient beside f32 logits", "[loss]") {
+  // The training step's output layer: f32 logits, the gradient written
+  // once, in the GEMMs' compute dtype, and the logits left as they were.
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 8700;
+  for (DType gdtype : {DType::bf16, DType::f16, DType::f32})
+    for (auto [n, v] : kSizes) {
+      std::vector<double> tv = test::to_f64(test::random({n}, DType::f64, ++seed, 0.0f, 1.0f));
+      for (size_t i = 0; i < tv.size(); ++i)
+        tv[i] = i % 4 == 3 ? -1.0 : std::min<double>(v - 1, std::floor(tv[i] * double(v)));
+      Tensor targets = test::from_f64(tv, {n}, DType::i32);
+      Tensor logits = test::random({n, v}, DType::f32, ++seed, -6.0f, 6.0f);
+      Tensor g_targets = test::to_device(targets, gpu), g_logits = test::to_device(logits, gpu);
+      Tensor g_grad({n, v}, gdtype, gpu), g_sums = test::to_device(Tensor::zeros({2}, DType::f32), gpu);
+      ops::smoothed_cross_entropy(g_logits, g_targets, 0.1f, 0.5f, g_sums, cuda, g_grad);
+      Tensor logits64 = test::cast(logits, DType::f64), sums64 = Tensor::zeros({2}, DType::f64);
+      ops::smoothed_cross_entropy(logits64, targets, 0.1f, 0.5f, sums64, cpu);
+      cuda.synchronize();
+      INFO(dtype_name(gdtype) << ", (N, V) = (" << n << ", " << v << ")");
+      const test::Tolerance sum_tol{2e-5 * static_cast<double>(n) * std::log(double(v) + 2.0), 1e-5};
+      test::require_close({{"dlogits", g_grad, test::to_f64(logits64), test::tolerance_for(gdtype)},
+                           {"sums", g_sums, test::to_f64(sums64), sum_tol}});
+      CHECK(test::to_f64(g_logits) == test::to_f64(logits));
+    }
+}

@@ -113,6 +113,22 @@ TEST_CASE("smoothed_cross_entropy gradient equals finite differences in double",
   test::require_close({{"gradient vs finite differences", grad, numeric, {1e-8, 1e-7}}});
 }
 
+TEST_CASE("smoothed_cross_entropy writes into dlogits what it writes in place, logits untouched", "[loss]") {
+  Stream cpu(Device::cpu());
+  const Tensor tg = test::i32({4, -1, 0, 9, 3});
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const Tensor x = test::random({5, 10}, dtype, 73, -4, 4);
+    Tensor in_place = test::cast(x, dtype), logits = test::cast(x, dtype), dlogits({5, 10}, dtype);
+    Tensor s1 = Tensor::zeros({2}, dtype), s2 = Tensor::zeros({2}, dtype);
+    ops::smoothed_cross_entropy(in_place, tg, 0.1f, 0.5f, s1, cpu);
+    ops::smoothed_cross_entropy(logits, tg, 0.1f, 0.5f, s2, cpu, dlogits);
+    INFO(dtype_name(dtype));
+    CHECK(test::to_f64(dlogits) == test::to_f64(in_place));
+    CHECK(test::to_f64(logits) == test::to_f64(x));
+    CHECK(test::to_f64(s2) == test::to_f64(s1));
+  }
+}
+
 TEST_CASE("loss ops reject bad targets, shapes and dtypes", "[loss]") {
   Stream cpu(Device::cpu());
   Tensor logits({3, 5}, DType::f32), sums = Tensor::zeros({2}, DType::f32);
@@ -125,6 +141,11 @@ TEST_CASE("loss ops reject bad targets, shapes and dtypes", "[loss]") {
                       Catch::Contains("sums is f64 but must be f32 for f32 logits"));
   REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, test::i32({0, 1, 2}), 1.5f, 1.0f, sums, cpu),
                       Catch::Contains("label smoothing eps = 1.5 is outside [0, 1]"));
+  Tensor d64({3, 5}, DType::f64), d_short({3, 4}, DType::f32);
+  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, test::i32({0, 1, 2}), 0.1f, 1.0f, sums, cpu, d64),
+                      Catch::Contains("dlogits is f64 but logits is f32"));
+  REQUIRE_THROWS_WITH(ops::smoothed_cross_entropy(logits, test::i32({0, 1, 2}), 0.1f, 1.0f, sums, cpu, d_short),
+                      Catch::Contains("dlogits is f32 (3, 4) on cpu but logits is f32 (3, 5) on cpu"));
   Tensor y({3, 4}, DType::f32);
   REQUIRE_THROWS_WITH(ops::log_softmax(logits, y, cpu),
                       Catch::Contains("log_softmax: x is f32 (3, 5) on cpu but y is f32 (3, 4) on cpu"));
