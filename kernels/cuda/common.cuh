@@ -129,6 +129,49 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return block_reduce(v, scratch, [](float x) { return warp_max(x); }, -INFINITY);
 }
 
+// ------------------------------------------------- online softmax statistics
+// A running (max, sum of exp(x - max)) that one pass over a row builds: each
+// thread pushes its elements, rescaling its sum when the max grows; threads
+// combine by fixed trees.
+
+struct MaxSum {
+  float m = -INFINITY;  // running maximum
+  float s = 0.0f;       // sum of exp(x - m)
+};
+
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+  const float m = fmaxf(a.m, b.m);
+  if (m == -INFINITY) return {m, 0.0f};  // both empty: avoid exp(-inf - -inf)
+  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+}
+
+__device__ __forceinline__ MaxSum push(MaxSum a, float x) {
+  if (x > a.m) return {x, a.s * expf(a.m - x) + 1.0f};
+  if (x == -INFINITY) return a;  // adds exp(-inf) = 0; avoids -inf - -inf
+  return {a.m, a.s + expf(x - a.m)};
+}
+
+__device__ __forceinline__ MaxSum warp_max_sum(MaxSum v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v = combine(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+  return v;
+}
+
+// Over a one-dimensional block; every thread gets the result (as block_reduce).
+__device__ __forceinline__ MaxSum block_max_sum(MaxSum v, float* scratch_m, float* scratch_s) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  v = warp_max_sum(v);
+  __syncthreads();
+  if (lane == 0) {
+    scratch_m[warp] = v.m;
+    scratch_s[warp] = v.s;
+  }
+  __syncthreads();
+  v = lane < (blockDim.x >> 5) ? MaxSum{scratch_m[lane], scratch_s[lane]} : MaxSum{};
+  return warp_max_sum(v);
+}
+
 // A row reduction for kernels whose rows belong either to one warp
 // (kBlockPerRow false) or to a whole one-dimensional block (true).
 template <bool kBlockPerRow>

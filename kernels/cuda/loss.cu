@@ -1,52 +1,13 @@
 // CUDA output-layer ops (ops.h): log_softmax and the label-smoothed
 // cross-entropy, forward and backward at once. One block per row of V
 // logits. The row's maximum and sum of exponentials come from one online
-// pass (each thread keeps a running (max, sum) and rescales its sum when the
-// max grows), combined over the block by a fixed tree; all statistics are
-// f32. Storage f32, bf16 or f16.
+// pass (MaxSum, common.cuh), combined over the block by a fixed tree; all
+// statistics are f32. Storage f32, bf16 or f16.
 #include "kernels/cuda/common.cuh"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cuda {
 namespace {
-
-struct MaxSum {
-  float m = -INFINITY;  // running maximum
-  float s = 0.0f;       // sum of exp(x - m)
-};
-
-__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
-  const float m = fmaxf(a.m, b.m);
-  if (m == -INFINITY) return {m, 0.0f};  // both empty: avoid exp(-inf - -inf)
-  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
-}
-
-__device__ __forceinline__ MaxSum push(MaxSum a, float x) {
-  if (x > a.m) return {x, a.s * expf(a.m - x) + 1.0f};
-  if (x == -INFINITY) return a;  // adds exp(-inf) = 0; avoids -inf - -inf
-  return {a.m, a.s + expf(x - a.m)};
-}
-
-__device__ __forceinline__ MaxSum warp_max_sum(MaxSum v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    v = combine(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
-  return v;
-}
-
-// Over a one-dimensional block; every thread gets the result (as block_reduce).
-__device__ __forceinline__ MaxSum block_max_sum(MaxSum v, float* scratch_m, float* scratch_s) {
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  v = warp_max_sum(v);
-  __syncthreads();
-  if (lane == 0) {
-    scratch_m[warp] = v.m;
-    scratch_s[warp] = v.s;
-  }
-  __syncthreads();
-  v = lane < (blockDim.x >> 5) ? MaxSum{scratch_m[lane], scratch_s[lane]} : MaxSum{};
-  return warp_max_sum(v);
-}
 
 // log(sum_v exp(x_v)) of row x[0 .. V), stable.
 template <typename T>

@@ -82,6 +82,30 @@ TEST_CASE("cuda log_softmax_topk matches the cpu", "[decode]") {
     }
 }
 
+TEST_CASE("cuda log_softmax_topk breaks ties by the smaller id, as the cpu does", "[decode]") {
+  // Logits of 7 distinct values over thousands of ids: the top k are all
+  // ties, and both kernels (one pass for k <= 16, rounds beyond) must order
+  // them by id across threads and warps.
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 13200;
+  for (int64_t k : {1, 4, 8, 12, 16, 40})
+    for (int64_t v : {40, 1000, 37000}) {
+      std::vector<double> x = test::to_f64(test::random({3, v}, DType::f64, ++seed, -3.0f, 4.0f));
+      for (double& e : x) e = std::floor(e);
+      const Tensor logits = test::from_f64(x, {3, v}, DType::f32);
+      const Tensor g_logits = test::to_device(logits, gpu);
+      Tensor g_values({3, k}, DType::f32, gpu), g_ids({3, k}, DType::i32, gpu), g_lse({3}, DType::f32, gpu);
+      ops::log_softmax_topk(g_logits, g_values, g_ids, g_lse, cuda);
+      Tensor values({3, k}, DType::f64), ids({3, k}, DType::i32), lse({3}, DType::f64);
+      ops::log_softmax_topk(test::cast(logits, DType::f64), values, ids, lse, cpu);
+      cuda.synchronize();
+      INFO("V " << v << ", k " << k);
+      CHECK(test::to_f64(g_ids) == test::to_f64(ids));
+      test::require_close({{"values", g_values, test::to_f64(values), test::tolerance_for(DType::f32, v)}});
+    }
+}
+
 TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[decode]") {
   ModelConfig c = ModelConfig::preset("tiny");
   c.parse("vocab_size = 97\nd_model = 48\nd_ff = 80\nheads = 3\nd_k = 20\nd_v = 12");  // row B's shapes
