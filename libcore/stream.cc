@@ -3,6 +3,10 @@
 #ifdef TFM_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
 #include "kernels/cuda/check.h"
 #endif
 
@@ -10,10 +14,33 @@
 
 namespace tfm {
 
+#ifdef TFM_WITH_CUDA
+namespace {
+// The device's default memory pool serves the ops' stream-ordered scratch
+// (cudaMallocAsync, kernels/cuda/common.cuh). By default it hands freed
+// memory back to the driver at every synchronization, so each training step
+// would allocate afresh; keeping it makes a step's scratch free after the
+// first. Once per device.
+void keep_pool_memory(int device) {
+  static std::mutex mutex;
+  static std::vector<bool> done;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (done.size() <= static_cast<size_t>(device)) done.resize(static_cast<size_t>(device) + 1);
+  if (done[static_cast<size_t>(device)]) return;
+  cudaMemPool_t pool = nullptr;
+  TFM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  uint64_t keep = UINT64_MAX;
+  TFM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  done[static_cast<size_t>(device)] = true;
+}
+}  // namespace
+#endif
+
 Stream::Stream(Device device) : device_(device) {
   if (device.is_cpu()) return;
 #ifdef TFM_WITH_CUDA
   activate(device);
+  keep_pool_memory(device.index);
   cudaStream_t s = nullptr;
   TFM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   native_ = s;

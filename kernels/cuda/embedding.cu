@@ -25,7 +25,9 @@ __global__ void embedding_forward_kernel(const int32_t* ids, FloatRef table, int
 // acc[ids[n], :] += scale * dout[n, :] into f32 acc. Repeated ids make
 // several threads add into one row, so this uses atomicAdd: the order of the
 // additions, and so the last bits of the result, can differ from run to run.
-// Invalid ids add nothing.
+// Invalid ids add nothing, and neither do zeros: the padding of a batch
+// (id 0, gradient 0, a quarter of the grid at the paper's batches) would
+// otherwise make every one of its elements an atomic add into row 0.
 template <typename T>
 __global__ void embedding_backward_kernel(const int32_t* ids, const T* dout, float scale,
                                           float* acc, int64_t vocab, int64_t d, int64_t total) {
@@ -33,7 +35,8 @@ __global__ void embedding_backward_kernel(const int32_t* ids, const T* dout, flo
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = i / d, col = i - n * d;
     const int64_t id = ids[n];
-    if (id >= 0 && id < vocab) atomicAdd(acc + id * d + col, scale * to_float(dout[i]));
+    const float g = scale * to_float(dout[i]);
+    if (id >= 0 && id < vocab && g != 0.0f) atomicAdd(acc + id * d + col, g);
   }
 }
 
