@@ -75,6 +75,8 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
                       const TensorView& probs);
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse);
+void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
+                    const TensorView& next, const TensorView& lengths);
 int64_t gemm_invariant_rows(int64_t n, int64_t k);
 }  // namespace tfm::ops::cpu
 
@@ -143,4 +145,6 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
                       const TensorView& probs, const Stream& stream);
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse, const Stream& stream);
+void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
+                    const TensorView& next, const TensorView& lengths, const Stream& stream);
 }  // namespace tfm::ops::cuda

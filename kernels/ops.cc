@@ -652,6 +652,31 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
   }
 }
 
+void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
+                    const TensorView& next, const TensorView& lengths, const Stream& stream) {
+  const char* op = "extend_history";
+  require_device(op, stream, {{"prev", &prev}, {"parents", &parents}, {"next", &next},
+                              {"lengths", &lengths}});
+  for (const auto& [x, name] : {std::pair{&prev, "prev"}, std::pair{&parents, "parents"},
+                                std::pair{&next, "next"}, std::pair{&lengths, "lengths"}})
+    require_i32(op, *x, name);
+  TFM_REQUIRE(prev.rank() == 2, "{}: prev is {} but must be (R, T)", op, prev.str());
+  require_shape(op, next, "next", prev.shape(), "R, T as prev");
+  TFM_REQUIRE(next.data() != prev.data(), "{}: next is prev (the rows are permuted)", op);
+  const int64_t n = parents.numel();
+  require_shape(op, parents, "parents", Shape{n}, "N");
+  require_shape(op, lengths, "lengths", Shape{n}, "N");
+  TFM_REQUIRE(n <= prev.dim(0), "{}: {} parents for lists of {} rows", op, n, prev.dim(0));
+  TFM_REQUIRE(t >= 0 && t < prev.dim(1), "{}: position {} is outside the lists' [0, {})", op, t,
+              prev.dim(1));
+  TFM_REQUIRE(first >= 0 && first + n <= INT32_MAX, "{}: pool rows from {} are not i32", op, first);
+  if (n == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::extend_history(prev, parents, t, first, next, lengths);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(extend_history(prev, parents, t, first, next, lengths, stream));
+  }
+}
+
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse, const Stream& stream) {
   const char* op = "log_softmax_topk";

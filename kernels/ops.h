@@ -237,6 +237,17 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
                       const TensorView& groups, float scale, const TensorView& out,
                       const TensorView& probs, const Stream& stream);
 
+// The self-attention lists of a decoding step: row r of step t continues
+// row parents[r] of step t - 1, so it attends to its parent's first t pool
+// rows, then to its own new one:
+//   next[r, j] = prev[parents[r], j]   (j < t)
+//   next[r, t] = first + r;  lengths[r] = t + 1
+// prev, next (R, T) i32, T > t, next not prev (rows of prev past N are not
+// read); parents (N) i32, each in [0, R), unread at t = 0; lengths (N) i32 =.
+// The lists stay on the device from step to step: only the parents go up.
+void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
+                    const TensorView& next, const TensorView& lengths, const Stream& stream);
+
 // The k most likely next tokens of each row of logits, and its normalizer:
 //   lse[n] = log sum_v exp(logits[n, v])
 //   ids[n, :] = the k largest logits of row n, largest first (ties: smaller id first)

@@ -204,7 +204,11 @@ void attention_rows(const TensorView& q, const TensorView& keys, const TensorVie
   T* po = out.data_as<T>();
   T* pp = probs.empty() ? nullptr : probs.data_as<T>();
   const T s = static_cast<T>(scale);
-  const int64_t work = n * nh * list_len * (k + e);
+  // The keys actually read: lists may be longer than their lengths (the
+  // decoder's self-attention lists are planned for every position).
+  int64_t keys_read = 0;
+  for (int64_t row = 0; row < n; ++row) keys_read += lengths[groups[row]];
+  const int64_t work = keys_read * nh * (k + e);
 #pragma omp parallel if (work > kParallelMin)
   {
     std::vector<T> w(static_cast<size_t>(list_len + 16));  // attend_f32 writes whole vectors
@@ -340,6 +344,24 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
     using T = std::remove_pointer_t<decltype(po)>;
     attention_rows<T>(q, keys, values, idx, len, grp, list_len, scale, out, probs);
   });
+}
+
+void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
+                    const TensorView& next, const TensorView& lengths) {
+  const int64_t n = parents.numel(), rows = prev.dim(0), cols = prev.dim(1);
+  const int32_t* par = parents.data_as<int32_t>();
+  if (t > 0)
+    for (int64_t r = 0; r < n; ++r)
+      TFM_REQUIRE(par[r] >= 0 && par[r] < rows, "extend_history: parents[{}] is {}, outside [0, {})",
+                  r, par[r], rows);
+  const int32_t* from = prev.data_as<int32_t>();
+  int32_t* to = next.data_as<int32_t>();
+  int32_t* len = lengths.data_as<int32_t>();
+  for (int64_t r = 0; r < n; ++r) {
+    if (t > 0) std::copy_n(from + par[r] * cols, t, to + r * cols);
+    to[r * cols + t] = static_cast<int32_t>(first + r);
+    len[r] = static_cast<int32_t>(t + 1);
+  }
 }
 
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,

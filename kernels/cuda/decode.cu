@@ -196,7 +196,35 @@ __global__ void log_softmax_topk_kernel(const T* logits, int64_t vocab, int64_t 
   }
 }
 
+// One thread per (row, position <= t): a parent outside [0, R) copies no
+// list (its entries become -1, which attention_gather reads as empty keys).
+__global__ void extend_history_kernel(const int32_t* prev, const int32_t* parents, int64_t n,
+                                      int64_t rows, int64_t cols, int64_t t, int64_t first,
+                                      int32_t* next, int32_t* lengths) {
+  const int64_t total = n * (t + 1);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / (t + 1), j = i - r * (t + 1);
+    if (j == t) {
+      next[r * cols + t] = static_cast<int32_t>(first + r);
+      lengths[r] = static_cast<int32_t>(t + 1);
+    } else {
+      const int64_t p = parents[r];
+      next[r * cols + j] = p >= 0 && p < rows ? prev[p * cols + j] : -1;
+    }
+  }
+}
+
 }  // namespace
+
+void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
+                    const TensorView& next, const TensorView& lengths, const Stream& stream) {
+  const int64_t n = parents.numel();
+  extend_history_kernel<<<grid_for(n * (t + 1)), kThreads, 0, native(stream)>>>(
+      prev.data_as<int32_t>(), parents.data_as<int32_t>(), n, prev.dim(0), prev.dim(1), t, first,
+      next.data_as<int32_t>(), lengths.data_as<int32_t>());
+  TFM_CHECK_LAUNCH();
+}
 
 void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
                       const TensorView& index, const TensorView& lengths,

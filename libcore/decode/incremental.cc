@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "kernels/ops.h"
@@ -12,26 +13,32 @@ namespace tfm {
 using model::prefix;
 
 struct IncrementalDecoder::Ids {
-  // io: the batch's sources and index tables, the step's rows
+  // io: the batch's sources and index tables; the step's rows, uploaded
+  // together as [tokens | sentences | parents] (N each); the self-attention
+  // lists, (rows, T) twice (a step reads one and writes the other); the
+  // top k, downloaded together as [values (N, k) | ids (N, k)]
   int src, enc_groups, enc_index, enc_lengths;
-  int tokens, self_index, self_lengths, self_groups, cross_groups, top_ids;
+  int step_rows, history[2], self_lengths, self_groups, top;
   // kv-cache, per decoder layer
   std::vector<int> pool_k, pool_v, cross_k, cross_v;
   // activations, shared by the encoder (source tokens) and the decoder (rows)
   int x, y_a, y_b, h, s, qkv, q, k, v, ctx, f, mean, rstd;
   // the output layer and what the host reads
-  int logits, top_values, lse, column, probs = -1;
+  int logits, lse, column, probs = -1;
 };
 
 namespace {
 
 DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
 
-// Host vector <-> device buffer (synchronous: copies to or from the CPU
-// complete before they return, so the vector may change right after).
-void upload(const TensorView& buffer, const std::vector<int32_t>& values, const Stream& st) {
-  const TensorView dst = prefix(buffer, {static_cast<int64_t>(values.size())});
-  copy(dst, TensorView(const_cast<int32_t*>(values.data()), DType::i32, dst.shape()), st);
+// Part of an upload (HostStaging): values into the front of buffer.
+HostStaging::Part part(const TensorView& buffer, const std::vector<int32_t>& values) {
+  return {prefix(buffer, {static_cast<int64_t>(values.size())}), values};
+}
+
+// n i32 values at element `at` of an i32 buffer.
+TensorView slice(const TensorView& buffer, int64_t at, int64_t n) {
+  return TensorView(buffer.data_as<int32_t>() + at, DType::i32, {n}, buffer.device());
 }
 
 // Columns [col, col + dst.dim(1)) of src's first dst.dim(0) rows into dst:
@@ -111,12 +118,13 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& 
   i.enc_groups = io("source.groups", src);
   i.enc_index = io("source.index", l.sentences * l.src_len);
   i.enc_lengths = io("source.lengths", l.sentences);
-  i.tokens = io("tokens", rows);
-  i.self_index = io("self.index", l.rows * l.steps);
+  i.step_rows = io("step.rows", 3 * l.rows);
+  i.history[0] = io("self.lists.0", l.rows * l.steps);
+  i.history[1] = io("self.lists.1", l.rows * l.steps);
   i.self_lengths = io("self.lengths", l.rows);
   i.self_groups = io("self.groups", l.rows);
-  i.cross_groups = io("cross.groups", l.rows);
-  i.top_ids = io("top.ids", l.rows * l.top_k);
+  const int64_t stat_words = static_cast<int64_t>(dtype_size(st) / sizeof(int32_t));
+  i.top = io("top", l.rows * l.top_k * (stat_words + 1));
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     i.pool_k.push_back(pool(fmt::format("self.{}.k", layer), l.cache_rows, HK));
     i.pool_v.push_back(pool(fmt::format("self.{}.v", layer), l.cache_rows, HE));
@@ -137,7 +145,6 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& 
   i.mean = act("mean", st, {act_rows});
   i.rstd = act("rstd", st, {act_rows});
   i.logits = act("logits", pt, {rows, c.vocab_size});
-  i.top_values = act("top.values", st, {l.rows * l.top_k});
   i.lse = act("lse", st, {l.rows});
   i.column = act("column", pt, {l.rows});
   if (l.attention_layer >= 0) i.probs = act("attention", st, {l.rows * H * l.src_len});
@@ -145,9 +152,15 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& 
   // Rows past the live ones feed GEMMs as padding: make them finite once.
   for (MemoryKind kind : {MemoryKind::io, MemoryKind::activations})
     device_memset_zero(mem_->block(kind), model.device(), plan_.bytes(kind), model.stream());
+  // The largest upload: encode()'s sources, groups and index (src each) and
+  // lengths, or a step's three rows of N.
+  staging_ = std::make_unique<HostStaging>(
+      static_cast<size_t>(std::max(3 * src + l.sentences, 3 * l.rows)) * sizeof(int32_t),
+      model.stream());
   std::vector<int32_t> iota(static_cast<size_t>(l.rows));
   std::iota(iota.begin(), iota.end(), 0);
-  upload(view(i.self_groups), iota, model.stream());
+  const HostStaging::Part groups[] = {part(view(i.self_groups), iota)};
+  staging_->upload(groups);
   if (!c.learned_positions) {
     Tensor table = sinusoid_table(std::max(l.steps, l.src_len), D, pt);
     positions_ = Tensor(table.shape(), pt, model.device());
@@ -241,11 +254,10 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources,
   B_ = B;
   S_ = S;
   R_ = R;
+  rows_ = rows;
   T_ = steps;
   N_ = 0;
   t_ = 0;
-  history_.assign(static_cast<size_t>(rows * steps), 0);
-  next_history_.assign(history_.size(), 0);
   encode(sources);
 }
 
@@ -273,10 +285,10 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
       index[static_cast<size_t>(b * S + j)] = static_cast<int32_t>(b * S + j);
     }
   }
-  upload(view(i.src), src, st);
-  upload(view(i.enc_groups), groups, st);
-  upload(view(i.enc_index), index, st);
-  upload(view(i.enc_lengths), lengths, st);
+  const HostStaging::Part parts[] = {part(view(i.src), src), part(view(i.enc_groups), groups),
+                                     part(view(i.enc_index), index),
+                                     part(view(i.enc_lengths), lengths)};
+  staging_->upload(parts);
   const TensorView enc_index = prefix(view(i.enc_index), {B, S});
   const TensorView enc_lengths = prefix(view(i.enc_lengths), {B});
 
@@ -322,14 +334,12 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   const int64_t N = static_cast<int64_t>(rows.size()), t = t_, T = T_;
   const int64_t H = c.heads, HK = H * c.d_k, HE = H * c.d_v, D = c.d_model;
   TFM_REQUIRE(B_ > 0, "step before start: no batch is encoded");
-  TFM_REQUIRE(N >= 1 && N * T <= static_cast<int64_t>(history_.size()),
-              "step of {} rows: the batch was started for {} rows", N,
-              static_cast<int64_t>(history_.size()) / T);
+  TFM_REQUIRE(N >= 1 && N <= rows_, "step of {} rows: the batch was started for {} rows", N, rows_);
   TFM_REQUIRE(t < T, "step {} is past the {} positions the batch was started for", t + 1, T);
 
-  // Host side: tokens, each row's source, and its history of pool rows.
-  std::vector<int32_t> tokens(static_cast<size_t>(N)), sentences(static_cast<size_t>(N));
-  staging_.resize(static_cast<size_t>(N * (t + 1)));
+  // Up: [tokens | sentences | parents]; the self-attention lists grow on
+  // the device (extend_history), one position a step.
+  std::vector<int32_t> up(static_cast<size_t>(3 * N));
   for (int64_t r = 0; r < N; ++r) {
     const Row& row = rows[static_cast<size_t>(r)];
     TFM_REQUIRE(row.token >= 0 && row.token < c.vocab_size,
@@ -338,28 +348,25 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
                 r, row.sentence, B_);
     TFM_REQUIRE(t == 0 || (row.parent >= 0 && row.parent < N_),
                 "row {} continues row {} of a step of {} rows", r, row.parent, N_);
-    tokens[static_cast<size_t>(r)] = row.token;
-    sentences[static_cast<size_t>(r)] = row.sentence;
-    int32_t* hist = next_history_.data() + r * T;
-    if (t > 0) std::copy_n(history_.data() + row.parent * T, t, hist);
-    hist[t] = static_cast<int32_t>(t * R_ + r);
-    std::copy_n(hist, t + 1, staging_.data() + r * (t + 1));
+    up[static_cast<size_t>(r)] = row.token;
+    up[static_cast<size_t>(N + r)] = row.sentence;
+    up[static_cast<size_t>(2 * N + r)] = t > 0 ? row.parent : 0;
   }
-  history_.swap(next_history_);
-  upload(view(i.tokens), tokens, st);
-  upload(view(i.cross_groups), sentences, st);
-  upload(view(i.self_index), staging_, st);
-  upload(view(i.self_lengths), std::vector<int32_t>(static_cast<size_t>(N), static_cast<int32_t>(t + 1)), st);
-  const TensorView self_index = prefix(view(i.self_index), {N, t + 1});
+  const HostStaging::Part parts[] = {part(view(i.step_rows), up)};
+  staging_->upload(parts);
+  const TensorView rows_up = view(i.step_rows);
+  const TensorView tokens = slice(rows_up, 0, N), cross_groups = slice(rows_up, N, N);
+  const TensorView prev = prefix(view(i.history[t % 2]), {rows_, T});
+  const TensorView self_index = prefix(view(i.history[(t + 1) % 2]), {rows_, T});
   const TensorView self_lengths = prefix(view(i.self_lengths), {N});
+  ops::extend_history(prev, slice(rows_up, 2 * N, N), t, t * R_, self_index, self_lengths, st);
   const TensorView self_groups = prefix(view(i.self_groups), {N});
   const TensorView enc_index = prefix(view(i.enc_index), {B_, S_});
   const TensorView enc_lengths = prefix(view(i.enc_lengths), {B_});
-  const TensorView cross_groups = prefix(view(i.cross_groups), {N});
 
   // x = sqrt(D) E[token] + PE[t]   (no dropout when decoding)
   const TensorView x = prefix(view(i.x), {N, D});
-  ops::embedding_forward(prefix(view(i.tokens), {N}), model_.param(L.tgt_embed),
+  ops::embedding_forward(tokens, model_.param(L.tgt_embed),
                          static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
   ops::position_add(x.reshape({N, 1, D}),
                     c.learned_positions ? model_.param(L.tgt_pos) : positions_.view(), t, st);
@@ -383,7 +390,8 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
     copy_columns(qkv, 2 * HK, TensorView(static_cast<char*>(pool_v.data()) + t * R_ * HE * el,
                                          pool_v.dtype(), {N, HE}, pool_v.device()), st);
     ops::attention_gather(prefix(view(i.q), {N, H, c.d_k}), pool_k.reshape({pool_k.dim(0), H, c.d_k}),
-                          pool_v.reshape({pool_v.dim(0), H, c.d_v}), self_index, self_lengths,
+                          pool_v.reshape({pool_v.dim(0), H, c.d_v}), prefix(self_index, {N, T}),
+                          self_lengths,
                           self_groups, scale, prefix(view(i.ctx), {N, H, c.d_v}), {}, st);
     model::linear_forward(m, gemm_view(i.ctx, N, HE), w.self_attn.out, gemm_view(i.s, N, D));
     const TensorView y_a = sublayer_end(w.self_attn_norm, y, i.s, i.y_a, N);
@@ -417,13 +425,31 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
               limits_.top_k);
   const Ids& i = *ids_;
   const Stream& st = model_.stream();
-  const TensorView values = prefix(view(i.top_values), {N_, k});
-  const TensorView top_ids = prefix(view(i.top_ids), {N_, k});
+  // One download of [values | ids], the only point of a step where the
+  // host waits for the device.
+  const TensorView top = view(i.top);
+  const DType st_dtype = view(i.lse).dtype();
+  const size_t value_bytes = static_cast<size_t>(N_ * k) * dtype_size(st_dtype);
+  const TensorView values(top.data(), st_dtype, {N_, k}, top.device());
+  const TensorView top_ids(static_cast<char*>(top.data()) + value_bytes, DType::i32, {N_, k}, top.device());
   ops::log_softmax_topk(prefix(view(i.logits), {N_, model_.config().vocab_size}), values, top_ids,
                         prefix(view(i.lse), {N_}), st);
-  log_probs = download(values, st);
+  down_.resize(value_bytes + static_cast<size_t>(N_ * k) * sizeof(int32_t));
+  device_copy(down_.data(), Device::cpu(), top.data(), top.device(), down_.size(), st);
+  log_probs.resize(static_cast<size_t>(N_ * k));
   ids.resize(static_cast<size_t>(N_ * k));
-  copy(TensorView(ids.data(), DType::i32, {N_, k}), top_ids, st);
+  for (size_t j = 0; j < ids.size(); ++j) {
+    if (st_dtype == DType::f64) {
+      double v;
+      std::memcpy(&v, down_.data() + j * sizeof(double), sizeof v);
+      log_probs[j] = v;
+    } else {
+      float v;
+      std::memcpy(&v, down_.data() + j * sizeof(float), sizeof v);
+      log_probs[j] = v;
+    }
+  }
+  std::memcpy(ids.data(), down_.data() + value_bytes, ids.size() * sizeof(int32_t));
   lse_ready_ = true;
 }
 

@@ -106,11 +106,12 @@ class IncrementalDecoder {
   std::unique_ptr<PlannedMemory> mem_;
   Tensor positions_;  // sinusoid table on the device (sinusoidal positions)
   // The batch: sentences B, padded source length S, rows R (pool stride),
-  // positions T; the last step's rows N and position t.
-  int64_t B_ = 0, S_ = 0, R_ = 0, T_ = 0, N_ = 0, t_ = 0;
-  std::vector<int32_t> history_, next_history_;  // (R, T): pool row of each position
-  std::vector<int32_t> staging_;                 // host side of an upload
-  bool lse_ready_ = false;                       // top_k ran for the last step
+  // rows a step may feed (start's), positions T; the last step's rows N and
+  // position t.
+  int64_t B_ = 0, S_ = 0, R_ = 0, rows_ = 0, T_ = 0, N_ = 0, t_ = 0;
+  std::unique_ptr<HostStaging> staging_;  // uploads: encode()'s tables, each step's rows
+  std::vector<char> down_;                // the host side of top_k's download
+  bool lse_ready_ = false;                // top_k ran for the last step
 };
 
 }  // namespace tfm

@@ -146,3 +146,27 @@ TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[dec
       CHECK(got[s][i].score == Approx(want[s][i].score).margin(1e-4));
   }
 }
+
+TEST_CASE("cuda extend_history matches the cpu", "[decode]") {
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 13300;
+  const int64_t R = 300, T = 70;
+  for (int64_t t : {0, 1, 2, 37, 69}) {
+    const int64_t n = t == 0 ? 7 : 250;
+    const std::vector<int> values = test::random_ints(R * T, 1 << 20, ++seed);
+    const std::vector<int> parents = test::random_ints(n, R, ++seed);
+    Tensor prev = test::from_f64(std::vector<double>(values.begin(), values.end()), {R, T}, DType::i32);
+    Tensor par = test::i32(parents);
+    Tensor next = Tensor::zeros({R, T}, DType::i32), lengths({n}, DType::i32);
+    ops::extend_history(prev, par, t, t * R, next, lengths, cpu);
+    const Tensor g_prev = test::to_device(prev, gpu), g_par = test::to_device(par, gpu);
+    const Tensor g_next = test::to_device(Tensor::zeros({R, T}, DType::i32), gpu);
+    Tensor g_lengths({n}, DType::i32, gpu);
+    ops::extend_history(g_prev, g_par, t, t * R, g_next, g_lengths, cuda);
+    cuda.synchronize();
+    INFO("t " << t << ", N " << n);
+    CHECK(test::to_f64(g_next) == test::to_f64(next));
+    CHECK(test::to_f64(g_lengths) == test::to_f64(lengths));
+  }
+}

@@ -159,3 +159,39 @@ TEST_CASE("log_softmax_topk matches float64, ties to the smaller id", "[decode]"
   REQUIRE_THROWS_WITH(ops::log_softmax_topk(logits, Tensor({2, 6}, DType::f32), ids, Tensor({2}, DType::f32), cpu),
                       Catch::Contains("1 <= k <= 5"));
 }
+
+TEST_CASE("extend_history grows each row's list from its parent's, and checks the parents", "[decode]") {
+  Stream cpu(Device::cpu());
+  const int64_t R = 5, T = 6;
+  // Three steps of a beam: step 0 has 2 rows, step 1 four (rows 0, 0, 1, 1
+  // continued), step 2 three (rows 3, 0, 2). Pool rows are t * R + r.
+  Tensor a = Tensor::zeros({R, T}, DType::i32), b = Tensor::zeros({R, T}, DType::i32);
+  Tensor lengths({R}, DType::i32);
+  const auto prefix_of = [](const Tensor& t, int64_t n) {
+    return TensorView(t.view().data(), t.dtype(), {n}, t.device());
+  };
+  const auto row = [&](const Tensor& h, int64_t r, int64_t n) {
+    return std::vector<int32_t>(h.data_as<int32_t>() + r * T, h.data_as<int32_t>() + r * T + n);
+  };
+  ops::extend_history(a, test::i32({9, 9}), 0, 0, b, prefix_of(lengths, 2), cpu);
+  CHECK(row(b, 0, 1) == std::vector<int32_t>{0});
+  CHECK(row(b, 1, 1) == std::vector<int32_t>{1});
+  ops::extend_history(b, test::i32({0, 0, 1, 1}), 1, 5, a, prefix_of(lengths, 4), cpu);
+  CHECK(row(a, 0, 2) == std::vector<int32_t>{0, 5});
+  CHECK(row(a, 1, 2) == std::vector<int32_t>{0, 6});
+  CHECK(row(a, 2, 2) == std::vector<int32_t>{1, 7});
+  CHECK(row(a, 3, 2) == std::vector<int32_t>{1, 8});
+  ops::extend_history(a, test::i32({3, 0, 2}), 2, 10, b, prefix_of(lengths, 3), cpu);
+  CHECK(row(b, 0, 3) == std::vector<int32_t>{1, 8, 10});
+  CHECK(row(b, 1, 3) == std::vector<int32_t>{0, 5, 11});
+  CHECK(row(b, 2, 3) == std::vector<int32_t>{1, 7, 12});
+  CHECK(std::vector<int32_t>(lengths.data_as<int32_t>(), lengths.data_as<int32_t>() + 3) ==
+        std::vector<int32_t>{3, 3, 3});
+
+  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({5}), 3, 15, a, prefix_of(lengths, 1), cpu),
+                      Catch::Contains("parents[0] is 5, outside [0, 5)"));
+  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({0}), 6, 30, a, prefix_of(lengths, 1), cpu),
+                      Catch::Contains("position 6 is outside the lists' [0, 6)"));
+  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0}), 1, 5, a, prefix_of(lengths, 1), cpu),
+                      Catch::Contains("next is prev"));
+}
