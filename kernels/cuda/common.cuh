@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/cuda/check.h"
@@ -43,6 +44,29 @@ void with_storage_type(DType dtype, const char* op, F&& f) {
     case DType::f16: return f(__half{});
     default: unsupported_dtype(op, dtype);
   }
+}
+
+// ----------------------------------------------------------- packed access
+// kN consecutive elements loaded or stored by one instruction: 16 bytes for
+// kN = 16 / sizeof(T) (8 bf16 or f16, 4 f32). Memory-bound kernels move 2-
+// byte elements one at a time at well under HBM bandwidth; packs of 16
+// bytes reach most of it. A kernel takes packs where the tensor allows
+// (packable), and single elements (kN = 1) elsewhere.
+template <typename T, int kN>
+struct alignas(sizeof(T) * kN) Pack {
+  T v[kN];
+};
+
+template <typename T>
+inline constexpr int kPack16 = static_cast<int>(16 / sizeof(T));
+
+// Whether n elements split into packs of kN and every pointer (null ones
+// aside) is aligned to its pack.
+template <int kN, typename... P>
+bool packable(int64_t n, const P*... ptrs) {
+  const bool aligned =
+      ((ptrs == nullptr || reinterpret_cast<uintptr_t>(ptrs) % (sizeof(P) * kN) == 0) && ...);
+  return n % kN == 0 && aligned;
 }
 
 inline cudaStream_t native(const Stream& stream) {

@@ -14,20 +14,38 @@ namespace {
 // One thread per Philox block of four consecutive elements.
 // y = [residual +] x * keep * scale; y may be x or residual; residual may be
 // null (plain dropout).
-template <typename T>
+__device__ __forceinline__ float dropped(const Philox4& r, int lane, float p, float x, float scale) {
+  return uniform01(r.v[lane]) >= p ? __fmul_rn(x, scale) : 0.0f;
+}
+
+// kPacked: n is a multiple of 4 and the tensors are aligned to 4 elements,
+// so a thread's block moves as one load or store (8 or 16 bytes).
+template <typename T, bool kPacked>
 __global__ void dropout_kernel(const T* residual, const T* x, T* y, int64_t n, RngKey key,
                                float p, float scale) {
+  using P = Pack<T, 4>;
   const int64_t blocks = (n + 3) / 4;
   for (int64_t blk = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; blk < blocks;
        blk += int64_t(gridDim.x) * blockDim.x) {
     const Philox4 r = philox_block(key, static_cast<uint64_t>(blk));
+    if constexpr (kPacked) {
+      const P in = reinterpret_cast<const P*>(x)[blk];
+      P res, out;
+      if (residual) res = reinterpret_cast<const P*>(residual)[blk];
 #pragma unroll
-    for (int lane = 0; lane < 4; ++lane) {
-      const int64_t i = blk * 4 + lane;
-      if (i < n) {
-        const bool keep = uniform01(r.v[lane]) >= p;
-        const float kept = keep ? __fmul_rn(to_float(x[i]), scale) : 0.0f;
-        y[i] = from_float<T>(residual ? __fadd_rn(to_float(residual[i]), kept) : kept);
+      for (int lane = 0; lane < 4; ++lane) {
+        const float kept = dropped(r, lane, p, to_float(in.v[lane]), scale);
+        out.v[lane] = from_float<T>(residual ? __fadd_rn(to_float(res.v[lane]), kept) : kept);
+      }
+      reinterpret_cast<P*>(y)[blk] = out;
+    } else {
+#pragma unroll
+      for (int lane = 0; lane < 4; ++lane) {
+        const int64_t i = blk * 4 + lane;
+        if (i < n) {
+          const float kept = dropped(r, lane, p, to_float(x[i]), scale);
+          y[i] = from_float<T>(residual ? __fadd_rn(to_float(residual[i]), kept) : kept);
+        }
       }
     }
   }
@@ -40,9 +58,12 @@ void launch_dropout(const TensorView& residual, const TensorView& x, float p, co
   const float scale = 1.0f / (1.0f - p);
   with_storage_type(y.dtype(), op, [&](auto t) {
     using T = decltype(t);
-    dropout_kernel<T><<<grid_for((n + 3) / 4), kThreads, 0, native(stream)>>>(
-        static_cast<const T*>(residual.data()), static_cast<const T*>(x.data()),
-        static_cast<T*>(y.data()), n, key, p, scale);
+    const T* res = static_cast<const T*>(residual.data());
+    const T* in = static_cast<const T*>(x.data());
+    T* out = static_cast<T*>(y.data());
+    auto kernel = packable<4>(n, res, in, static_cast<const T*>(out)) ? dropout_kernel<T, true>
+                                                                     : dropout_kernel<T, false>;
+    kernel<<<grid_for((n + 3) / 4), kThreads, 0, native(stream)>>>(res, in, out, n, key, p, scale);
     TFM_CHECK_LAUNCH();
   });
 }

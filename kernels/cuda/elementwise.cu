@@ -1,6 +1,7 @@
 // CUDA elementwise ops (ops.h): add, ReLU forward/backward, Philox uniform,
 // and the GEMM's bias/ReLU epilogue for when cuBLASLt cannot fuse it.
-// Storage is f32, bf16 or f16; arithmetic is f32.
+// Storage is f32, bf16 or f16; arithmetic is f32. add, ReLU and cast move
+// 16-byte packs where the tensors allow (common.cuh).
 #include "kernels/cuda/common.cuh"
 #include "kernels/detail.h"
 #include "libcore/rng.h"
@@ -8,26 +9,48 @@
 namespace tfm::ops::cuda {
 namespace {
 
-template <typename T>
-__global__ void add_kernel(const T* a, const T* b, T* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
+// y[i] = f(x0[i], x1[i]) over n elements in packs of kN (common.cuh): one
+// grid-stride loop for every two-input element-wise op.
+template <typename T, int kN, typename F>
+__global__ void map2_kernel(const T* x0, const T* x1, T* y, int64_t n, F f) {
+  using P = Pack<T, kN>;
+  const int64_t packs = n / kN;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < packs;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const P a = reinterpret_cast<const P*>(x0)[i], b = reinterpret_cast<const P*>(x1)[i];
+    P out;
+#pragma unroll
+    for (int j = 0; j < kN; ++j) out.v[j] = f(a.v[j], b.v[j]);
+    reinterpret_cast<P*>(y)[i] = out;
+  }
+}
+
+// Launches map2_kernel in 16-byte packs where the tensors allow, else
+// element by element. x1 may be x0 (a one-input op).
+template <typename T, typename F>
+void map2(const T* x0, const T* x1, T* y, int64_t n, F f, cudaStream_t stream) {
+  if (n == 0) return;
+  constexpr int kN = kPack16<T>;
+  if (packable<kN>(n, x0, x1, static_cast<const T*>(y)))
+    map2_kernel<T, kN><<<grid_for(n / kN), kThreads, 0, stream>>>(x0, x1, y, n, f);
+  else
+    map2_kernel<T, 1><<<grid_for(n), kThreads, 0, stream>>>(x0, x1, y, n, f);
+  TFM_CHECK_LAUNCH();
 }
 
 template <typename T>
-__global__ void relu_forward_kernel(const T* x, T* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_float<T>(fmaxf(to_float(x[i]), 0.0f));
-}
-
+struct AddOp {
+  __device__ T operator()(T a, T b) const { return from_float<T>(to_float(a) + to_float(b)); }
+};
 template <typename T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    dx[i] = to_float(y[i]) > 0.0f ? dy[i] : from_float<T>(0.0f);
-}
+struct ReluOp {
+  __device__ T operator()(T x, T) const { return from_float<T>(fmaxf(to_float(x), 0.0f)); }
+};
+// (y, dy) -> dx: dy where the forward's output was positive.
+template <typename T>
+struct ReluBackwardOp {
+  __device__ T operator()(T y, T dy) const { return to_float(y) > 0.0f ? dy : from_float<T>(0.0f); }
+};
 
 // One thread per Philox block of four elements.
 template <typename T>
@@ -42,11 +65,18 @@ __global__ void uniform_kernel(T* out, int64_t n, RngKey key, float lo, float sp
   }
 }
 
-template <typename X, typename Y>
+// Packs of kN on both sides: 16 bytes on the wider one.
+template <typename X, typename Y, int kN>
 __global__ void cast_kernel(const X* x, Y* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_float<Y>(to_float(x[i]));
+  const int64_t packs = n / kN;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < packs;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const Pack<X, kN> in = reinterpret_cast<const Pack<X, kN>*>(x)[i];
+    Pack<Y, kN> out;
+#pragma unroll
+    for (int j = 0; j < kN; ++j) out.v[j] = from_float<Y>(to_float(in.v[j]));
+    reinterpret_cast<Pack<Y, kN>*>(y)[i] = out;
+  }
 }
 
 template <typename T, typename B>
@@ -68,10 +98,8 @@ void add(const TensorView& a, const TensorView& b, const TensorView& y, const St
   if (n == 0) return;
   with_storage_type(y.dtype(), "add", [&](auto t) {
     using T = decltype(t);
-    add_kernel<T><<<grid_for(n), kThreads, 0, native(stream)>>>(
-        static_cast<const T*>(a.data()), static_cast<const T*>(b.data()), static_cast<T*>(y.data()),
-        n);
-    TFM_CHECK_LAUNCH();
+    map2(static_cast<const T*>(a.data()), static_cast<const T*>(b.data()), static_cast<T*>(y.data()),
+         n, AddOp<T>{}, native(stream));
   });
 }
 
@@ -80,9 +108,8 @@ void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream
   if (n == 0) return;
   with_storage_type(y.dtype(), "relu_forward", [&](auto t) {
     using T = decltype(t);
-    relu_forward_kernel<T><<<grid_for(n), kThreads, 0, native(stream)>>>(
-        static_cast<const T*>(x.data()), static_cast<T*>(y.data()), n);
-    TFM_CHECK_LAUNCH();
+    const T* in = static_cast<const T*>(x.data());
+    map2(in, in, static_cast<T*>(y.data()), n, ReluOp<T>{}, native(stream));
   });
 }
 
@@ -92,10 +119,8 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
   if (n == 0) return;
   with_storage_type(dx.dtype(), "relu_backward", [&](auto t) {
     using T = decltype(t);
-    relu_backward_kernel<T><<<grid_for(n), kThreads, 0, native(stream)>>>(
-        static_cast<const T*>(y.data()), static_cast<const T*>(dy.data()),
-        static_cast<T*>(dx.data()), n);
-    TFM_CHECK_LAUNCH();
+    map2(static_cast<const T*>(y.data()), static_cast<const T*>(dy.data()),
+         static_cast<T*>(dx.data()), n, ReluBackwardOp<T>{}, native(stream));
   });
 }
 
@@ -116,8 +141,13 @@ void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
     with_storage_type(y.dtype(), "cast", [&](auto yt) {
       using X = decltype(xt);
       using Y = decltype(yt);
-      cast_kernel<X, Y><<<grid_for(n), kThreads, 0, native(stream)>>>(
-          static_cast<const X*>(x.data()), static_cast<Y*>(y.data()), n);
+      constexpr int kN = kPack16<X> < kPack16<Y> ? kPack16<X> : kPack16<Y>;
+      const X* in = static_cast<const X*>(x.data());
+      Y* out = static_cast<Y*>(y.data());
+      if (packable<kN>(n, in, static_cast<const Y*>(out)))
+        cast_kernel<X, Y, kN><<<grid_for(n / kN), kThreads, 0, native(stream)>>>(in, out, n);
+      else
+        cast_kernel<X, Y, 1><<<grid_for(n), kThreads, 0, native(stream)>>>(in, out, n);
       TFM_CHECK_LAUNCH();
     });
   });
