@@ -238,11 +238,13 @@ void Transformer::upload(const HostBatch& b) {
   const auto part = [&](int id, const std::vector<int32_t>& v) {
     return HostStaging::Part{prefix(memory_->view(id), {static_cast<int64_t>(v.size())}), v};
   };
-  const HostStaging::Part parts[] = {
-      part(plan_->src, b.src),           part(plan_->src_lengths, b.src_lengths),
-      part(plan_->tgt_in, b.tgt_in),     part(plan_->tgt_out, tgt_out),
-      part(plan_->tgt_lengths, b.tgt_lengths), part(plan_->src_offsets, src_off),
-      part(plan_->tgt_offsets, tgt_off)};
+  const HostStaging::Part parts[] = {part(plan_->src, b.src),
+                                     part(plan_->src_lengths, b.src_lengths),
+                                     part(plan_->tgt_in, b.tgt_in),
+                                     part(plan_->tgt_out, tgt_out),
+                                     part(plan_->tgt_lengths, b.tgt_lengths),
+                                     part(plan_->src_offsets, src_off),
+                                     part(plan_->tgt_offsets, tgt_off)};
   staging_->upload(parts);
 }
 
@@ -558,8 +560,9 @@ void Transformer::backward(const TrainStep& step) {
 
 // The shared output projection and the label-smoothed loss, chunk by chunk
 // over target rows, so that only (chunk, V) logits ever exist. With grads,
-// each chunk's logits become d loss / d logits in place, which flow into the
-// decoder output's gradient (g_dec) and into the embedding's gradient.
+// the loss writes d loss / d logits (in place, or into the compute dtype's
+// copy), which flows into the decoder output's gradient (g_dec) and into the
+// embedding's gradient.
 void Transformer::output_loss(const TrainStep& step, bool with_grads, const TensorView& sums) {
   Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step);
   const TensorView y = pass.decoder_output();

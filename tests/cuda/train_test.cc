@@ -137,7 +137,7 @@ TEST_CASE("an fp16 update whose scaled gradient overflows is skipped on cuda", "
   CHECK(test::to_f64(gpu.params()) != before);
 }
 
-TEST_CASE("bf16 and f16 decoding on cuda give fp32's outputs on a trained model", "[train][decode]") {
+TEST_CASE("bf16 and f16 decoding on cuda give fp32's outputs on a trained model", "[train][decode][large]") {
   // Train the copy task in fp32 on the GPU (a few seconds), then decode
   // unseen sentences with the same weights in fp32, bf16 and f16.
   const ModelConfig c = small_config(0.0f);
