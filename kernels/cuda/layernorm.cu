@@ -1,7 +1,8 @@
 // CUDA layer norm (ops.h): plain, and fused with the post-norm residual and
 // dropout, forward and backward. Rows of D elements belong to one warp (D <=
-// kWarpRowMax) or one block (larger D); statistics are two-pass in f32 (mean,
-// then the centred sum of squares, which does not cancel) and saved as f32.
+// kWarpRowMax) or one block (larger D), read in 16-byte packs when D and the
+// tensors allow; statistics are two-pass in f32 (mean, then the centred sum
+// of squares, which does not cancel) and saved as f32.
 // gamma, beta and their gradients are f32, bf16 or f16 (FloatRef), so 16-bit
 // activations can use f32 master parameters. dgamma and dbeta are column sums
 // over rows, done deterministically by column_sums (common.cuh) before the
@@ -20,10 +21,23 @@ struct AddDropout {
   float p = 0, scale = 1;
 };
 
+// kN consecutive elements of a row at c (c a multiple of kN): one packed
+// load or store when kN > 1 (the launch checks packable, common.cuh).
+template <typename T, int kN>
+__device__ __forceinline__ Pack<T, kN> load_pack(const T* p, int64_t i) {
+  return *reinterpret_cast<const Pack<T, kN>*>(p + i);
+}
+template <typename T, int kN>
+__device__ __forceinline__ void store_pack(T* p, int64_t i, const Pack<T, kN>& v) {
+  *reinterpret_cast<Pack<T, kN>*>(p + i) = v;
+}
+
 // y = gamma * (x - mean) * rstd + beta per row; mean, rstd (R) f32.
 // kFused: x is first computed as h = residual + dropout(s) and stored; the
 // statistics are then those of the stored (rounded) h, which backward reads.
-template <typename T, bool kBlockPerRow, bool kFused>
+// A lane (or thread) takes packs of kN elements at lane * kN, stepping by
+// its group's width times kN; kN = 1 is element by element.
+template <typename T, bool kBlockPerRow, bool kFused, int kN>
 __global__ void layernorm_forward_kernel(const T* x, const T* s, T* h, AddDropout drop,
                                          FloatRef gamma, FloatRef beta, float eps, T* y,
                                          float* mean, float* rstd, int64_t rows, int64_t d) {
@@ -31,33 +45,53 @@ __global__ void layernorm_forward_kernel(const T* x, const T* s, T* h, AddDropou
   const int64_t row = row_of_thread<kBlockPerRow>();
   if (row >= rows) return;  // a whole warp; never in block mode
   const int64_t base = row * d;
-  const int lane = threadIdx.x, stride = blockDim.x;
+  const int64_t first = int64_t(threadIdx.x) * kN, step = int64_t(blockDim.x) * kN;
 
   if constexpr (kFused) {
-    for (int64_t c = lane; c < d; c += stride) {
-      const int64_t i = base + c;
-      const bool keep = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i))) >= drop.p;
-      const float kept = keep ? __fmul_rn(to_float(s[i]), drop.scale) : 0.0f;
-      h[i] = from_float<T>(__fadd_rn(to_float(x[i]), kept));
+    for (int64_t c = first; c < d; c += step) {
+      const Pack<T, kN> xs = load_pack<T, kN>(x, base + c), ss = load_pack<T, kN>(s, base + c);
+      Pack<T, kN> hs;
+#pragma unroll
+      for (int j = 0; j < kN; ++j) {
+        const int64_t i = base + c + j;
+        const bool keep = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i))) >= drop.p;
+        const float kept = keep ? __fmul_rn(to_float(ss.v[j]), drop.scale) : 0.0f;
+        hs.v[j] = from_float<T>(__fadd_rn(to_float(xs.v[j]), kept));
+      }
+      store_pack<T, kN>(h, base + c, hs);
     }
     x = h;  // each thread reads back only the elements it wrote
   }
 
   float sum = 0.0f;
-  for (int64_t c = lane; c < d; c += stride) sum += to_float(x[base + c]);
+  for (int64_t c = first; c < d; c += step) {
+    const Pack<T, kN> xs = load_pack<T, kN>(x, base + c);
+#pragma unroll
+    for (int j = 0; j < kN; ++j) sum += to_float(xs.v[j]);
+  }
   const float mu = row_sum<kBlockPerRow>(sum, scratch) / static_cast<float>(d);
   float sq = 0.0f;
-  for (int64_t c = lane; c < d; c += stride) {
-    const float dev = to_float(x[base + c]) - mu;
-    sq += dev * dev;
+  for (int64_t c = first; c < d; c += step) {
+    const Pack<T, kN> xs = load_pack<T, kN>(x, base + c);
+#pragma unroll
+    for (int j = 0; j < kN; ++j) {
+      const float dev = to_float(xs.v[j]) - mu;
+      sq += dev * dev;
+    }
   }
   const float var = row_sum<kBlockPerRow>(sq, scratch) / static_cast<float>(d);
   const float rs = 1.0f / sqrtf(var + eps);
-  for (int64_t c = lane; c < d; c += stride) {
-    const float xhat = (to_float(x[base + c]) - mu) * rs;
-    y[base + c] = from_float<T>(gamma.load(c) * xhat + beta.load(c));
+  for (int64_t c = first; c < d; c += step) {
+    const Pack<T, kN> xs = load_pack<T, kN>(x, base + c);
+    Pack<T, kN> ys;
+#pragma unroll
+    for (int j = 0; j < kN; ++j) {
+      const float xhat = (to_float(xs.v[j]) - mu) * rs;
+      ys.v[j] = from_float<T>(gamma.load(c + j) * xhat + beta.load(c + j));
+    }
+    store_pack<T, kN>(y, base + c, ys);
   }
-  if (lane == 0) {
+  if (threadIdx.x == 0) {
     mean[row] = mu;
     rstd[row] = rs;
   }
@@ -66,8 +100,9 @@ __global__ void layernorm_forward_kernel(const T* x, const T* s, T* h, AddDropou
 // dx = rstd * (g - mean_D(g) - xhat * mean_D(g * xhat)), g = gamma * dy.
 // dx may be dy: each thread reads dy[i] before it writes dx[i], and only
 // after both row sums are complete. kFused also writes ds = dropout(dx as
-// stored), what dropout_backward would make of the stored dh.
-template <typename T, bool kBlockPerRow, bool kFused>
+// stored), what dropout_backward would make of the stored dh. Packs of kN
+// as in the forward.
+template <typename T, bool kBlockPerRow, bool kFused, int kN>
 __global__ void layernorm_backward_kernel(const T* x, FloatRef gamma, const float* mean,
                                           const float* rstd, const T* dy, T* dx, T* ds,
                                           AddDropout drop, int64_t rows, int64_t d) {
@@ -75,27 +110,37 @@ __global__ void layernorm_backward_kernel(const T* x, FloatRef gamma, const floa
   const int64_t row = row_of_thread<kBlockPerRow>();
   if (row >= rows) return;
   const int64_t base = row * d;
-  const int lane = threadIdx.x, stride = blockDim.x;
+  const int64_t first = int64_t(threadIdx.x) * kN, step = int64_t(blockDim.x) * kN;
   const float mu = mean[row], rs = rstd[row];
 
   float sum_g = 0.0f, sum_gx = 0.0f;
-  for (int64_t c = lane; c < d; c += stride) {
-    const float g = gamma.load(c) * to_float(dy[base + c]);
-    sum_g += g;
-    sum_gx += g * ((to_float(x[base + c]) - mu) * rs);
+  for (int64_t c = first; c < d; c += step) {
+    const Pack<T, kN> xs = load_pack<T, kN>(x, base + c), dys = load_pack<T, kN>(dy, base + c);
+#pragma unroll
+    for (int j = 0; j < kN; ++j) {
+      const float g = gamma.load(c + j) * to_float(dys.v[j]);
+      sum_g += g;
+      sum_gx += g * ((to_float(xs.v[j]) - mu) * rs);
+    }
   }
   const float mean_g = row_sum<kBlockPerRow>(sum_g, scratch) / static_cast<float>(d);
   const float mean_gx = row_sum<kBlockPerRow>(sum_gx, scratch) / static_cast<float>(d);
-  for (int64_t c = lane; c < d; c += stride) {
-    const int64_t i = base + c;
-    const float g = gamma.load(c) * to_float(dy[i]);
-    const float xhat = (to_float(x[i]) - mu) * rs;
-    const T out = from_float<T>(rs * (g - mean_g - xhat * mean_gx));
-    dx[i] = out;
-    if constexpr (kFused) {
-      const bool keep = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i))) >= drop.p;
-      ds[i] = from_float<T>(keep ? __fmul_rn(to_float(out), drop.scale) : 0.0f);
+  for (int64_t c = first; c < d; c += step) {
+    const Pack<T, kN> xs = load_pack<T, kN>(x, base + c), dys = load_pack<T, kN>(dy, base + c);
+    Pack<T, kN> out, dss;
+#pragma unroll
+    for (int j = 0; j < kN; ++j) {
+      const float g = gamma.load(c + j) * to_float(dys.v[j]);
+      const float xhat = (to_float(xs.v[j]) - mu) * rs;
+      out.v[j] = from_float<T>(rs * (g - mean_g - xhat * mean_gx));
+      if constexpr (kFused) {
+        const int64_t i = base + c + j;
+        const bool keep = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i))) >= drop.p;
+        dss.v[j] = from_float<T>(keep ? __fmul_rn(to_float(out.v[j]), drop.scale) : 0.0f);
+      }
     }
+    store_pack<T, kN>(dx, base + c, out);
+    if constexpr (kFused) store_pack<T, kN>(ds, base + c, dss);
   }
 }
 
@@ -124,12 +169,19 @@ void forward(const TensorView& x, const TensorView& s, const TensorView& h, AddD
   const FloatRef g = float_ref(gamma, op), b = float_ref(beta, op);
   with_storage_type(y.dtype(), op, [&](auto t) {
     using T = decltype(t);
+    const T* xp = static_cast<const T*>(x.data());
+    const T* sp = static_cast<const T*>(s.data());
+    T* hp = static_cast<T*>(h.data());
+    T* yp = static_cast<T*>(y.data());
+    constexpr int kN = kPack16<T>;
+    const bool packed = packable<kN>(d, xp, sp, static_cast<const T*>(hp), static_cast<const T*>(yp));
     with_row_shape(rows, d, [&](auto block_per_row, dim3 grid, dim3 block) {
-      layernorm_forward_kernel<T, decltype(block_per_row)::value, kFused>
-          <<<grid, block, 0, native(stream)>>>(
-              static_cast<const T*>(x.data()), static_cast<const T*>(s.data()),
-              static_cast<T*>(h.data()), drop, g, b, eps, static_cast<T*>(y.data()),
-              static_cast<float*>(mean.data()), static_cast<float*>(rstd.data()), rows, d);
+      constexpr bool kBlock = decltype(block_per_row)::value;
+      auto kernel = packed ? layernorm_forward_kernel<T, kBlock, kFused, kN>
+                           : layernorm_forward_kernel<T, kBlock, kFused, 1>;
+      kernel<<<grid, block, 0, native(stream)>>>(xp, sp, hp, drop, g, b, eps, yp,
+                                                 static_cast<float*>(mean.data()),
+                                                 static_cast<float*>(rstd.data()), rows, d);
       TFM_CHECK_LAUNCH();
     });
   });
@@ -152,10 +204,16 @@ void backward(const TensorView& x, const TensorView& gamma, const TensorView& me
     const float* rp = static_cast<const float*>(rstd.data());
     // Parameter gradients first: the row pass may overwrite dy.
     column_sums<2>(ParamGradTerms<T>{xp, dyp, mp, rp, d}, rows, d, dg, db, native(stream));
+    T* dxp = static_cast<T*>(dx.data());
+    T* dsp = static_cast<T*>(ds.data());
+    constexpr int kN = kPack16<T>;
+    const bool packed =
+        packable<kN>(d, xp, dyp, static_cast<const T*>(dxp), static_cast<const T*>(dsp));
     with_row_shape(rows, d, [&](auto block_per_row, dim3 grid, dim3 block) {
-      layernorm_backward_kernel<T, decltype(block_per_row)::value, kFused>
-          <<<grid, block, 0, native(stream)>>>(xp, g, mp, rp, dyp, static_cast<T*>(dx.data()),
-                                               static_cast<T*>(ds.data()), drop, rows, d);
+      constexpr bool kBlock = decltype(block_per_row)::value;
+      auto kernel = packed ? layernorm_backward_kernel<T, kBlock, kFused, kN>
+                           : layernorm_backward_kernel<T, kBlock, kFused, 1>;
+      kernel<<<grid, block, 0, native(stream)>>>(xp, g, mp, rp, dyp, dxp, dsp, drop, rows, d);
       TFM_CHECK_LAUNCH();
     });
   });
@@ -199,5 +257,5 @@ void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma
 
 // Storage types instantiated above, closed list: activations float,
 // __nv_bfloat16, __half (through with_storage_type), each with a warp and a
-// block per row, plain and fused; gamma, beta, dgamma, dbeta f32, bf16 or
+// block per row, plain and fused, packed and element by element; gamma, beta, dgamma, dbeta f32, bf16 or
 // f16 through FloatRef, chosen at run time; statistics float.
