@@ -95,6 +95,10 @@ const float* SentenceAttention::map(Stack s, int64_t layer, int64_t head) const 
 void read_attention(const Transformer& model, int64_t b, int64_t src_len, int64_t tgt_len,
                     SentenceAttention& out) {
   const int64_t L = model.config().layers, H = model.config().heads;
+  // map() indexes by the token counts: blank tokens until the caller names them.
+  out.source.resize(static_cast<size_t>(src_len));
+  out.target.resize(static_cast<size_t>(tgt_len));
+  out.target_in.resize(static_cast<size_t>(tgt_len));
   out.layers = L;
   out.heads = H;
   const Transformer::Attention kinds[] = {Transformer::Attention::encoder,
@@ -191,13 +195,10 @@ SentenceAttention AttentionModel::forward(const std::vector<int32_t>& source,
   model_->evaluate(batch);
   SentenceAttention out;
   read_attention(*model_, 0, batch.src_len, batch.tgt_len, out);
-  for (int32_t id : source) out.source.emplace_back(vocab_->piece(id));
-  out.target_in.emplace_back("<s>");
-  for (int32_t id : target) {
-    out.target.emplace_back(vocab_->piece(id));
-    out.target_in.emplace_back(vocab_->piece(id));
-  }
-  out.target.emplace_back("</s>");
+  for (size_t i = 0; i < source.size(); ++i) out.source[i] = vocab_->piece(source[i]);
+  out.target_in[0] = "<s>";
+  for (size_t i = 0; i < target.size(); ++i) out.target[i] = out.target_in[i + 1] = vocab_->piece(target[i]);
+  out.target.back() = "</s>";
   return out;
 }
 

@@ -102,7 +102,8 @@ struct Lines {
 Lines read_lines(const std::string& path, int64_t max);
 
 // The weights of a model pass already run (Transformer::attention_probs):
-// sentence b of the batch, cut to its lengths, as f32 on the host.
+// sentence b of the batch, cut to its lengths, as f32 on the host. The
+// token lists get those lengths (blank strings) for the caller to fill.
 void read_attention(const Transformer& model, int64_t b, int64_t src_len, int64_t tgt_len,
                     SentenceAttention& out);
 
