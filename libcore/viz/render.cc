@@ -108,7 +108,9 @@ std::string attention_json(const SentenceAttention& s, int digits) {
 }
 
 std::string attention_svg(const SentenceAttention& s, const View& v) {
-  check_view(v, s.layers, s.heads, 1);
+  View one = v;  // s is the chosen sentence
+  one.sentence = 0;
+  check_view(one, s.layers, s.heads, 1);
   std::vector<int64_t> heads = v.heads;
   if (heads.empty())
     for (int64_t h = 0; h < s.heads; ++h) heads.push_back(h);
