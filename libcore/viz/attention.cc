@@ -10,6 +10,7 @@
 #include "libcore/io/checkpoint.h"
 #include "libcore/log.h"
 #include "libcore/model/model_io.h"
+#include "libcore/stream.h"
 
 namespace tfm::viz {
 
@@ -27,28 +28,29 @@ std::vector<std::string_view> words(std::string_view line) {
   return out;
 }
 
-// Host f32 copies of a device tensor of any float dtype.
-std::vector<float> to_host_f32(const TensorView& t) {
+// Host f32 copies of a device tensor of any float dtype, ordered after the
+// work queued on `stream`.
+std::vector<float> to_host_f32(const TensorView& t, const Stream& stream) {
   std::vector<float> out(static_cast<size_t>(t.numel()));
   switch (t.dtype()) {
     case DType::f32:
-      copy(TensorView(out.data(), DType::f32, t.shape()), t);
+      copy(TensorView(out.data(), DType::f32, t.shape()), t, &stream);
       break;
     case DType::f64: {
       std::vector<double> d(out.size());
-      copy(TensorView(d.data(), DType::f64, t.shape()), t);
+      copy(TensorView(d.data(), DType::f64, t.shape()), t, &stream);
       std::transform(d.begin(), d.end(), out.begin(), [](double v) { return static_cast<float>(v); });
       break;
     }
     case DType::bf16: {
       std::vector<bf16> h(out.size());
-      copy(TensorView(h.data(), DType::bf16, t.shape()), t);
+      copy(TensorView(h.data(), DType::bf16, t.shape()), t, &stream);
       std::transform(h.begin(), h.end(), out.begin(), [](bf16 v) { return static_cast<float>(v); });
       break;
     }
     case DType::f16: {
       std::vector<f16> h(out.size());
-      copy(TensorView(h.data(), DType::f16, t.shape()), t);
+      copy(TensorView(h.data(), DType::f16, t.shape()), t, &stream);
       std::transform(h.begin(), h.end(), out.begin(), [](f16 v) { return static_cast<float>(v); });
       break;
     }
@@ -117,7 +119,8 @@ void read_attention(const Transformer& model, int64_t b, int64_t src_len, int64_
       // The sentence's (H, Tq, Tk) block, then its rows cut to the lengths.
       const size_t block = static_cast<size_t>(H * Tq * Tk);
       auto* base = static_cast<char*>(probs.data()) + b * static_cast<int64_t>(block * dtype_size(probs.dtype()));
-      const std::vector<float> all = to_host_f32(TensorView(base, probs.dtype(), {H, Tq, Tk}, probs.device()));
+      const std::vector<float> all =
+          to_host_f32(TensorView(base, probs.dtype(), {H, Tq, Tk}, probs.device()), model.stream());
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < tq[k]; ++i)
           std::memcpy(dst[k]->data() + ((l * H + h) * tq[k] + i) * tk[k],
