@@ -171,7 +171,10 @@ std::string attention_page(const std::vector<SentenceAttention>& sentences, cons
   std::string data = j.str();
   data.pop_back();
   data += ",\"sentences\":[";
-  for (size_t i = 0; i < sentences.size(); ++i) data += (i ? "," : "") + attention_json(sentences[i], 4);
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    if (i) data += ',';
+    data += attention_json(sentences[i], 4);
+  }
   data += "]}";
   // Inside <script>: no "</script>" or "<!--" may appear, so every '<'
   // (only ever inside a JSON string) is written as its escape.
