@@ -148,6 +148,14 @@ print(d["stack"], d["layer"], ",".join(map(str, d["heads"])) or "-", d["mode"], 
 attnviz -m "$M" -i "$TMP/three.txt" --stack cross --layer 1 --heads 2,4 --view grid --sentence 3 -o "$TMP/view.html"
 [ "$(page_view "$TMP/view.html")" = "cross 0 1,3 grid 2" ] || fail "the view options: $(page_view "$TMP/view.html")"
 
+# Installed, the program needs nothing beside it: the page is compiled in.
+if [ -n "${TFM_BUILD:-}" ]; then
+  cmake --install "$TFM_BUILD" --prefix "$TMP/prefix" >"$TMP/install.log" 2>&1 || fail "cmake --install: $(tail -3 "$TMP/install.log")"
+  (cd / && "$TMP/prefix/bin/tfm-attnviz" -q -m "$M" -i "$TMP/three.txt") | cmp -s - "$TMP/page.html" ||
+    fail "the installed tfm-attnviz writes another page"
+  [ -f "$TMP/prefix/share/tfm/completions/tfm-attnviz.bash" ] || fail "cmake --install: no completion"
+fi
+
 # --svg: the paper's view of one stack, layer and heads, as XML.
 attnviz -m "$M" "$S1" --svg --stack dec --layer 1 --heads 1,3 -o "$TMP/fig.svg" || fail "--svg"
 python3 - "$TMP/fig.svg" "$TMP/one.json" <<'PY' || fail "--svg: not the chosen heads' weights"
