@@ -669,6 +669,18 @@ TensorView Transformer::encode(const HostBatch& batch) {
   return out;
 }
 
+TensorView Transformer::attention_probs(Attention kind, int64_t layer) const {
+  TFM_REQUIRE(!limits_.inference && B_ > 0, "no model pass has run: there are no attention weights yet");
+  TFM_REQUIRE(layer >= 0 && layer < config_.layers, "layer {} is outside the model's {} layers", layer,
+              config_.layers);
+  const auto l = static_cast<size_t>(layer);
+  const int id = kind == Attention::encoder   ? plan_->enc[l].attn.probs
+                 : kind == Attention::decoder ? plan_->dec[l].self_attn.probs
+                                              : plan_->dec[l].cross_attn.probs;
+  const int64_t tq = kind == Attention::encoder ? S_ : T_, tk = kind == Attention::decoder ? T_ : S_;
+  return prefix(memory_->view(id), {B_, config_.heads, tq, tk});
+}
+
 Tensor Transformer::log_probs(const HostBatch& batch) {
   TrainStep step;
   step.dropout = false;

@@ -124,6 +124,16 @@ class Transformer {
   // are not read): (B * S, D) on the device, valid until the next call.
   TensorView encode(const HostBatch& batch);
 
+  // The attention weights of the last full pass (forward_backward,
+  // evaluate, log_probs) as that pass computed them: each head's softmax
+  // after the mask, before attention dropout, read from the buffer backward
+  // uses. (B, H, Tq, Tk) on the device in the compute dtype, valid until
+  // the next pass: (B, H, S, S) in the encoder, (B, H, T, T) in the decoder
+  // (causal), (B, H, T, S) over the source. Hidden keys (padding, the
+  // future) are 0; query rows past a sentence's end mean nothing.
+  enum class Attention { encoder, decoder, cross };
+  TensorView attention_probs(Attention kind, int64_t layer) const;
+
   struct Plan;  // the named activation table (transformer.cc)
 
  private:

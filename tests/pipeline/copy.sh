@@ -59,3 +59,40 @@ print(round(sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s"
   "$(cat "$TMP/times")")
 echo "copy: exact match $exact on 500 unseen sequences; $cpu s of CPU on one thread, $((SECONDS - start)) s of wall clock"
 python3 -c "import sys; sys.exit(float(sys.argv[1]) < 0.99)" "$exact" || fail "exact match $exact < 0.99"
+
+# tfm-attnviz on the trained model, whose pattern is known: to copy, the
+# decoder position that predicts word t reads source word t, so some head of
+# the encoder-decoder attention must lie near the diagonal. The weights of
+# --json (forced targets: the sources themselves) must also be the model's
+# distributions: rows summing to 1, nothing above the decoder's diagonal.
+"$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/test.txt" | head -n 50 >"$TMP/attn.pieces"
+"$TFM_BIN/tfm-attnviz" -q -m "$TMP/ck/checkpoint_best.bin" --pieces -i "$TMP/attn.pieces" \
+  --target-file "$TMP/attn.pieces" --max-sentences 50 --json >"$TMP/attn.json" || fail "tfm-attnviz --json"
+python3 - "$TMP/attn.json" <<'PY' || fail "tfm-attnviz: no encoder-decoder head on the diagonal"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+assert len(rows) == 50, len(rows)
+L, H = rows[0]["layers"], rows[0]["heads"]
+hits = {(l, h): [0, 0.0] for l in range(L) for h in range(H)}
+n_rows = 0
+for r in rows:
+    n = len(r["source"])
+    assert r["target"][:-1] == r["source"] and not r["decoded"]
+    for stack in ("enc", "dec", "cross"):
+        for l in range(L):
+            for h in range(H):
+                for i, row in enumerate(r[stack][l][h]):
+                    assert abs(sum(row) - 1) < 1e-5, (stack, l, h, i, sum(row))
+                    if stack == "dec":
+                        assert all(w == 0 for w in row[i + 1:]), (l, h, i)
+    for t in range(n):  # the positions that predict a source word
+        n_rows += 1
+        for (l, h), hit in hits.items():
+            row = r["cross"][l][h][t]
+            hit[0] += max(range(n), key=row.__getitem__) == t
+            hit[1] += row[t]
+(l, h), (best, weight) = max(hits.items(), key=lambda kv: kv[1][0])
+print(f"copy: encoder-decoder attention, layer {l + 1} head {h + 1}: the argmax of {best}/{n_rows} "
+      f"rows is the diagonal, mean diagonal weight {weight / n_rows:.3f}")
+sys.exit(best < 0.9 * n_rows)
+PY
