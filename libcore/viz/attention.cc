@@ -34,23 +34,23 @@ std::vector<float> to_host_f32(const TensorView& t, const Stream& stream) {
   std::vector<float> out(static_cast<size_t>(t.numel()));
   switch (t.dtype()) {
     case DType::f32:
-      copy(TensorView(out.data(), DType::f32, t.shape()), t, &stream);
+      copy(TensorView(out.data(), DType::f32, t.shape()), t, stream);
       break;
     case DType::f64: {
       std::vector<double> d(out.size());
-      copy(TensorView(d.data(), DType::f64, t.shape()), t, &stream);
+      copy(TensorView(d.data(), DType::f64, t.shape()), t, stream);
       std::transform(d.begin(), d.end(), out.begin(), [](double v) { return static_cast<float>(v); });
       break;
     }
     case DType::bf16: {
       std::vector<bf16> h(out.size());
-      copy(TensorView(h.data(), DType::bf16, t.shape()), t, &stream);
+      copy(TensorView(h.data(), DType::bf16, t.shape()), t, stream);
       std::transform(h.begin(), h.end(), out.begin(), [](bf16 v) { return static_cast<float>(v); });
       break;
     }
     case DType::f16: {
       std::vector<f16> h(out.size());
-      copy(TensorView(h.data(), DType::f16, t.shape()), t, &stream);
+      copy(TensorView(h.data(), DType::f16, t.shape()), t, stream);
       std::transform(h.begin(), h.end(), out.begin(), [](f16 v) { return static_cast<float>(v); });
       break;
     }
