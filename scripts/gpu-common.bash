@@ -4,7 +4,9 @@
 # steps that log to --out DIR and end in one table.
 #
 # A step: `step NAME SECONDS COMMAND...` runs COMMAND with its output in
-# OUT/NAME.log, at most SECONDS (0: no limit), and records ok, FAIL, TIMEOUT
+# OUT/NAME.log, at most SECONDS (0: no limit of its own) and never past the
+# whole run's --budget (so that the table is printed inside a GPU session's
+# 10-minute command; a step with no time left is "no-time"), and records ok, FAIL, TIMEOUT
 # skipped (exit status 77) or slow (3: a benchmark under its target) with its wall time and a note (NOTE, set by
 # the command's caller through the file OUT/NAME.note when it has one).
 set -euo pipefail
@@ -18,7 +20,8 @@ die() { echo "$PROG: error: $*" >&2; exit 1; }
 usage_error() { echo "$PROG: error: $*" >&2; echo "Try '$PROG --help'." >&2; exit 2; }
 
 # The options both take (each script adds its own before calling parse_common).
-DEVICE=cuda SMALL=0 OUT= BUILD= JOBS=$(nproc) DEPS= ARCHS="90a;80" FETCH_DEPS=
+DEVICE=cuda SMALL=0 OUT= BUILD= JOBS=$(nproc) DEPS= ARCHS="90a;80" FETCH_DEPS= BUDGET=570
+STARTED=$EPOCHSECONDS
 # parse_common ARG...: sets the variables above; other options are the
 # script's own: it gets them back in EXTRA (an array).
 EXTRA=()
@@ -33,11 +36,13 @@ parse_common() {
       --deps) [ $# -ge 2 ] || usage_error "--deps needs a value"; DEPS=$2; shift 2 ;;
       --archs) [ $# -ge 2 ] || usage_error "--archs needs a value"; ARCHS=$2; shift 2 ;;
       --fetch-deps) [ $# -ge 2 ] || usage_error "--fetch-deps needs a value"; FETCH_DEPS=$2; shift 2 ;;
+      --budget) [ $# -ge 2 ] || usage_error "--budget needs a value"; BUDGET=$2; shift 2 ;;
       *) EXTRA+=("$1"); shift ;;
     esac
   done
   case $DEVICE in cpu|cuda|cuda:[0-9]*) ;; *) usage_error "--device must be cpu or cuda[:N], not '$DEVICE'" ;; esac
   [[ $JOBS =~ ^[1-9][0-9]*$ ]] || usage_error "--jobs must be a positive number, not '$JOBS'"
+  [[ $BUDGET =~ ^[1-9][0-9]*$ ]] || usage_error "--budget must be a positive number of seconds, not '$BUDGET'"
   if [ -n "$FETCH_DEPS" ]; then fetch_deps "$FETCH_DEPS"; exit 0; fi
   [ -n "$OUT" ] || usage_error "--out DIR is required (the logs and the table go there)"
 }
@@ -215,20 +220,26 @@ build() {
 
 FAILED=0
 step() {
-  local name=$1 limit=$2 status rc start end seconds note=""
+  local name=$1 limit=$2 status rc start end seconds note="" left
   shift 2
   CURRENT_STEP=$name
   rm -f "$OUT/$name.note"
+  # What is left of the budget, less 10 s for the table and the kill's grace.
+  left=$((STARTED + BUDGET - EPOCHSECONDS - 10))
+  if [ "$left" -lt 5 ]; then
+    printf '%s\tno-time\t0.0\t%s\n' "$name" "the --budget of $BUDGET s was spent" >>"$OUT/steps.tsv"
+    printf '%s: %-12s %-8s %7s s  %s\n' "$PROG" "$name" no-time 0.0 "the --budget of $BUDGET s was spent"
+    FAILED=1
+    return 0
+  fi
+  [ "$limit" -gt 0 ] && [ "$limit" -le "$left" ] || limit=$left
   start=$EPOCHREALTIME
   set +e
-  if [ "$limit" -gt 0 ]; then
-    # timeout runs programs, not functions: a function runs in a child bash
-    # given this one's functions (the variables are exported: set -a).
-    timeout --kill-after=10 "$limit" bash -c "$(declare -f); set -euo pipefail; \"\$@\"" step "$@" \
-      >"$OUT/$name.log" 2>&1 </dev/null
-  else
-    ( "$@" ) >"$OUT/$name.log" 2>&1 </dev/null
-  fi
+  # timeout runs programs, not functions: a function runs in a child bash
+  # given this one's functions (the variables are exported: set -a); what
+  # it starts is in timeout's process group, and ends with it.
+  timeout --kill-after=5 "$limit" bash -c "$(declare -f); set -euo pipefail; \"\$@\"" step "$@" \
+    >"$OUT/$name.log" 2>&1 </dev/null
   rc=$?
   set -e
   end=$EPOCHREALTIME

@@ -24,6 +24,15 @@ for s in deps configure build ctest memcheck racecheck synccheck; do
     *) fail "step $s: $row" ;;
   esac
 done
+# No step runs past --budget: with none left, every step after deps is
+# no-time, the table still comes, and the exit status is 1.
+set +e
+"$TFM_SOURCE/scripts/gpu-check" --device cpu --small --build "$BUILD" --out "$TMP/late" --budget 1 >"$TMP/late.txt" 2>&1
+rc=$?
+set -e
+[ $rc = 1 ] || fail "gpu-check --budget 1: exit status $rc, not 1"
+[ "$(awk '$2 == "no-time"' "$TMP/late/table.txt" | wc -l)" = 6 ] \
+  || fail "gpu-check --budget 1: not 6 steps no-time: $(cat "$TMP/late.txt")"
 # A usage error is one line and exit status 2.
 set +e
 "$TFM_SOURCE/scripts/gpu-check" --device tpu --out "$TMP/bad" 2>"$TMP/err"
