@@ -149,6 +149,11 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     const TfmResult mine = run_tfm(o, config, batch, device, precision);  // the model is freed here
+    // tfm's numbers before the reference starts (a reference that dies or
+    // runs out of time leaves them in the log).
+    std::printf("tfm: %.3f steps/s, %.1f target tokens/s, memory %s\n", mine.steps_per_s,
+                mine.tokens_per_s, format_bytes(mine.memory).c_str());
+    std::fflush(stdout);
     bench::TorchResult ref;
     if (!o.no_reference) {
       TFM_REQUIRE(o.update_freq == 1 && precision != train::Precision::tf32,
