@@ -75,8 +75,12 @@ declare -A DEP_PACKAGES=(
   [zlib]="zlib1g-dev zlib1g"
   [sentencepiece]="libsentencepiece-dev libsentencepiece0 libprotobuf-lite32"
   [OpenBLAS]="libopenblas0-openmp"
+  [make]="make"                       # the pipelines (gpu-bench's multi30k step)
+  [JSON::PP]="perl-modules-5.36"      # their log readers (perl-base has no JSON::PP)
 )
-readonly DEP_ORDER="pkg-config fmt CLI11 Catch2 zstd zlib sentencepiece OpenBLAS"
+readonly DEP_ORDER="pkg-config fmt CLI11 Catch2 zstd zlib sentencepiece OpenBLAS make JSON::PP"
+# 1: the pipelines' tools are needed too (gpu-bench).
+NEED_PIPELINE=0
 
 # fetch_deps DIR: here (where apt works), every package above as a .deb in DIR.
 fetch_deps() {
@@ -140,6 +144,10 @@ EOF
     text="$text OpenBLAS"
   fi
   rm -rf "$probe"
+  if [ "$NEED_PIPELINE" = 1 ]; then
+    command -v make >/dev/null || text="$text make"
+    perl -MJSON::PP -e 1 2>/dev/null || text="$text JSON::PP"
+  fi
   echo $text
 }
 
@@ -170,6 +178,15 @@ use_deps() {
   export CPATH="$root/usr/include${CPATH:+:$CPATH}"
   export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
   export LD_LIBRARY_PATH="$lib:$lib/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # JSON::PP alone (pure Perl) from perl-modules: the whole folder would put
+  # another perl's core modules ahead of this one's.
+  local pp
+  pp=$(ls -d "$root"/usr/share/perl/*/JSON/PP.pm 2>/dev/null | head -n 1)
+  if [ -n "$pp" ]; then
+    mkdir -p "$root/perl5lib/JSON"
+    cp -r "$pp" "${pp%.pm}" "$root/perl5lib/JSON/"
+    export PERL5LIB="$root/perl5lib${PERL5LIB:+:$PERL5LIB}"
+  fi
 }
 
 # check_deps: every dependency found, or those in --deps unpacked, or one
