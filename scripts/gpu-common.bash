@@ -5,10 +5,11 @@
 #
 # A step: `step NAME SECONDS COMMAND...` runs COMMAND with its output in
 # OUT/NAME.log, at most SECONDS (0: no limit of its own) and never past the
-# whole run's --budget (so that the table is printed inside a GPU session's
-# 10-minute command; a step with no time left is "no-time"), and records ok, FAIL, TIMEOUT
-# skipped (exit status 77) or slow (3: a benchmark under its target) with its wall time and a note (NOTE, set by
-# the command's caller through the file OUT/NAME.note when it has one).
+# whole run's --budget (so that the table comes inside a GPU session's
+# 10-minute command; a step with no time left is no-time). It records ok,
+# FAIL, TIMEOUT, skipped (exit status 77) or slow (3: a benchmark under its
+# target), the wall time, and a note: what COMMAND passed to `note`, else
+# for a step that did not succeed the last line of its log.
 set -euo pipefail
 set -a                             # steps with a time limit run in a child bash
 unset MAKEFLAGS MFLAGS MAKELEVEL   # when run under make or ctest
