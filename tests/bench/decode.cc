@@ -1,7 +1,8 @@
 // tests/bench/decode: beam-search throughput of the whole decoder in output
 // tokens per second, on newstest2014's full English source (3003 sentences,
 // ../shared/data), next to the same search written with PyTorch
-// (decode_pytorch.py, fairseq's way) on the same machine in the same run.
+// (decode_pytorch.py, fairseq's way, in the same --precision) on the same
+// machine in the same run.
 //
 // The model is `base` (or --preset) with random weights; its vocabulary is
 // the paper's 37,000, so the output layer costs what it would. Sources are
@@ -183,9 +184,10 @@ TorchResult run_reference(const Options& o, const ModelConfig& c, const std::vec
   io::write_file_atomic(dir + "/lengths", lengths);
   const std::string cmd = fmt::format(
       "{} {} --ids {}/ids --lengths {}/lengths --vocab {} --layers {} --d-model {} --d-ff {} "
-      "--heads {} --beam {} --max-tokens {} --batch-size {} --threads {} --device {}",
+      "--heads {} --beam {} --max-tokens {} --batch-size {} --threads {} --device {} --precision {}",
       o.python, o.script, dir, dir, c.vocab_size, c.layers, c.d_model, c.d_ff, c.heads, o.beam,
-      o.max_tokens, o.batch_size, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu");
+      o.max_tokens, o.batch_size, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu",
+      o.precision);
   const std::string result = bench::run_reference(cmd, o.python);
   fs::remove_all(dir);
   TorchResult r;

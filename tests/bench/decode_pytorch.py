@@ -22,6 +22,9 @@
 # a sentence's forced length and forced at it; finished sentences leave the
 # batch (their rows are dropped from every cache).
 #
+# --precision bf16 / fp16 (CUDA): weights, activations and caches in that
+# type, the log-probabilities and scores in fp32 (as tfm's bf16 decoding).
+#
 # When torch cannot be imported it prints "NO_TORCH <reason>" and exits 4.
 import argparse
 import math
@@ -50,6 +53,7 @@ def parse_args():
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
     return p.parse_args()
 
 
@@ -96,6 +100,20 @@ def main():
     dec = [{"self": attention_weights(), "n1": norm(), "cross": attention_weights(), "n2": norm(),
             "f1": linear(args.d_ff, D), "f2": linear(D, args.d_ff), "n3": norm()} for _ in range(L)]
     pe = sinusoids(torch, 4096, D).to(device)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
+    if dtype != torch.float32:
+        if device.type != "cuda":
+            raise SystemExit(f"decode_pytorch.py: --precision {args.precision} needs a CUDA device")
+
+        def cast(w):
+            if isinstance(w, dict):
+                return {k: cast(v) for k, v in w.items()}
+            if isinstance(w, tuple):
+                return tuple(cast(v) for v in w)
+            return w.to(dtype)
+
+        embed, pe = cast(embed), cast(pe)
+        enc, dec = [cast(w) for w in enc], [cast(w) for w in dec]
 
     def lin(x, w):
         return F.linear(x, w[0], w[1])
@@ -160,7 +178,7 @@ def main():
                 c = w["cross"]
                 x = ln(x + lin(attend(heads(lin(x, c["q"])), cross[l][0], cross[l][1], cross_mask), c["o"]), w["n2"])
                 x = ln(x + lin(F.relu(lin(x, w["f1"])), w["f2"]), w["n3"])
-            lprobs = torch.log_softmax(torch.matmul(x.squeeze(1), embed.t()), dim=-1)  # (N * W, V)
+            lprobs = torch.log_softmax(torch.matmul(x.squeeze(1), embed.t()).float(), dim=-1)  # (N * W, V)
             lens = max_len[alive].repeat_interleave(W).unsqueeze(1)
             lprobs[:, EOS] = torch.where(lens[:, 0] > t, float("-inf"), lprobs[:, EOS])
             at_end = (lens[:, 0] == t).unsqueeze(1)
@@ -212,7 +230,8 @@ def main():
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     print(f"RESULT tokens_per_s={tokens / seconds:.1f} seconds={seconds:.3f} cpu_seconds={cpu_seconds:.3f} "
           f"sentences={len(sources)} "
-          f"tokens={tokens} threads={torch.get_num_threads()} torch={torch.__version__} device={device}",
+          f"tokens={tokens} threads={torch.get_num_threads()} torch={torch.__version__} device={device} "
+          f"precision={args.precision}",
           flush=True)
     return 0
 

@@ -5,9 +5,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 
 #include "libcore/device.h"
 #include "libcore/error.h"
+#include "libcore/io/atomic_file.h"
+
+#ifdef TFM_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace tfm::bench {
 
@@ -56,13 +63,67 @@ HostBatch make_batch(int64_t tokens, int64_t src_len, int64_t tgt_len, int64_t v
 
 namespace {
 
-std::string join_lengths(const std::vector<int32_t>& lengths) {
-  std::string s;
-  for (size_t i = 0; i < lengths.size(); ++i) s += fmt::format("{}{}", i ? "," : "", lengths[i]);
-  return s;
+// model_pytorch.py --batch's file: a line a sentence, its source, decoder
+// input and decoder output ids without padding, tab-separated.
+std::string batch_lines(const HostBatch& batch) {
+  std::string out;
+  for (int64_t b = 0; b < batch.batch; ++b) {
+    auto row = [&](const std::vector<int32_t>& ids, int64_t width, int32_t length) {
+      std::string s;
+      for (int32_t i = 0; i < length; ++i)
+        s += fmt::format("{}{}", i ? " " : "", ids[static_cast<size_t>(b * width + i)]);
+      return s;
+    };
+    const int32_t s = batch.src_lengths[static_cast<size_t>(b)], t = batch.tgt_lengths[static_cast<size_t>(b)];
+    out += row(batch.src, batch.src_len, s) + '\t' + row(batch.tgt_in, batch.tgt_len, t) + '\t' +
+           row(batch.tgt_out, batch.tgt_len, t) + '\n';
+  }
+  return out;
+}
+
+// "key=value key=value ..." as a map.
+std::map<std::string, std::string> result_fields(const std::string& text) {
+  std::map<std::string, std::string> kv;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = std::min(text.find(' ', pos), text.size());
+    const std::string field = text.substr(pos, end - pos);
+    const size_t eq = field.find('=');
+    if (eq != std::string::npos) kv[field.substr(0, eq)] = field.substr(eq + 1);
+    pos = end + 1;
+  }
+  return kv;
 }
 
 }  // namespace
+
+void reset_pool_peak(Device device) {
+#ifdef TFM_WITH_CUDA
+  if (!device.is_cuda()) return;
+  activate(device);
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetMemPool(&pool, device.index) != cudaSuccess) return;
+  cuuint64_t zero = 0;
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero);
+#else
+  (void)device;
+#endif
+}
+
+size_t pool_peak(Device device) {
+#ifdef TFM_WITH_CUDA
+  if (!device.is_cuda()) return 0;
+  cudaMemPool_t pool = nullptr;
+  cuuint64_t high = 0;
+  if (cudaDeviceGetMemPool(&pool, device.index) != cudaSuccess ||
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high) != cudaSuccess)
+    return 0;
+  return static_cast<size_t>(high);
+#else
+  (void)device;
+  return 0;
+#endif
+}
 
 TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const HostBatch& batch,
                       Device device) {
@@ -75,17 +136,24 @@ TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const Host
               "the PyTorch reference builds shared embeddings with sinusoidal positions only");
   TFM_REQUIRE(access(run.script.c_str(), R_OK) == 0, "cannot read the PyTorch reference {}",
               run.script);
+  char dir_template[] = "/tmp/tfm-bench-train-XXXXXX";
+  TFM_REQUIRE(mkdtemp(dir_template) != nullptr, "cannot make a temporary directory");
+  const std::string dir = dir_template;
+  io::write_file_atomic(dir + "/batch", batch_lines(batch));
   const std::string cmd = fmt::format(
       "{} {} --vocab {} --layers {} --d-model {} --d-ff {} --heads {} --dropout {} "
       "--label-smoothing {}{} --steps {} --warmup 1 --threads {} --device {} "
-      "--src-lengths {} --tgt-lengths {}{}",
+      "--batch {}/batch --precision {}{}{}",
       run.python, run.script, config.vocab_size, config.layers, config.d_model, config.d_ff,
       config.heads, config.dropout, config.label_smoothing, config.pre_norm ? " --pre-norm" : "",
       run.steps, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu",
-      join_lengths(batch.src_lengths), join_lengths(batch.tgt_lengths),
+      dir, run.precision, run.compile ? " --compile" : "",
       run.adam ? fmt::format(" --adam --warmup-steps {}", run.warmup) : "");
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) fail("cannot start {}", run.python);
+  if (!pipe) {
+    std::filesystem::remove_all(dir);
+    fail("cannot start {}", run.python);
+  }
   TorchResult r;
   bool found = false;
   std::string no_torch;
@@ -94,14 +162,26 @@ TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const Host
     std::string text(line);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     if (text.rfind("NO_TORCH ", 0) == 0) no_torch = text.substr(9);
-    char version[128] = {0};
-    if (std::sscanf(line, "RESULT tokens_per_s=%lf seconds=%lf %*s %*s params=%lld threads=%d torch=%127s",
-                    &r.tokens_per_s, &r.seconds, &r.params, &r.threads, version) == 5) {
-      r.version = version;
-      found = true;
+    if (text.rfind("RESULT ", 0) != 0) continue;
+    const std::map<std::string, std::string> kv = result_fields(text.substr(7));
+    auto get = [&](const char* key) { auto it = kv.find(key); return it == kv.end() ? std::string() : it->second; };
+    try {
+      r.tokens_per_s = std::stod(get("tokens_per_s"));
+      r.seconds = std::stod(get("seconds"));
+      r.params = std::stoll(get("params"));
+      r.threads = std::stoi(get("threads"));
+    } catch (const std::exception&) {
+      continue;  // not the line asked for: found stays false
     }
+    r.version = get("torch");
+    r.peak_bytes = kv.count("peak_bytes") ? std::stoull(get("peak_bytes")) : 0;
+    r.attention = get("attention");
+    r.adam = get("adam");
+    r.compile = get("compile");
+    found = true;
   }
   const int status = pclose(pipe);
+  std::filesystem::remove_all(dir);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code == kNoTorch || !no_torch.empty())
     fail("PyTorch cannot be imported by {} ({}); --no-reference times tfm alone", run.python,

@@ -60,6 +60,8 @@ struct TorchRun {
   int steps = 5;
   bool adam = false;                        // a whole training step (--adam)
   int64_t warmup = 4000;                    // of the schedule, with adam
+  std::string precision = "fp32";           // fp32, or bf16 / fp16 autocast (CUDA)
+  bool compile = false;                     // torch.compile, where torch has it
 };
 
 struct TorchResult {
@@ -68,13 +70,21 @@ struct TorchResult {
   long long params = 0;
   int threads = 0;
   std::string version;
+  size_t peak_bytes = 0;  // the caching allocator's peak reserved (CUDA), else 0
+  std::string attention, adam, compile;  // how it ran (model_pytorch.py's RESULT line)
 };
 
-// Runs the reference on a batch of the same shape as `batch`: the same
-// source lengths, and decoder lengths of target words + 1. Throws Error when
-// torch cannot be imported or the script fails.
+// Runs the reference on the same batch: `batch`'s ids, written to a
+// temporary file the script reads (--batch). Throws Error when torch cannot
+// be imported or the script fails.
 TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const HostBatch& batch,
                       Device device);
+
+// Peak device memory of the stream-ordered allocator (cudaMallocAsync, the
+// scratch of every op): the high-water mark of bytes its pool reserved since
+// reset_pool_peak. 0 on the CPU or without CUDA compiled in.
+void reset_pool_peak(Device device);
+size_t pool_peak(Device device);
 
 // Time spent inside OpenBLAS sgemm, by swapping a timing wrapper into the
 // process's one Blas table (kernels/cpu/blas.h). Every CPU GEMM of the model

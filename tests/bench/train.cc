@@ -2,19 +2,25 @@
 // (libcore/train/step.h: forward and backward with dropout, the gradient
 // norm, the Adam update with the paper's schedule), in steps and target
 // tokens per second, next to the same model and batch in PyTorch (with an
-// Adam step) measured in the same run on the same machine.
+// Adam step) measured in the same run on the same machine, on the same
+// batch (its ids are handed over in a file).
 //
 // The reference is tests/bench/model_pytorch.py --adam, run as a child with
-// /usr/bin/python3 (Debian's python3-torch) with as many threads as tfm
-// uses. tfm must reach 2x PyTorch's throughput; the exit status says whether
+// /usr/bin/python3 (Debian's python3-torch; --python for another) with as
+// many threads as tfm uses, in tfm's --precision (bf16 / fp16: autocast) and,
+// with --compile, torch.compile'd (scripts/gpu-bench: the paper's batch,
+// --tokens 25000, in bf16 on a GPU). tfm must reach 2x PyTorch's throughput; the exit status says whether
 // it did (3 when it did not; 1 is an error, and so is a PyTorch that cannot
 // be imported, unless --no-reference). With --peak-tflops the table adds the
 // model FLOPs utilization (6 x parameters x tokens per second over the
-// peak). Results go to a table on stdout and a TSV file (--out).
+// peak) of both. Memory: tfm's peak resident set on the CPU; on a GPU its
+// planned memory plus the high-water mark of the stream-ordered scratch pool,
+// against PyTorch's caching allocator's peak reserved bytes. Results go to a
+// table on stdout and a TSV file (--out).
 //
 //   train [--preset base] [--tokens 4000] [--src-len 25] [--tgt-len 25]
 //         [--steps 5] [--update-freq 1] [--device cpu] [--precision fp32]
-//         [--peak-tflops X] [--out FILE] [--no-reference]
+//         [--peak-tflops X] [--out FILE] [--no-reference] [--compile]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -42,6 +48,7 @@ struct Options : bench::BenchOptions {
   int64_t update_freq = 1;
   std::string precision = "fp32";
   double peak_tflops = 0;
+  bool compile = false;
 };
 
 struct TfmResult {
@@ -50,7 +57,7 @@ struct TfmResult {
   double seconds = 0;
   double gemm_share = -1;  // < 0: not measured
   std::string gemm_summary;  // GemmClock::summary
-  size_t memory = 0;       // peak resident (CPU) or planned (GPU) bytes
+  size_t memory = 0;       // peak resident (CPU), or planned + scratch pool peak (GPU) bytes
 };
 
 TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& batch,
@@ -81,6 +88,7 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
     TFM_REQUIRE(r.outcome == train::StepOutcome::applied, "step {} was skipped (loss {})", step,
                 r.sums.loss);
   };
+  bench::reset_pool_peak(device);
   one_step();  // warm-up: first touch of planned memory, thread pools, kernel choice
   model.stream().synchronize();
 
@@ -98,7 +106,8 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  r.memory = device.is_cpu() ? static_cast<size_t>(usage.ru_maxrss) * 1024 : model.memory_bytes();
+  r.memory = device.is_cpu() ? static_cast<size_t>(usage.ru_maxrss) * 1024
+                             : model.memory_bytes() + bench::pool_peak(device);
   return r;
 }
 
@@ -119,6 +128,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}))->capture_default_str();
   app.add_option("--peak-tflops", o.peak_tflops, "The device's peak TFLOP/s, for the MFU column")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--compile", o.compile, "torch.compile the PyTorch model (where torch has it)");
   int status = 0;
   const int rc = run_program("train", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
@@ -139,11 +149,16 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     const TfmResult mine = run_tfm(o, config, batch, device, precision);  // the model is freed here
+    // tfm's numbers before the reference starts (a reference that dies or
+    // runs out of time leaves them in the log).
+    std::printf("tfm: %.3f steps/s, %.1f target tokens/s, memory %s\n", mine.steps_per_s,
+                mine.tokens_per_s, format_bytes(mine.memory).c_str());
+    std::fflush(stdout);
     bench::TorchResult ref;
     if (!o.no_reference) {
-      TFM_REQUIRE(o.update_freq == 1 && precision == train::Precision::fp32,
-                  "the PyTorch reference runs fp32 steps of one batch: use --no-reference with "
-                  "--update-freq or --precision");
+      TFM_REQUIRE(o.update_freq == 1 && precision != train::Precision::tf32,
+                  "the PyTorch reference runs fp32, bf16 or fp16 steps of one batch: use "
+                  "--no-reference with --update-freq or tf32");
       bench::TorchRun run;
       run.python = o.python;
       run.script = o.script;
@@ -151,41 +166,56 @@ int main(int argc, char** argv) {
       run.steps = o.steps;
       run.adam = true;
       run.warmup = kWarmup;
+      run.precision = o.precision;
+      run.compile = o.compile;
       ref = bench::run_torch(run, config, batch, device);
-      std::printf("pytorch: torch %s, %d threads, %.2f M parameters\n", ref.version.c_str(),
-                  ref.threads, ref.params / 1e6);
+      std::printf("pytorch: torch %s, %d threads, %.2f M parameters, %s, attention %s, Adam %s, "
+                  "compile %s\n", ref.version.c_str(), ref.threads, ref.params / 1e6,
+                  o.precision.c_str(), ref.attention.c_str(), ref.adam.c_str(), ref.compile.c_str());
     }
     const bool has_ref = ref.tokens_per_s > 0;
     const double ratio = has_ref ? mine.tokens_per_s / ref.tokens_per_s : 0;
     const bool ok = !has_ref || ratio >= bench::kTargetRatio;
     const double tflops = 6.0 * static_cast<double>(config.parameter_count()) * mine.tokens_per_s / 1e12;
     const double mfu = o.peak_tflops > 0 ? tflops / o.peak_tflops : 0;
+    const double ref_tflops = 6.0 * static_cast<double>(config.parameter_count()) * ref.tokens_per_s / 1e12;
+    const double ref_mfu = has_ref && o.peak_tflops > 0 ? ref_tflops / o.peak_tflops : 0;
 
-    std::printf("\n%-7s %-7s %-9s %7s %9s %11s %9s %11s %6s %8s %5s %10s  %s\n", "preset", "device",
-                "precision", "tokens", "tfm st/s", "tfm tok/s", "torch st/s", "torch tok/s", "ratio",
-                "TFLOP/s", "MFU", "memory", "verdict");
+    int64_t source_tokens = 0;
+    for (int32_t n : batch.src_lengths) source_tokens += n;
+    std::printf("\n%-7s %-7s %-9s %7s %7s %9s %11s %6s %10s  %9s %11s %6s %10s  %6s  %s\n", "preset",
+                "device", "precision", "src tok", "tgt tok", "tfm st/s", "tfm tok/s", "MFU", "memory",
+                "torch st/s", "torch tok/s", "MFU", "memory", "ratio", "verdict");
     const std::string verdict = !has_ref ? "no reference"
                                 : ok     ? fmt::format("ok (>= {:.1f}x)", bench::kTargetRatio)
                                          : fmt::format("SLOW (< {:.1f}x)", bench::kTargetRatio);
-    std::printf("%-7s %-7s %-9s %7lld %9.3f %11.1f %9s %11s %6s %8.3f %5s %10s  %s\n",
+    auto percent = [](double x) { return x > 0 ? fmt::format("{:.1f}%", 100 * x) : std::string("-"); };
+    std::printf("%-7s %-7s %-9s %7lld %7lld %9.3f %11.1f %6s %10s  %9s %11s %6s %10s  %6s  %s\n",
                 o.preset.c_str(), device.str().c_str(), o.precision.c_str(),
+                static_cast<long long>(source_tokens * o.update_freq),
                 static_cast<long long>(batch.target_tokens * o.update_freq), mine.steps_per_s,
-                mine.tokens_per_s, has_ref ? num(o.steps / ref.seconds, "{:.3f}").c_str() : "-",
-                has_ref ? num(ref.tokens_per_s, "{:.1f}").c_str() : "-",
-                has_ref ? fmt::format("{:.2f}x", ratio).c_str() : "-", tflops,
-                mfu > 0 ? fmt::format("{:.1f}%", 100 * mfu).c_str() : "-",
-                format_bytes(mine.memory).c_str(), verdict.c_str());
+                mine.tokens_per_s, percent(mfu).c_str(), format_bytes(mine.memory).c_str(),
+                has_ref ? num(o.steps / ref.seconds, "{:.3f}").c_str() : "-",
+                has_ref ? num(ref.tokens_per_s, "{:.1f}").c_str() : "-", percent(ref_mfu).c_str(),
+                has_ref && ref.peak_bytes > 0 ? format_bytes(ref.peak_bytes).c_str() : "-",
+                has_ref ? fmt::format("{:.2f}x", ratio).c_str() : "-", verdict.c_str());
     if (mine.gemm_share >= 0) std::printf("\n%s", mine.gemm_summary.c_str());
-    std::printf("\nwhole training steps; target tokens/s; ratio = tfm / PyTorch; memory: %s. "
-                "Written to %s\n",
-                device.is_cpu() ? "peak resident" : "planned on the device", o.out.c_str());
+    std::printf("\nwhole training steps; target tokens/s; MFU: 6 x %.1f M parameters x tokens/s "
+                "(tfm %.1f TFLOP/s) over %s; ratio = tfm / PyTorch; memory: %s. Written to %s\n",
+                config.parameter_count() / 1e6, tflops,
+                o.peak_tflops > 0 ? fmt::format("{:g} TFLOP/s", o.peak_tflops).c_str() : "no --peak-tflops",
+                device.is_cpu() ? "peak resident"
+                                : "tfm planned + scratch pool peak, PyTorch's caching allocator peak",
+                o.out.c_str());
 
     std::string tsv =
         "preset\tdevice\tprecision\tB\tS\tT\ttarget_tokens\tupdate_freq\tsteps\tthreads\t"
         "tfm_steps_per_s\ttfm_tokens_per_s\ttorch_steps_per_s\ttorch_tokens_per_s\tratio\t"
-        "target_ratio\ttflops\tmfu\tmemory_bytes\tgemm_share\tok\n";
+        "target_ratio\ttflops\tmfu\tmemory_bytes\tgemm_share\tok\t"
+        "source_tokens\ttorch_mfu\ttorch_memory_bytes\ttorch_version\ttorch_compile\n";
     tsv += fmt::format(
-        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.4f}\t{:.1f}\t{}\t{}\t{}\t{:.1f}\t{:.4f}\t{}\t{}\t{}\t{}\n",
+        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.4f}\t{:.1f}\t{}\t{}\t{}\t{:.1f}\t{:.4f}\t{}\t{}\t{}\t{}\t"
+        "{}\t{}\t{}\t{}\t{}\n",
         o.preset, device.str(), o.precision, batch.batch, batch.src_len, batch.tgt_len,
         batch.target_tokens, o.update_freq, o.steps, cpu_threads(), mine.steps_per_s,
         mine.tokens_per_s, has_ref ? fmt::format("{:.4f}", o.steps / ref.seconds) : "",
@@ -193,7 +223,9 @@ int main(int argc, char** argv) {
         has_ref ? fmt::format("{:.3f}", ratio) : "", bench::kTargetRatio, tflops,
         mfu > 0 ? fmt::format("{:.4f}", mfu) : "", mine.memory,
         mine.gemm_share >= 0 ? fmt::format("{:.3f}", mine.gemm_share) : "",
-        has_ref ? (ok ? "1" : "0") : "");
+        has_ref ? (ok ? "1" : "0") : "", source_tokens * o.update_freq,
+        ref_mfu > 0 ? fmt::format("{:.4f}", ref_mfu) : "",
+        has_ref && ref.peak_bytes > 0 ? std::to_string(ref.peak_bytes) : "", ref.version, ref.compile);
     io::write_file_atomic(o.out, tsv);
     status = ok ? 0 : bench::kSlow;
   });
