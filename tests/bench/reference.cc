@@ -103,7 +103,7 @@ void reset_pool_peak(Device device) {
   activate(device);
   cudaMemPool_t pool = nullptr;
   if (cudaDeviceGetMemPool(&pool, device.index) != cudaSuccess) return;
-  cuuint64_t zero = 0;
+  uint64_t zero = 0;  // cuuint64_t, as the attribute takes it
   cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero);
 #else
   (void)device;
@@ -114,7 +114,7 @@ size_t pool_peak(Device device) {
 #ifdef TFM_WITH_CUDA
   if (!device.is_cuda()) return 0;
   cudaMemPool_t pool = nullptr;
-  cuuint64_t high = 0;
+  uint64_t high = 0;
   if (cudaDeviceGetMemPool(&pool, device.index) != cudaSuccess ||
       cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high) != cudaSuccess)
     return 0;
