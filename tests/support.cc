@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -71,6 +72,16 @@ Tensor to_device(const TensorView& t, Device device) {
 }
 
 Tensor cast(const TensorView& t, DType dtype) { return from_f64(to_f64(t), t.shape(), dtype); }
+
+double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    ref += b[i] * b[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
+}
 
 Tolerance tolerance_for(DType dtype, int64_t reduction) {
   // Unit roundoff of the stored result, with room for the accumulated

@@ -34,6 +34,9 @@ Tensor from_f64(const std::vector<double>& values, Shape shape, DType dtype);
 Tensor to_device(const TensorView& t, Device device);
 Tensor cast(const TensorView& t, DType dtype);
 
+// ||a - b|| / ||b||, norm-wise over a whole buffer (b the reference).
+double relative_error(const std::vector<double>& a, const std::vector<double>& b);
+
 struct Tolerance {
   double atol = 0, rtol = 0;
 };

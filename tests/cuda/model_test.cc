@@ -32,16 +32,6 @@ HostBatch batch() {
                                {{20, 21, 22}, {23, 24, 25, 26, 27, 28}, {96}});
 }
 
-// ||a - b|| / ||b||, norm-wise over a whole buffer.
-double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (a[i] - b[i]) * (a[i] - b[i]);
-    ref += b[i] * b[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
-}
-
 }  // namespace
 
 TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
@@ -66,7 +56,7 @@ TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
     INFO((pre_norm ? "pre-norm" : "post-norm") << ": loss cpu " << a.loss << " cuda " << b.loss);
     CHECK(std::abs(a.loss - b.loss) <= 1e-5 * std::abs(a.loss));
     CHECK(std::abs(a.nll - b.nll) <= 1e-5 * std::abs(a.nll));
-    const double grad_err = relative_error(test::to_f64(gpu.grads()), test::to_f64(cpu.grads()));
+    const double grad_err = test::relative_error(test::to_f64(gpu.grads()), test::to_f64(cpu.grads()));
     INFO("gradient relative error " << grad_err);
     CHECK(grad_err < 1e-4);
 
@@ -75,7 +65,7 @@ TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
     adam_cpu.step(cpu.params(), cpu.grads(), 1e-3, 1, 1.0f, cpu.stream());
     adam_gpu.step(gpu.params(), gpu.grads(), 1e-3, 1, 1.0f, gpu.stream());
     gpu.stream().synchronize();
-    const double param_err = relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
+    const double param_err = test::relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
     INFO("parameters after Adam, relative error " << param_err);
     CHECK(param_err < 1e-5);
   }
@@ -104,7 +94,7 @@ TEST_CASE("one bf16 and one f16 training step on cuda match the fp32 cpu step", 
     gpu.stream().synchronize();
     INFO(dtype_name(mode.dtype) << ": loss cpu " << a.loss << " cuda " << b.loss);
     CHECK(std::abs(a.loss - b.loss) <= mode.loss_tol * std::abs(a.loss));
-    const double grad_err = relative_error(test::to_f64(gpu.grads()), test::to_f64(cpu.grads()));
+    const double grad_err = test::relative_error(test::to_f64(gpu.grads()), test::to_f64(cpu.grads()));
     INFO("gradient relative error " << grad_err);
     CHECK(grad_err < mode.grad_tol);
 

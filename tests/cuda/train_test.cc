@@ -64,15 +64,6 @@ ModelLimits small_limits() {
   return l;
 }
 
-double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (a[i] - b[i]) * (a[i] - b[i]);
-    ref += b[i] * b[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
-}
-
 }  // namespace
 
 TEST_CASE("consecutive fp32 updates on cuda follow the cpu (update-freq 2, clipping, dropout)",
@@ -104,10 +95,10 @@ TEST_CASE("consecutive fp32 updates on cuda follow the cpu (update-freq 2, clipp
     CHECK(std::abs(a.grad_norm - b.grad_norm) <= 1e-4 * a.grad_norm);
     CHECK(a.grad_norm > sc.clip_norm);
   }
-  const double err = relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
+  const double err = test::relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
   INFO("parameters after 6 updates, relative error " << err);
   CHECK(err < 1e-4);
-  const double moments = relative_error(test::to_f64(gpu.optimizer_state().second),
+  const double moments = test::relative_error(test::to_f64(gpu.optimizer_state().second),
                                         test::to_f64(cpu.optimizer_state().second));
   INFO("Adam's second moments, relative error " << moments);
   CHECK(moments < 1e-3);
