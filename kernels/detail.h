@@ -35,6 +35,8 @@ void position_add(const TensorView& x, const TensorView& table, int64_t offset);
 void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable);
 void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y);
 void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx);
+void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
+                       const TensorView& y);
 void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
                        float eps, const TensorView& y, const TensorView& mean,
                        const TensorView& rstd);
@@ -102,6 +104,8 @@ void dropout_forward(const TensorView& x, float p, const RngKey& key, const Tens
                      const Stream& stream);
 void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx,
                       const Stream& stream);
+void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
+                       const TensorView& y, const Stream& stream);
 void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
                        float eps, const TensorView& y, const TensorView& mean,
                        const TensorView& rstd, const Stream& stream);

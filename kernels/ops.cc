@@ -327,6 +327,22 @@ void dropout_backward(const TensorView& dy, float p, const RngKey& key, const Te
   }
 }
 
+void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
+                       const TensorView& y, const Stream& stream) {
+  const char* op = "attention_dropout";
+  require_device(op, stream, {{"x", &x}, {"y", &y}});
+  require_float(op, x, "x");
+  require_same(op, x, "x", y, "y");
+  require_p(op, p);
+  TFM_REQUIRE(x.rank() >= 2 && t >= 0 && s >= 0 && t <= x.dim(-2) && s <= x.dim(-1),
+              "{}: a ({}, {}) tile does not fit the padded tiles of x {}", op, t, s, x.str());
+  if (x.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::attention_dropout(x, t, s, p, key, y);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(attention_dropout(x, t, s, p, key, y, stream));
+  }
+}
+
 void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
                          const RngKey& key, const TensorView& y, const Stream& stream) {
   const char* op = "add_dropout_forward";

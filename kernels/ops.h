@@ -112,6 +112,17 @@ void dropout_forward(const TensorView& x, float p, const RngKey& key, const Tens
 void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx,
                       const Stream& stream);
 
+// Attention-weight dropout over padded tiles. x and y are (G, Tp, Sp) and
+// hold the weights of a (G, T, S) tile in their top-left corners (T <= Tp,
+// S <= Sp; CUDA pads attention to multiples of 8 for aligned GEMMs, the CPU
+// does not pad). Element (g, i, j) is kept as dropout keeps element
+// (g T + i) S + j of the unpadded tile, so a padded and an unpadded run drop
+// the same weights; with Tp = T and Sp = S this is dropout_forward.
+//   y = x * keep / (1 - p) in the corner, 0 in the padding   (y =; y may be x)
+// Backward is the same map applied to dy (same key, same mask).
+void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
+                       const TensorView& y, const Stream& stream);
+
 // ---------------------------------------------------------------- layer norm
 // Over the last dimension D of (R, D); mean and rstd = 1 / sqrt(var + eps)
 // (biased variance) are (R) in f32 (f64 when x is f64), saved for backward.

@@ -69,6 +69,30 @@ void dropout_backward(const TensorView& dy, float p, const RngKey& key, const Te
   });
 }
 
+// Unpadded tiles are the flat dropout (and as fast); padded ones go row by
+// row, each row's kept elements found from the unpadded tile's flat index.
+void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
+                       const TensorView& y) {
+  const int64_t tp = x.dim(-2), sp = x.dim(-1), g = x.numel() / (tp * sp);
+  with_float(y, "attention_dropout", [&](auto* py) {
+    using T = std::remove_pointer_t<decltype(py)>;
+    const T* px = x.data_as<T>();
+    if (tp == t && sp == s) return dropout_apply<T>(nullptr, px, py, y.numel(), p, key);
+    const T inv = static_cast<T>(1.0f / (1.0f - p));
+#pragma omp parallel for if (g * tp * sp > kParallelMin)
+    for (int64_t r = 0; r < g * tp; ++r) {
+      const int64_t i = r % tp;
+      const T* in = px + r * sp;
+      T* out = py + r * sp;
+      const int64_t kept_cols = i < t ? s : 0;
+      const uint64_t first = static_cast<uint64_t>(((r / tp) * t + i) * s);
+      for (int64_t j = 0; j < kept_cols; ++j)
+        out[j] = uniform01(philox_bits(key, first + static_cast<uint64_t>(j))) >= p ? in[j] * inv : T(0);
+      for (int64_t j = kept_cols; j < sp; ++j) out[j] = T(0);
+    }
+  });
+}
+
 void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
                          const RngKey& key, const TensorView& y) {
   with_float(y, "add_dropout_forward", [&](auto* py) {

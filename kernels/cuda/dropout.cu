@@ -68,7 +68,39 @@ void launch_dropout(const TensorView& residual, const TensorView& x, float p, co
   });
 }
 
+// Padded attention tiles (G, Tp, Sp) holding (G, T, S) weights: one thread
+// an element of the padded layout; a kept element draws its word from the
+// unpadded tile's flat index (one Philox block per element: attention
+// dropout is rare, and the padded tiles are small next to a GEMM).
+template <typename T>
+__global__ void tile_dropout_kernel(const T* x, T* y, int64_t n, int64_t t, int64_t s,
+                                    int64_t tp, int64_t sp, RngKey key, float p, float scale) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = e % sp, r = e / sp, i = r % tp, g = r / tp;
+    float out = 0.0f;
+    if (i < t && j < s) {
+      const uint64_t flat = static_cast<uint64_t>((g * t + i) * s + j);
+      out = uniform01(philox_bits(key, flat)) >= p ? __fmul_rn(to_float(x[e]), scale) : 0.0f;
+    }
+    y[e] = from_float<T>(out);
+  }
+}
+
 }  // namespace
+
+void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
+                       const TensorView& y, const Stream& stream) {
+  const int64_t tp = x.dim(-2), sp = x.dim(-1), n = y.numel();
+  if (tp == t && sp == s) return launch_dropout({}, x, p, key, y, stream, "attention_dropout");
+  const float scale = 1.0f / (1.0f - p);
+  with_storage_type(y.dtype(), "attention_dropout", [&](auto v) {
+    using T = decltype(v);
+    tile_dropout_kernel<T><<<grid_for(n), kThreads, 0, native(stream)>>>(
+        static_cast<const T*>(x.data()), static_cast<T*>(y.data()), n, t, s, tp, sp, key, p, scale);
+    TFM_CHECK_LAUNCH();
+  });
+}
 
 void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y,
                      const Stream& stream) {

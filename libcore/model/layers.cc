@@ -62,6 +62,15 @@ void merge_heads(const Blocks& m, const TensorView& heads, const TensorView& off
   ops::pack_heads(heads, offsets, rows_view, m.stream, col);
 }
 
+// The attention weights after dropout: probs itself, or the dropped copy
+// in the workspace (recomputed from the key in backward, never stored).
+TensorView dropped_weights(const Blocks& m, const AttentionShape& a, const TensorView& probs) {
+  if (a.dropout <= 0) return probs;
+  const TensorView w = prefix(m.ws.scores, probs.shape());
+  ops::attention_dropout(probs, a.tq, a.tk, a.dropout, a.key, w, m.stream);
+  return w;
+}
+
 }  // namespace
 
 void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
@@ -88,17 +97,14 @@ void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
   ops::GemmOptions qk = m.gemm();
   qk.trans_b = true;
   qk.alpha = static_cast<float>(1.0 / std::sqrt(static_cast<double>(K)));
-  const TensorView scores = sv.probs.reshape({BH, a.tq, a.tk});
-  ops::gemm(sv.q.reshape({BH, a.tq, K}), sv.k.reshape({BH, a.tk, K}), scores, qk, m.stream);
+  const int64_t Tq = a.tile_q, Tk = a.tile_k;
+  const TensorView scores = sv.probs.reshape({BH, Tq, Tk});
+  ops::gemm(sv.q.reshape({BH, Tq, K}), sv.k.reshape({BH, Tk, K}), scores, qk, m.stream);
   ops::softmax_forward(sv.probs, a.k_lengths, a.causal, sv.probs, m.stream);
-  TensorView weights = sv.probs;
-  if (a.dropout > 0) {
-    weights = prefix(m.ws.scores, sv.probs.shape());
-    ops::dropout_forward(sv.probs, a.dropout, a.key, weights, m.stream);
-  }
-  const TensorView heads = prefix(m.ws.split, {B, H, a.tq, E});
-  ops::gemm(weights.reshape({BH, a.tq, a.tk}), sv.v.reshape({BH, a.tk, E}),
-            heads.reshape({BH, a.tq, E}), {}, m.stream);
+  const TensorView weights = dropped_weights(m, a, sv.probs);
+  const TensorView heads = prefix(m.ws.split, {B, H, Tq, E});
+  ops::gemm(weights.reshape({BH, Tq, Tk}), sv.v.reshape({BH, Tk, E}), heads.reshape({BH, Tq, E}),
+            {}, m.stream);
   merge_heads(m, heads, a.q_offsets, sv.ctx);
   linear_forward(m, sv.ctx, w.out, s);
 }
@@ -112,55 +118,53 @@ void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a
   // Output projection, then the merge in reverse.
   const TensorView dctx = prefix(m.ws.dproj, {a.nq, H * E});
   linear_backward(m, sv.ctx, w.out, ds, dctx, 0.0f);
-  const TensorView dheads = prefix(m.ws.split, {B, H, a.tq, E});
+  const int64_t Tq = a.tile_q, Tk = a.tile_k;
+  const TensorView dheads = prefix(m.ws.split, {B, H, Tq, E});
   split_heads(m, dctx, a.q_offsets, dheads);
 
-  TensorView weights = sv.probs;
-  if (a.dropout > 0) {
-    weights = prefix(m.ws.scores, sv.probs.shape());
-    ops::dropout_forward(sv.probs, a.dropout, a.key, weights, m.stream);  // the same mask again
-  }
+  const TensorView weights = dropped_weights(m, a, sv.probs);  // the same mask again
   // dV = W^T dO;  dW = dO V^T
   ops::GemmOptions ta = m.gemm();
   ta.trans_a = true;
-  const TensorView dv = prefix(m.ws.dv, {BH, a.tk, E});
-  ops::gemm(weights.reshape({BH, a.tq, a.tk}), dheads.reshape({BH, a.tq, E}), dv, ta, m.stream);
+  const TensorView dv = prefix(m.ws.dv, {BH, Tk, E});
+  ops::gemm(weights.reshape({BH, Tq, Tk}), dheads.reshape({BH, Tq, E}), dv, ta, m.stream);
   ops::GemmOptions tb = m.gemm();
   tb.trans_b = true;
-  const TensorView dprobs = prefix(m.ws.dprobs, {B, H, a.tq, a.tk});
-  ops::gemm(dheads.reshape({BH, a.tq, E}), sv.v.reshape({BH, a.tk, E}),
-            dprobs.reshape({BH, a.tq, a.tk}), tb, m.stream);
-  if (a.dropout > 0) ops::dropout_backward(dprobs, a.dropout, a.key, dprobs, m.stream);
+  const TensorView dprobs = prefix(m.ws.dprobs, {B, H, Tq, Tk});
+  ops::gemm(dheads.reshape({BH, Tq, E}), sv.v.reshape({BH, Tk, E}), dprobs.reshape({BH, Tq, Tk}),
+            tb, m.stream);
+  if (a.dropout > 0)
+    ops::attention_dropout(dprobs, a.tq, a.tk, a.dropout, a.key, dprobs, m.stream);
   ops::softmax_backward(sv.probs, dprobs, dprobs, m.stream);
 
   // scores = scale q k^T:  dq = scale dS k;  dk = scale dS^T q
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(K)));
   ops::GemmOptions dqo = m.gemm();
   dqo.alpha = scale;
-  const TensorView dq = prefix(m.ws.dq, {BH, a.tq, K});
-  ops::gemm(dprobs.reshape({BH, a.tq, a.tk}), sv.k.reshape({BH, a.tk, K}), dq, dqo, m.stream);
+  const TensorView dq = prefix(m.ws.dq, {BH, Tq, K});
+  ops::gemm(dprobs.reshape({BH, Tq, Tk}), sv.k.reshape({BH, Tk, K}), dq, dqo, m.stream);
   ops::GemmOptions dko = m.gemm();
   dko.alpha = scale;
   dko.trans_a = true;
-  const TensorView dk = prefix(m.ws.dk, {BH, a.tk, K});
-  ops::gemm(dprobs.reshape({BH, a.tq, a.tk}), sv.q.reshape({BH, a.tq, K}), dk, dko, m.stream);
+  const TensorView dk = prefix(m.ws.dk, {BH, Tk, K});
+  ops::gemm(dprobs.reshape({BH, Tq, Tk}), sv.q.reshape({BH, Tq, K}), dk, dko, m.stream);
 
   // Back through the head splits and the input projections: in
   // self-attention one GEMM sums the three paths into dx.
   if (xq.data() == xkv.data() && dxq.data() == dxkv.data()) {
     const TensorView dproj = prefix(m.ws.dproj, {a.nq, 2 * H * K + H * E});
-    merge_heads(m, dq.reshape({B, H, a.tq, K}), a.q_offsets, dproj, 0);
-    merge_heads(m, dk.reshape({B, H, a.tk, K}), a.k_offsets, dproj, H * K);
-    merge_heads(m, dv.reshape({B, H, a.tk, E}), a.k_offsets, dproj, 2 * H * K);
+    merge_heads(m, dq.reshape({B, H, Tq, K}), a.q_offsets, dproj, 0);
+    merge_heads(m, dk.reshape({B, H, Tk, K}), a.k_offsets, dproj, H * K);
+    merge_heads(m, dv.reshape({B, H, Tk, E}), a.k_offsets, dproj, 2 * H * K);
     linear_backward(m, xq, joined(m, w.q, w.v), dproj, dxq, dxq_beta);
     return;
   }
   TensorView dproj = prefix(m.ws.dproj, {a.nq, H * K});
-  merge_heads(m, dq.reshape({B, H, a.tq, K}), a.q_offsets, dproj);
+  merge_heads(m, dq.reshape({B, H, Tq, K}), a.q_offsets, dproj);
   linear_backward(m, xq, w.q, dproj, dxq, dxq_beta);
   dproj = prefix(m.ws.dproj, {a.nk, H * K + H * E});
-  merge_heads(m, dk.reshape({B, H, a.tk, K}), a.k_offsets, dproj, 0);
-  merge_heads(m, dv.reshape({B, H, a.tk, E}), a.k_offsets, dproj, H * K);
+  merge_heads(m, dk.reshape({B, H, Tk, K}), a.k_offsets, dproj, 0);
+  merge_heads(m, dv.reshape({B, H, Tk, E}), a.k_offsets, dproj, H * K);
   linear_backward(m, xkv, joined(m, w.k, w.v), dproj, dxkv, 1.0f);
 }
 

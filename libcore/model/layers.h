@@ -68,15 +68,20 @@ inline void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, c
 
 // What multi-head attention saves for backward.
 struct AttentionSaved {
-  TensorView q, k, v;  // (B, H, Tq, K), (B, H, Tk, K), (B, H, Tk, E)
+  TensorView q, k, v;  // (B, H, Tq, K), (B, H, Tk, K), (B, H, Tk, E); Tq, Tk the tiles'
   TensorView probs;    // (B, H, Tq, Tk), before attention dropout
   TensorView ctx;      // (Nq, H * E), the merged heads as packed rows
 };
 
 // Queries and keys come as packed token rows (Nq and Nk of them; sentence b
-// owns rows [offsets[b], offsets[b + 1])), padded to Tq and Tk inside.
+// owns rows [offsets[b], offsets[b + 1])), padded to the batch's longest
+// query and key lengths tq and tk inside, and the heads further to tiles of
+// tile_q x tile_k (>= tq, tk: equal on the CPU; multiples of 8 on CUDA where
+// the plan has room, so the GEMMs get aligned rows). Attention dropout is
+// keyed by the unpadded (tq, tk) index: padding never changes what is dropped.
 struct AttentionShape {
   int64_t batch, tq, tk;
+  int64_t tile_q, tile_k;
   int64_t nq, nk;
   TensorView q_offsets, k_offsets;  // (B + 1) i32
   TensorView k_lengths;             // (B) i32

@@ -50,14 +50,22 @@ struct Transformer::Plan {
   // workspace
   int shadow = -1;  // the 16-bit copy of the parameters (16-bit compute only)
   int padded, proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
+  // Room for attention tiles: rows of a (B, H, rows, X) head buffer, and
+  // elements of one head's (Tq, Tk) weights (R x L).
+  int64_t head_rows = 0, map_elems = 0;
   // {loss, nll, sum of squared gradients} of the update in progress: summed
   // on the device over its batches, read back once (finish_update).
   int update = -1;
 
   // dt: compute dtype; pt: parameters, gradients, logits and loss.
-  Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, DType pt, int64_t param_elems) {
+  // rows_for_heads: the rows of (B, H, rows, X) head buffers, at least R (room
+  // for attention tiles padded past the batch's lengths, on CUDA).
+  Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, DType pt, int64_t param_elems,
+       int64_t rows_for_heads) {
     const int64_t R = lim.max_tokens, L = lim.max_len, D = c.d_model, F = c.d_ff, H = c.heads;
-    const int64_t HK = H * c.d_k, HE = H * c.d_v, HX = std::max(HK, HE);
+    const int64_t HK = H * c.d_k, HE = H * c.d_v, HX = std::max(HK, HE), Rh = rows_for_heads;
+    head_rows = Rh;
+    map_elems = R * L;
     const DType st = stats_dtype(pt);
     auto act = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::activations, n, t, s); };
     auto ws = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::workspace, n, t, s); };
@@ -66,8 +74,8 @@ struct Transformer::Plan {
                          act(n + ".mean", st, {R}), act(n + ".rstd", st, {R})};
     };
     auto attn = [&](const std::string& n) {
-      return AttentionPlanIds{act(n + ".q", dt, {R * HK}), act(n + ".k", dt, {R * HK}),
-                              act(n + ".v", dt, {R * HE}), act(n + ".probs", dt, {R * H * L}),
+      return AttentionPlanIds{act(n + ".q", dt, {Rh * HK}), act(n + ".k", dt, {Rh * HK}),
+                              act(n + ".v", dt, {Rh * HE}), act(n + ".probs", dt, {R * H * L}),
                               act(n + ".ctx", dt, {R, HE})};
     };
     params = mem.add(MemoryKind::parameters, "params", pt, {param_elems});
@@ -101,10 +109,10 @@ struct Transformer::Plan {
     padded = ws("padded", dt, {R, D});
     proj = ws("proj", dt, {R * (2 * HK + HE)});
     scores = ws("scores", dt, {R * H * L});
-    split = ws("split", dt, {R * HX});
-    dq = ws("dq", dt, {R * HK});
-    dk = ws("dk", dt, {R * HK});
-    dv = ws("dv", dt, {R * HE});
+    split = ws("split", dt, {Rh * HX});
+    dq = ws("dq", dt, {Rh * HK});
+    dk = ws("dk", dt, {Rh * HK});
+    dv = ws("dv", dt, {Rh * HE});
     dprobs = ws("dprobs", dt, {R * H * L});
     dproj = ws("dproj", dt, {R * (2 * HK + HE)});
     s = ws("s", dt, {R, D});
@@ -137,7 +145,8 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
               "max_len {} is over the {} positions the model has (max_positions)", limits.max_len,
               config.max_positions);
   stream_ = std::make_unique<Stream>(device);
-  plan_ = std::make_unique<Plan>(config_, limits_, dtype_, param_dtype_, layout_.total());
+  plan_ = std::make_unique<Plan>(config_, limits_, dtype_, param_dtype_, layout_.total(),
+                                 device.is_cuda() ? limits_.max_tokens * 5 / 4 : limits_.max_tokens);
   memory_ = std::make_unique<PlannedMemory>(plan_->mem, device);
   if (limits_.inference) return;
   if (!config_.learned_positions) {
@@ -228,6 +237,7 @@ void Transformer::upload(const HostBatch& b) {
   const std::vector<int32_t> tgt_off = offsets(b.tgt_lengths, T_, "target");
   Ns_ = src_off.back();
   Nt_ = tgt_off.back();
+  attention_tiles();
   std::vector<int32_t> tgt_out;  // packed: padding (-1) dropped
   tgt_out.reserve(static_cast<size_t>(Nt_));
   for (int64_t i = 0; i < B_; ++i)
@@ -248,10 +258,30 @@ void Transformer::upload(const HostBatch& b) {
   staging_->upload(parts);
 }
 
+// CUDA pads the attention tiles of a batch to multiples of 8 in both
+// lengths: the score and context GEMMs then have 16-byte aligned rows and
+// matrices in 16-bit dtypes (cuBLASLt falls back to slower kernels for odd
+// pitches). Each side is padded when its heads fit the plan's head rows,
+// and both when the (Tq, Tk) maps of all three attentions fit the planned
+// weights; otherwise the tiles are the batch's own lengths. The CPU gains
+// nothing from aligned rows and never pads.
+void Transformer::attention_tiles() {
+  Sa_ = S_;
+  Ta_ = T_;
+  if (!device_.is_cuda()) return;
+  const auto up8 = [](int64_t n) { return (n + 7) / 8 * 8; };
+  const int64_t sa = B_ * up8(S_) <= plan_->head_rows ? up8(S_) : S_;
+  const int64_t ta = B_ * up8(T_) <= plan_->head_rows ? up8(T_) : T_;
+  if (B_ * std::max({sa * sa, ta * ta, ta * sa}) > plan_->map_elems) return;
+  Sa_ = sa;
+  Ta_ = ta;
+}
+
 namespace {
 
-// The current batch: padded sizes, and the packed token rows of each side.
-struct BatchShape { int64_t B, S, T, Ns, Nt; };
+// The current batch: padded lengths, the packed token rows of each side,
+// and the attention tiles' lengths (Transformer::upload).
+struct BatchShape { int64_t B, S, T, Ns, Nt, Sa, Ta; };
 
 // Runs one model pass over the planned memory. Forward and backward walk
 // the same structure in opposite orders.
@@ -261,7 +291,8 @@ class Pass {
        const PlannedMemory& mem, const Stream& stream, const TensorView& positions,
        const BatchShape& shape, const TrainStep& step)
       : c_(c), L_(layout), plan_(plan), mem_(mem), st_(stream), positions_(positions),
-        B_(shape.B), S_(shape.S), T_(shape.T), Ns_(shape.Ns), Nt_(shape.Nt), step_(step),
+        B_(shape.B), S_(shape.S), T_(shape.T), Ns_(shape.Ns), Nt_(shape.Nt), Sa_(shape.Sa),
+        Ta_(shape.Ta), step_(step),
         master_(mem.view(plan.params)),
         m_{stream, c, layout, plan.shadow >= 0 ? mem.view(plan.shadow) : mem.view(plan.params),
            mem.view(plan.grads),
@@ -422,21 +453,23 @@ class Pass {
   // ------------------------------------------------------------ attention
   AttentionSaved saved(const AttentionPlanIds& a, const AttentionShape& s) const {
     const int64_t H = c_.heads;
-    return {v(a.q, {B_, H, s.tq, c_.d_k}), v(a.k, {B_, H, s.tk, c_.d_k}),
-            v(a.v, {B_, H, s.tk, c_.d_v}), v(a.probs, {B_, H, s.tq, s.tk}),
+    return {v(a.q, {B_, H, s.tile_q, c_.d_k}), v(a.k, {B_, H, s.tile_k, c_.d_k}),
+            v(a.v, {B_, H, s.tile_k, c_.d_v}), v(a.probs, {B_, H, s.tile_q, s.tile_k}),
             v(a.ctx, {s.nq, H * c_.d_v})};
   }
   // Self-attention of a side (source: 0, target: 1), or the decoder's
   // attention over the source (cross).
   AttentionShape self_shape(int stack, bool causal, uint32_t site_id) const {
-    const int64_t len = stack == 0 ? S_ : T_, n = stack == 0 ? rs() : rt();
+    const int64_t len = stack == 0 ? S_ : T_, tile = stack == 0 ? Sa_ : Ta_;
+    const int64_t n = stack == 0 ? rs() : rt();
     const TensorView off = stack == 0 ? src_offsets() : tgt_offsets();
     const int lengths = stack == 0 ? plan_.src_lengths : plan_.tgt_lengths;
-    return {B_, len, len, n, n, off, off, v(lengths, {B_}), causal, p_attn(), key(site_id)};
+    return {B_, len, len, tile, tile, n, n, off, off, v(lengths, {B_}), causal, p_attn(),
+            key(site_id)};
   }
   AttentionShape cross_shape(uint32_t site_id) const {
-    return {B_, T_, S_, rt(), rs(), tgt_offsets(), src_offsets(), v(plan_.src_lengths, {B_}),
-            false, p_attn(), key(site_id)};
+    return {B_, T_, S_, Ta_, Sa_, rt(), rs(), tgt_offsets(), src_offsets(),
+            v(plan_.src_lengths, {B_}), false, p_attn(), key(site_id)};
   }
 
   // ------------------------------------------------------------------ FFN
@@ -541,7 +574,7 @@ class Pass {
   const PlannedMemory& mem_;
   const Stream& st_;
   TensorView positions_;
-  int64_t B_, S_, T_, Ns_, Nt_;
+  int64_t B_, S_, T_, Ns_, Nt_, Sa_, Ta_;
   TrainStep step_;
   TensorView master_;
   model::Blocks m_;
@@ -550,11 +583,11 @@ class Pass {
 }  // namespace
 
 void Transformer::forward(const TrainStep& step) {
-  Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step).forward();
+  Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step).forward();
 }
 
 void Transformer::backward(const TrainStep& step) {
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step);
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step);
   pass.backward(prefix(memory_->view(plan_->g_dec), {Nt_, config_.d_model}));
 }
 
@@ -564,7 +597,7 @@ void Transformer::backward(const TrainStep& step) {
 // copy), which flows into the decoder output's gradient (g_dec) and into the
 // embedding's gradient.
 void Transformer::output_loss(const TrainStep& step, bool with_grads, const TensorView& sums) {
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step);
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step);
   const TensorView y = pass.decoder_output();
   const TensorView E = weight(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
   const TensorView targets = prefix(memory_->view(plan_->tgt_out), {Nt_});
@@ -660,7 +693,7 @@ TensorView Transformer::encode(const HostBatch& batch) {
   step.dropout = false;
   upload(batch);
   const TensorView packed =
-      Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step)
+      Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step)
           .encode();
   // Back to the padded layout callers index by (sentence, position).
   const TensorView out = prefix(memory_->view(plan_->padded), {B_ * S_, config_.d_model});
@@ -677,7 +710,7 @@ TensorView Transformer::attention_probs(Attention kind, int64_t layer) const {
   const int id = kind == Attention::encoder   ? plan_->enc[l].attn.probs
                  : kind == Attention::decoder ? plan_->dec[l].self_attn.probs
                                               : plan_->dec[l].cross_attn.probs;
-  const int64_t tq = kind == Attention::encoder ? S_ : T_, tk = kind == Attention::decoder ? T_ : S_;
+  const int64_t tq = kind == Attention::encoder ? Sa_ : Ta_, tk = kind == Attention::decoder ? Ta_ : Sa_;
   return prefix(memory_->view(id), {B_, config_.heads, tq, tk});
 }
 
@@ -686,7 +719,7 @@ Tensor Transformer::log_probs(const HostBatch& batch) {
   step.dropout = false;
   upload(batch);
   forward(step);
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_}, step);
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step);
   const TensorView y = pass.decoder_output();  // packed rows
   const int64_t V = config_.vocab_size, chunk = memory_->view(plan_->logits).dim(0);
   // Host row of packed row r: sentence i's rows go to i * T + t.

@@ -130,7 +130,10 @@ class Transformer {
   // uses. (B, H, Tq, Tk) on the device in the compute dtype, valid until
   // the next pass: (B, H, S, S) in the encoder, (B, H, T, T) in the decoder
   // (causal), (B, H, T, S) over the source. Hidden keys (padding, the
-  // future) are 0; query rows past a sentence's end mean nothing.
+  // future) are 0; query rows past a sentence's end mean nothing. On CUDA
+  // the tiles may be padded (Tq and Tk rounded up to multiples of 8, so the
+  // attention GEMMs see 16-byte aligned rows): the weights of the batch's
+  // (S, T) lengths are then the top-left corner of each (Tq, Tk) map.
   enum class Attention { encoder, decoder, cross };
   TensorView attention_probs(Attention kind, int64_t layer) const;
 
@@ -138,6 +141,7 @@ class Transformer {
 
  private:
   void upload(const HostBatch& batch);
+  void attention_tiles();  // Sa_, Ta_ of the uploaded batch
   void forward(const TrainStep& step);
   void backward(const TrainStep& step);
   // The output projection and the loss, chunk by chunk; sums (2) += the
@@ -155,6 +159,7 @@ class Transformer {
   Tensor positions_;  // sinusoid table on the device (sinusoidal positions), param dtype
   int64_t B_ = 0, S_ = 0, T_ = 0;  // the current batch
   int64_t Ns_ = 0, Nt_ = 0;        // its packed token rows: source, target
+  int64_t Sa_ = 0, Ta_ = 0;        // its attention tiles' lengths (S, T or, on CUDA, padded)
   int64_t tokens_ = 0;
   int64_t update_tokens_ = 0;  // target tokens since zero_grads()
   std::unique_ptr<HostStaging> staging_;  // batch uploads (training models)

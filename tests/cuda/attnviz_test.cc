@@ -1,6 +1,7 @@
 // tfm-attnviz's weights on CUDA against the CPU: the same evaluation pass of
 // the same model (Philox initialization is bit-identical on both devices),
-// read back through Transformer::attention_probs, in fp32 and bf16.
+// read back through Transformer::attention_probs, in fp32 and bf16; the
+// GPU's maps are padded to multiples of 8, the CPU's are not.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -30,6 +31,10 @@ TEST_CASE("cuda attention weights of a pass match the cpu", "[attnviz]") {
     gpu.init(9);
     cpu.evaluate(batch);
     gpu.evaluate(batch);
+    // The GPU pads its tiles (S = 7, T = 8) to multiples of 8; the CPU does not.
+    CHECK(cpu.attention_probs(Transformer::Attention::cross, 0).shape() == Shape{2, 5, 8, 7});
+    CHECK(gpu.attention_probs(Transformer::Attention::cross, 0).shape() == Shape{2, 5, 8, 8});
+    CHECK(gpu.attention_probs(Transformer::Attention::encoder, 2).shape() == Shape{2, 5, 8, 8});
     const double tol = dtype == DType::f32 ? 1e-5 : 2e-2;
     for (int64_t b = 0; b < 2; ++b) {
       viz::SentenceAttention want, got;

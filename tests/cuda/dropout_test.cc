@@ -124,3 +124,34 @@ TEST_CASE("cuda dropout runs in place and copies exactly at p = 0", "[dropout]")
     CHECK(same_bits(g_r, test::to_device(g_want, Device::cpu())));
   }
 }
+
+TEST_CASE("cuda attention_dropout of padded tiles drops the cpu's unpadded elements", "[dropout]") {
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  const RngKey key{4242, 3, 17};
+  const int64_t G = 40, t = 13, s = 27;
+  for (DType dtype : {DType::f32, DType::bf16})
+    for (const auto& [tp, sp] : {std::pair<int64_t, int64_t>{t, s}, {16, 32}, {t, 32}}) {
+      // The CPU drops the unpadded tile; the GPU a padded copy of it.
+      Tensor x = test::random({G, t, s}, DType::f32, 9100 + tp + sp, 0.5f, 1.5f);
+      Tensor y({G, t, s}, DType::f32);
+      ops::attention_dropout(x, t, s, 0.3f, key, y, cpu);
+      const std::vector<double> xv = test::to_f64(x), yv = test::to_f64(y);
+      std::vector<double> padded(static_cast<size_t>(G * tp * sp), 7.0), want(padded.size(), 0.0);
+      for (int64_t g = 0; g < G; ++g)
+        for (int64_t i = 0; i < t; ++i)
+          for (int64_t j = 0; j < s; ++j) {
+            padded[(g * tp + i) * sp + j] = xv[(g * t + i) * s + j];
+            want[(g * tp + i) * sp + j] = yv[(g * t + i) * s + j];
+          }
+      Tensor g_x = test::to_device(test::from_f64(padded, {G, tp, sp}, dtype), gpu);
+      Tensor g_y({G, tp, sp}, dtype, gpu);
+      ops::attention_dropout(g_x, t, s, 0.3f, key, g_y, cuda);
+      cuda.synchronize();
+      const Tensor want_t = test::from_f64(want, {G, tp, sp}, DType::f32);
+      INFO(dtype_name(dtype) << " tile " << tp << " x " << sp);
+      CHECK(first_mask_difference(test::to_device(g_y, Device::cpu()), want_t) == -1);
+      test::require_close({{"y", test::to_device(g_y, Device::cpu()), want, test::tolerance_for(dtype)}});
+      if (dtype == DType::f32) CHECK(same_bits(g_y, want_t));
+    }
+}

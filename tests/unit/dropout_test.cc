@@ -127,3 +127,35 @@ TEST_CASE("dropout rejects a bad probability or mismatched tensors", "[dropout]"
   REQUIRE_THROWS_WITH(ops::add_dropout_forward(x, z, 0.1f, {}, y, cpu),
                       Catch::Contains("add_dropout_forward: residual is f32 (3, 4) on cpu but s is"));
 }
+
+TEST_CASE("attention_dropout of padded tiles drops what the unpadded tile drops", "[dropout]") {
+  Stream cpu(Device::cpu());
+  const RngKey key{77, 5, 9};
+  const int64_t G = 6, t = 5, s = 7;
+  uint64_t seed = 800;
+  for (DType dtype : {DType::f32, DType::f64})
+    for (float p : {0.1f, 0.5f})
+      for (const auto& [tp, sp] : {std::pair<int64_t, int64_t>{t, s}, {8, 8}, {t, 8}, {8, s}}) {
+        Tensor x = test::random({G, t, s}, dtype, ++seed);
+        const std::vector<double> xv = test::to_f64(x), want = dropout_reference(xv, p, key);
+        // The tile in the corner of a padded one whose padding is noise.
+        std::vector<double> padded = test::to_f64(test::random({G, tp, sp}, dtype, ++seed));
+        for (int64_t g = 0; g < G; ++g)
+          for (int64_t i = 0; i < t; ++i)
+            for (int64_t j = 0; j < s; ++j) padded[(g * tp + i) * sp + j] = xv[(g * t + i) * s + j];
+        Tensor xp = test::from_f64(padded, {2, 3, tp, sp}, dtype), y({2, 3, tp, sp}, dtype);
+        std::vector<double> want_padded(padded.size(), 0.0);
+        for (int64_t g = 0; g < G; ++g)
+          for (int64_t i = 0; i < t; ++i)
+            for (int64_t j = 0; j < s; ++j) want_padded[(g * tp + i) * sp + j] = want[(g * t + i) * s + j];
+        INFO(dtype_name(dtype) << " p=" << p << " tile " << tp << " x " << sp);
+        const test::Tolerance tol = test::tolerance_for(dtype);
+        ops::attention_dropout(xp, t, s, p, key, y, cpu);
+        test::require_close({{"y", y, want_padded, tol}});
+        ops::attention_dropout(xp, t, s, p, key, xp, cpu);  // in place
+        test::require_close({{"y (in place)", xp, want_padded, tol}});
+      }
+  Tensor x({2, 4, 4}, DType::f32), y({2, 4, 4}, DType::f32);
+  REQUIRE_THROWS_WITH(ops::attention_dropout(x, 5, 4, 0.1f, key, y, cpu),
+                      Catch::Contains("attention_dropout: a (5, 4) tile does not fit the padded tiles"));
+}
