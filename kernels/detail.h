@@ -2,6 +2,7 @@
 // validated: shapes reduced to numbers. Not part of the op catalogue.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/ops.h"
@@ -15,6 +16,19 @@ struct GemmShape {
   int64_t lda = 0, ldb = 0, ldc = 0;                 // row pitch, in elements
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // matrix pitch, in elements
 };
+
+// update_control's arithmetic (ops.h), one copy for both devices: the
+// decision from the sums as doubles. TFM_HD: host and device.
+struct UpdateDecision {
+  float applied, grad_scale;
+};
+TFM_HD UpdateDecision decide_update(double loss, double nll, double squares, double loss_scale,
+                                    double max_norm) {
+  const double norm = std::sqrt(squares) / loss_scale;
+  const bool finite = std::isfinite(loss) && std::isfinite(nll) && std::isfinite(norm);
+  if (!finite) return {0.0f, 0.0f};
+  return {1.0f, static_cast<float>(static_cast<double>(clip_factor(norm, max_norm)) / loss_scale)};
+}
 
 }  // namespace tfm::ops::detail
 
@@ -70,7 +84,9 @@ void log_softmax(const TensorView& x, const TensorView& y);
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
                             float grad_scale, const TensorView& sums, const TensorView& dlogits);
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
-               const TensorView& v, const AdamOptions& options);
+               const TensorView& v, const AdamOptions& options, const TensorView& control);
+void update_control(const TensorView& sums, double loss_scale, double max_norm,
+                    const AdamSchedule& next, const AdamSchedule& retry, const TensorView& control);
 void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
                       const TensorView& index, const TensorView& lengths,
                       const TensorView& groups, float scale, const TensorView& out,
@@ -142,7 +158,11 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
                             float grad_scale, const TensorView& sums, const TensorView& dlogits,
                             const Stream& stream);
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
-               const TensorView& v, const AdamOptions& options, const Stream& stream);
+               const TensorView& v, const AdamOptions& options, const TensorView& control,
+               const Stream& stream);
+void update_control(const TensorView& sums, double loss_scale, double max_norm,
+                    const AdamSchedule& next, const AdamSchedule& retry, const TensorView& control,
+                    const Stream& stream);
 void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
                       const TensorView& index, const TensorView& lengths,
                       const TensorView& groups, float scale, const TensorView& out,

@@ -294,7 +294,45 @@ struct AdamOptions {
 //   g = grad_scale * grads;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 //   params -= lr * (m / (1 - b1^step)) / (sqrt(v / (1 - b2^step)) + eps)
 // params, grads, m, v: f32 (f64 on the CPU for tests), one shape.
+// control: update_control's decision, on the device (optional: an empty
+// view). When given, its grad_scale, lr and bias corrections replace the
+// options' (their lr, step and grad_scale are not read), and an update it
+// does not apply leaves params, m and v as they were.
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
-               const TensorView& v, const AdamOptions& options, const Stream& stream);
+               const TensorView& v, const AdamOptions& options, const Stream& stream,
+               const TensorView& control = {});
+
+// What the schedule gives one update number: the learning rate and Adam's
+// bias corrections 1 - beta^step, in double (adam_step rounds them to its
+// dtype once, as it does with the values it computes from AdamOptions).
+struct AdamSchedule {
+  double lr = 0, bias1 = 1, bias2 = 1;
+};
+AdamSchedule adam_schedule(double lr, float beta1, float beta2, int64_t step);
+
+// The clipping rule, one for host and device: the factor that brings a
+// gradient of norm `norm` down to `max_norm` (1 when it is within it, or
+// when max_norm <= 0: no clipping), computed in double, rounded to float.
+TFM_HD float clip_factor(double norm, double max_norm) {
+  if (max_norm <= 0 || !(norm > max_norm)) return 1.0f;
+  return static_cast<float>(max_norm / (norm + 1e-6));
+}
+
+// An update's decision, made where its sums are, so the host can queue the
+// optimizer step (and the next update) without reading them:
+//   sums (3) = {loss, nll, sum of the gradient's squares}: f32 (f64 for f64)
+//   norm = sqrt(sum) / loss_scale                     (the gradient's own norm)
+//   applied = loss, nll and norm are all finite
+//   grad_scale = clip_factor(norm, max_norm) / loss_scale
+//   schedule = control[0] as found (1: the update before was applied) ? next : retry
+// control (5) = {applied, grad_scale, schedule.lr, schedule.bias1,
+// schedule.bias2}, of the sums' dtype, all in double and rounded once, as
+// the host would. The
+// two schedules let an update take its number from an outcome the host has
+// not read yet (libcore/train/step.h).
+void update_control(const TensorView& sums, double loss_scale, double max_norm,
+                    const AdamSchedule& next, const AdamSchedule& retry,
+                    const TensorView& control, const Stream& stream);
+inline constexpr int64_t kUpdateControlSize = 5;
 
 }  // namespace tfm::ops

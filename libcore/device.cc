@@ -202,6 +202,23 @@ void device_copy(void* dst, Device dst_device, const void* src, Device src_devic
 #endif
 }
 
+void device_download_async(void* pinned_dst, const void* src, Device src_device, size_t bytes,
+                           const Stream& stream) {
+  if (bytes == 0) return;
+  if (src_device.is_cpu()) {
+    std::memcpy(pinned_dst, src, bytes);
+    return;
+  }
+#ifdef TFM_WITH_CUDA
+  cudaStream_t s = native_of(stream, src_device);
+  activate(src_device);
+  TFM_CUDA_CHECK(cudaMemcpyAsync(pinned_dst, src, bytes, cudaMemcpyDeviceToHost, s));
+#else
+  (void)stream;
+  no_cuda();
+#endif
+}
+
 void device_memset_zero(void* dst, Device device, size_t bytes, const Stream& stream) {
   if (bytes == 0) return;
   if (device.is_cpu()) {

@@ -97,6 +97,13 @@ void device_copy(void* dst, Device dst_device, const void* src, Device src_devic
                  const Stream& stream);
 void device_memset_zero(void* dst, Device device, size_t bytes, const Stream& stream);
 
+// Device -> pinned host memory (pinned_alloc), queued on `stream` and not
+// waited for: the host may read dst only after an Event recorded behind the
+// copy has been synchronized (HostReadback, memory.h). On the CPU the copy
+// completes on return.
+void device_download_async(void* pinned_dst, const void* src, Device src_device, size_t bytes,
+                           const Stream& stream);
+
 // Copies `rows` rows of `width` bytes from src (row pitch src_pitch bytes)
 // to dst (row pitch dst_pitch), both on `device`, in the order of `stream`.
 // Writes one time step into a KV cache, say.

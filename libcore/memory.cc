@@ -126,4 +126,45 @@ void HostStaging::upload(std::span<const Part> parts) {
   copied_[static_cast<size_t>(k)]->record(stream_);
 }
 
+HostReadback::HostReadback(size_t bytes, int slots, const Stream& stream)
+    : stream_(stream), bytes_(bytes) {
+  TFM_REQUIRE(slots >= 1, "a readback needs at least one slot");
+  try {
+    for (int k = 0; k < slots; ++k) {
+      buffers_.push_back(pinned_alloc(bytes));
+      copied_.push_back(std::make_unique<Event>(stream.device()));
+    }
+  } catch (...) {
+    for (void* b : buffers_) pinned_free(b);
+    throw;
+  }
+}
+
+HostReadback::~HostReadback() {
+  // Copies into the buffers may still be queued: let them land first.
+  for (const auto& e : copied_)
+    try { e->synchronize(); } catch (...) {}
+  for (void* b : buffers_) pinned_free(b);
+}
+
+int HostReadback::download(std::span<const TensorView> src) {
+  const int k = next_;
+  next_ = (next_ + 1) % static_cast<int>(buffers_.size());
+  auto* base = static_cast<char*>(buffers_[static_cast<size_t>(k)]);
+  size_t at = 0;
+  for (const TensorView& t : src) {
+    TFM_REQUIRE(at + t.bytes() <= bytes_, "readback of over the {} bytes planned", bytes_);
+    device_download_async(base + at, t.data(), t.device(), t.bytes(), stream_);
+    at += t.bytes();
+  }
+  copied_[static_cast<size_t>(k)]->record(stream_);
+  return k;
+}
+
+const char* HostReadback::read(int slot) const {
+  TFM_REQUIRE(slot >= 0 && slot < static_cast<int>(buffers_.size()), "readback slot {} does not exist", slot);
+  copied_[static_cast<size_t>(slot)]->synchronize();
+  return static_cast<const char*>(buffers_[static_cast<size_t>(slot)]);
+}
+
 }  // namespace tfm

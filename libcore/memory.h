@@ -105,4 +105,30 @@ class HostStaging {
   int next_ = 0;
 };
 
+// Downloads of small device arrays that the host reads later (an update's
+// loss sums while the next update runs): download() queues a copy into the
+// next of `slots` pinned buffers and records an event behind it; read()
+// waits for that copy alone, never for the work queued after it. A slot is
+// reused `slots` downloads later: read a download before that. On the CPU
+// the copies complete at once.
+class HostReadback {
+ public:
+  HostReadback(size_t bytes, int slots, const Stream& stream);  // bytes: the most a download takes
+  ~HostReadback();
+  HostReadback(const HostReadback&) = delete;
+  HostReadback& operator=(const HostReadback&) = delete;
+
+  // Queues src's bytes (in order, back to back) into a slot; returns the slot.
+  int download(std::span<const TensorView> src);
+  // The slot's bytes, once its copy has run (the host waits for it here).
+  const char* read(int slot) const;
+
+ private:
+  const Stream& stream_;
+  size_t bytes_;
+  std::vector<void*> buffers_;
+  std::vector<std::unique_ptr<Event>> copied_;
+  int next_ = 0;
+};
+
 }  // namespace tfm

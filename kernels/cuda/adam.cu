@@ -1,6 +1,7 @@
 // CUDA Adam (ops.h): one grid-stride pass over the flat f32 parameter,
 // gradient and moment buffers, in place. The bias corrections depend only on
-// the step, so the host computes them once, in double.
+// the step, so the host computes them once, in double (adam_schedule), or
+// update_control's one-thread kernel picks them on the device.
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
@@ -16,8 +17,17 @@ struct AdamConstants {
 
 // g = grad_scale grads; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 // params -= lr (m / bias1) / (sqrt(v / bias2) + eps)
+// control (update_control's, optional): {applied, grad_scale, lr, bias1,
+// bias2} replace the constants', and an update not applied changes nothing.
 __global__ void adam_kernel(float* params, const float* grads, float* m, float* v, int64_t n,
-                            AdamConstants k) {
+                            AdamConstants k, const float* control) {
+  if (control) {
+    if (control[0] == 0.0f) return;
+    k.grad_scale = control[1];
+    k.lr = control[2];
+    k.bias1 = control[3];
+    k.bias2 = control[4];
+  }
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float g = k.grad_scale * grads[i];
@@ -29,25 +39,47 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
   }
 }
 
+// One thread: update_control (ops.h), its arithmetic the CPU's (detail.h).
+template <typename S>
+__global__ void update_control_kernel(const S* sums, double loss_scale, double max_norm,
+                                      AdamSchedule next, AdamSchedule retry, float* control) {
+  const detail::UpdateDecision d = detail::decide_update(static_cast<double>(sums[0]),
+                                                         static_cast<double>(sums[1]),
+                                                         static_cast<double>(sums[2]), loss_scale,
+                                                         max_norm);
+  const AdamSchedule s = control[0] != 0.0f ? next : retry;
+  control[0] = d.applied;
+  control[1] = d.grad_scale;
+  control[2] = static_cast<float>(s.lr);
+  control[3] = static_cast<float>(s.bias1);
+  control[4] = static_cast<float>(s.bias2);
+}
+
 }  // namespace
 
 void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
-               const TensorView& v, const AdamOptions& o, const Stream& stream) {
+               const TensorView& v, const AdamOptions& o, const TensorView& control,
+               const Stream& stream) {
   for (const TensorView* t : {&params, &grads, &m, &v})
     if (t->dtype() != DType::f32) unsupported_dtype("adam_step", t->dtype());
   const int64_t n = params.numel();
   if (n == 0) return;
-  const double step = static_cast<double>(o.step);
-  const AdamConstants k{o.lr,
-                        o.beta1,
-                        o.beta2,
-                        o.eps,
-                        o.grad_scale,
-                        static_cast<float>(1.0 - std::pow(static_cast<double>(o.beta1), step)),
-                        static_cast<float>(1.0 - std::pow(static_cast<double>(o.beta2), step))};
+  const AdamSchedule s = adam_schedule(o.lr, o.beta1, o.beta2, o.step);
+  const AdamConstants k{static_cast<float>(s.lr), o.beta1, o.beta2, o.eps, o.grad_scale,
+                        static_cast<float>(s.bias1), static_cast<float>(s.bias2)};
   adam_kernel<<<grid_for(n), kThreads, 0, native(stream)>>>(
       static_cast<float*>(params.data()), static_cast<const float*>(grads.data()),
-      static_cast<float*>(m.data()), static_cast<float*>(v.data()), n, k);
+      static_cast<float*>(m.data()), static_cast<float*>(v.data()), n, k,
+      control.empty() ? nullptr : static_cast<const float*>(control.data()));
+  TFM_CHECK_LAUNCH();
+}
+
+void update_control(const TensorView& sums, double loss_scale, double max_norm,
+                    const AdamSchedule& next, const AdamSchedule& retry, const TensorView& control,
+                    const Stream& stream) {
+  update_control_kernel<float><<<1, 1, 0, native(stream)>>>(static_cast<const float*>(sums.data()),
+                                                            loss_scale, max_norm, next, retry,
+                                                            static_cast<float*>(control.data()));
   TFM_CHECK_LAUNCH();
 }
 

@@ -54,8 +54,9 @@ struct Transformer::Plan {
   // elements of one head's (Tq, Tk) weights (R x L).
   int64_t head_rows = 0, map_elems = 0;
   // {loss, nll, sum of squared gradients} of the update in progress: summed
-  // on the device over its batches, read back once (finish_update).
-  int update = -1;
+  // on the device over its batches, sent to the host once (send_update);
+  // and the decision ops::update_control makes from them.
+  int update = -1, control = -1;
 
   // dt: compute dtype; pt: parameters, gradients, logits and loss.
   // rows_for_heads: the rows of (B, H, rows, X) head buffers, at least R (room
@@ -126,6 +127,7 @@ struct Transformer::Plan {
     logits16 = dt != pt ? ws("logits.compute", dt, {chunk, c.vocab_size}) : logits;
     sums = ws("sums", st, {2});
     update = mem.add(MemoryKind::io, "update", st, {3});
+    control = mem.add(MemoryKind::io, "update.control", st, {ops::kUpdateControlSize});
   }
 };
 
@@ -157,6 +159,9 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
   // src, tgt_in, tgt_out: R each; the lengths: B <= R each; the offsets: B + 1 each.
   staging_ = std::make_unique<HostStaging>((7 * static_cast<size_t>(limits_.max_tokens) + 2) * sizeof(int32_t),
                                            *stream_);
+  readback_ = std::make_unique<HostReadback>(4 * sizeof(double), 3, *stream_);
+  const TensorView control = memory_->view(plan_->control);
+  device_memset_zero(control.data(), device_, control.bytes(), *stream_);
   zero_grads();
   const auto [m, v] = optimizer_state();
   device_memset_zero(m.data(), device_, m.bytes(), *stream_);
@@ -667,13 +672,46 @@ LossSums Transformer::forward_backward(const HostBatch& batch, const TrainStep& 
   return {host[0], host[1], tokens_};
 }
 
-UpdateSums Transformer::finish_update() {
-  const TensorView update = memory_->view(plan_->update);  // {loss, nll, sum of squares}
+void Transformer::finish_update() {
+  const TensorView update = update_sums();  // {loss, nll, sum of squares}
   const TensorView squares(static_cast<char*>(update.data()) + 2 * dtype_size(update.dtype()),
                            update.dtype(), {1}, device_);
   ops::sum_squares(grads(), squares, *stream_);
-  const std::vector<double> host = read_back(update, 3, *stream_);
-  return {{host[0], host[1], update_tokens_}, host[2]};
+}
+
+TensorView Transformer::update_sums() const {
+  TFM_REQUIRE(!limits_.inference, "the model was built for inference only: it has no updates");
+  return memory_->view(plan_->update);
+}
+
+TensorView Transformer::update_control() const {
+  TFM_REQUIRE(!limits_.inference, "the model was built for inference only: it has no updates");
+  return memory_->view(plan_->control);
+}
+
+UpdateTicket Transformer::send_update() {
+  const TensorView applied = prefix(update_control(), {1});
+  const TensorView parts[] = {update_sums(), applied};
+  return {readback_->download(parts), update_tokens_};
+}
+
+UpdateSums Transformer::receive_update(const UpdateTicket& ticket) {
+  const char* bytes = readback_->read(ticket.slot);
+  const TensorView sums = update_sums();
+  double v[3];
+  for (int i = 0; i < 3; ++i) {
+    if (sums.dtype() == DType::f64) {
+      std::memcpy(&v[i], bytes + i * sizeof(double), sizeof(double));
+    } else {
+      float f;
+      std::memcpy(&f, bytes + i * sizeof(float), sizeof(float));
+      v[i] = f;
+    }
+  }
+  // The decision's `applied` (1 or 0), in the sums' dtype.
+  const bool applied = std::any_of(bytes + sums.bytes(), bytes + sums.bytes() + dtype_size(sums.dtype()),
+                                   [](char b) { return b != 0; });
+  return {{v[0], v[1], ticket.tokens}, v[2], applied};
 }
 
 LossSums Transformer::evaluate(const HostBatch& batch) {

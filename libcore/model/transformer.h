@@ -51,11 +51,19 @@ struct LossSums {
   int64_t tokens = 0;  // target tokens (eos included, padding excluded)
 };
 
-// What finish_update() reads back: the loss sums of every batch since
-// zero_grads(), and the sum of squares of the accumulated gradient.
+// What an update reads back (receive_update): the loss sums of every batch
+// since zero_grads(), the sum of squares of the accumulated gradient, and
+// whether ops::update_control applied it.
 struct UpdateSums {
   LossSums sums;
   double grad_squares = 0;
+  bool applied = false;
+};
+
+// An update whose sums are on their way to the host (send_update).
+struct UpdateTicket {
+  int slot = -1;
+  int64_t tokens = 0;  // its target tokens
 };
 
 class Transformer {
@@ -106,11 +114,22 @@ class Transformer {
 
   // Forward and backward: grads += d(grad_scale * loss) / d(params), and the
   // batch's loss sums into the update's. Queued on the stream: the host
-  // does not wait for the GPU (an update reads back once, finish_update).
+  // does not wait for the GPU.
   void accumulate(const HostBatch& batch, const TrainStep& step);
-  // The update so far: its loss sums and the gradient's sum of squares,
-  // read back together (the host waits for the stream here).
-  UpdateSums finish_update();
+  // Ends an update's batches: the gradient's sum of squares joins the loss
+  // sums in update_sums() (queued, no wait).
+  void finish_update();
+  // The update in progress, on the device: {loss, nll, sum of the
+  // gradient's squares} (f32; f64 for f64), and the decision made from them
+  // (ops::update_control, (5) of the same dtype), which Adam reads.
+  TensorView update_sums() const;
+  TensorView update_control() const;
+  // Starts update_sums() and the decision's `applied` toward the host,
+  // behind the work queued so far and ahead of what comes next (the next
+  // update's batches): the host does not wait. receive_update() waits for
+  // that copy alone. Read a ticket before two more are sent.
+  UpdateTicket send_update();
+  UpdateSums receive_update(const UpdateTicket& ticket);
   // accumulate(), then this batch's own loss sums, read back (tests, benches).
   LossSums forward_backward(const HostBatch& batch, const TrainStep& step);
   // Forward only, no dropout.
@@ -162,7 +181,8 @@ class Transformer {
   int64_t Sa_ = 0, Ta_ = 0;        // its attention tiles' lengths (S, T or, on CUDA, padded)
   int64_t tokens_ = 0;
   int64_t update_tokens_ = 0;  // target tokens since zero_grads()
-  std::unique_ptr<HostStaging> staging_;  // batch uploads (training models)
+  std::unique_ptr<HostStaging> staging_;    // batch uploads (training models)
+  std::unique_ptr<HostReadback> readback_;  // updates' sums on their way to the host
 };
 
 }  // namespace tfm

@@ -30,11 +30,6 @@ double gradient_norm(const TensorView& grads, const Stream& stream) {
   return std::sqrt(host);
 }
 
-float clip_factor(double norm, double max_norm) {
-  if (max_norm <= 0 || !(norm > max_norm)) return 1.0f;
-  return static_cast<float>(max_norm / (norm + 1e-6));
-}
-
 Adam::Adam(Shape shape, DType dtype, const Stream& stream, AdamConfig config)
     : config_(config), owned_m_(Tensor::zeros(shape, dtype, stream)),
       owned_v_(Tensor::zeros(shape, dtype, stream)), m_(owned_m_.view()), v_(owned_v_.view()) {}
@@ -51,6 +46,19 @@ void Adam::step(const TensorView& params, const TensorView& grads, double lr, in
   o.step = step;
   o.grad_scale = grad_scale;
   ops::adam_step(params, grads, m_, v_, o, stream);
+}
+
+void Adam::step(const TensorView& params, const TensorView& grads, const TensorView& control,
+                const Stream& stream) {
+  ops::AdamOptions o;
+  o.beta1 = config_.beta1;
+  o.beta2 = config_.beta2;
+  o.eps = config_.eps;
+  ops::adam_step(params, grads, m_, v_, o, stream, control);
+}
+
+ops::AdamSchedule Adam::schedule(double lr, int64_t step) const {
+  return ops::adam_schedule(lr, config_.beta1, config_.beta2, step);
 }
 
 }  // namespace tfm

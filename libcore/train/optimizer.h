@@ -18,8 +18,9 @@ double noam_learning_rate(int64_t step, int64_t d_model, int64_t warmup, double 
 double gradient_norm(const TensorView& grads, const Stream& stream);
 
 // The factor that brings a gradient of norm `norm` down to `max_norm`
-// (1 when it is already within it, or when max_norm <= 0: no clipping).
-float clip_factor(double norm, double max_norm);
+// (1 when it is already within it, or when max_norm <= 0: no clipping):
+// the op layer's rule, which update_control applies on the device.
+using ops::clip_factor;
 
 struct AdamConfig {
   float beta1 = 0.9f, beta2 = 0.98f, eps = 1e-9f;
@@ -37,6 +38,12 @@ class Adam {
   // gradients are multiplied by grad_scale first (clipping, loss scaling).
   void step(const TensorView& params, const TensorView& grads, double lr, int64_t step,
             float grad_scale, const Stream& stream);
+  // One update as ops::update_control decided it on the device (`control`):
+  // its gradient scale, schedule, and whether it is applied at all.
+  void step(const TensorView& params, const TensorView& grads, const TensorView& control,
+            const Stream& stream);
+  // The learning rate and bias corrections of update number `step` (1-based).
+  ops::AdamSchedule schedule(double lr, int64_t step) const;
 
   const TensorView& m() const { return m_; }
   const TensorView& v() const { return v_; }

@@ -22,38 +22,50 @@ void LossScaler::restore(double scale, int64_t streak) {
   streak_ = dynamic_ ? streak : 0;
 }
 
-StepResult train_step(Transformer& model, Adam& adam, const std::vector<HostBatch>& batches,
-                      const StepConfig& config, LossScaler& scaler) {
+QueuedUpdate queue_update(Transformer& model, Adam& adam, const std::vector<HostBatch>& batches,
+                          const StepConfig& config, double loss_scale) {
   TFM_REQUIRE(!batches.empty(), "an update needs at least one batch");
   int64_t tokens = 0;
   for (const HostBatch& b : batches) tokens += b.target_tokens;
-  const double scale = scaler.scale();
   model.zero_grads();
   for (size_t i = 0; i < batches.size(); ++i) {
     TrainStep ts;
     ts.seed = config.seed;
     ts.rng_step = config.rng_counter + static_cast<uint32_t>(i);
-    ts.grad_scale = static_cast<float>(scale / static_cast<double>(tokens));
+    ts.grad_scale = static_cast<float>(loss_scale / static_cast<double>(tokens));
     ts.tf32 = config.tf32;
     model.accumulate(batches[i], ts);
   }
-  // The one point of the update where the host waits for the device: the
-  // loss and the gradient norm decide clipping and whether to apply it.
-  const UpdateSums u = model.finish_update();
+  model.finish_update();
+  const ops::AdamSchedule next = adam.schedule(config.lr, config.step);
+  const ops::AdamSchedule retry =
+      config.retry_step > 0 ? adam.schedule(config.retry_lr, config.retry_step) : next;
+  ops::update_control(model.update_sums(), loss_scale, config.clip_norm, next, retry,
+                      model.update_control(), model.stream());
+  adam.step(model.params(), model.grads(), model.update_control(), model.stream());
+  return {model.send_update(), loss_scale};
+}
+
+StepResult read_update(Transformer& model, const QueuedUpdate& update, LossScaler& scaler) {
+  const UpdateSums u = model.receive_update(update.ticket);
   StepResult r;
   r.sums = u.sums;
-  r.grad_norm = std::sqrt(u.grad_squares) / scale;
-  const bool finite_loss = std::isfinite(r.sums.loss) && std::isfinite(r.sums.nll);
-  if (!finite_loss || !std::isfinite(r.grad_norm)) {
-    r.outcome = finite_loss && scaler.can_back_off() ? StepOutcome::overflow : StepOutcome::bad;
-    scaler.update(r.outcome == StepOutcome::overflow);
+  r.grad_norm = std::sqrt(u.grad_squares) / update.loss_scale;
+  if (u.applied) {
+    scaler.update(false);
     return r;
   }
-  const float clip = clip_factor(r.grad_norm, config.clip_norm);
-  adam.step(model.params(), model.grads(), config.lr, config.step,
-            static_cast<float>(clip / scale), model.stream());
-  scaler.update(false);
+  // Skipped on the device (ops::update_control): an fp16 overflow the scale
+  // answers for, or a NaN or infinite loss or gradient.
+  const bool finite_loss = std::isfinite(r.sums.loss) && std::isfinite(r.sums.nll);
+  r.outcome = finite_loss && scaler.can_back_off() ? StepOutcome::overflow : StepOutcome::bad;
+  scaler.update(r.outcome == StepOutcome::overflow);
   return r;
+}
+
+StepResult train_step(Transformer& model, Adam& adam, const std::vector<HostBatch>& batches,
+                      const StepConfig& config, LossScaler& scaler) {
+  return read_update(model, queue_update(model, adam, batches, config, scaler.scale()), scaler);
 }
 
 }  // namespace tfm::train

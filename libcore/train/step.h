@@ -7,6 +7,17 @@
 // and the gradient divided by it in the optimizer step, together with the
 // clipping factor. A NaN or infinite loss or gradient norm skips the update:
 // parameters and moments stay as they were.
+//
+// The host does not wait for an update (queue_update): whether it is
+// applied and how much it is clipped are decided on the device from its
+// sums (ops::update_control), and the sums reach the host later
+// (read_update), while the next update already runs. A skipped update does
+// not take an update number: the next one takes it again. When the host
+// queues an update before it has read the previous one, it cannot know
+// which number the update gets, so it gives both candidates (StepConfig's
+// retry_*) and the device picks the one the previous outcome calls for:
+// a run is the same update for update whether the host reads at once or
+// one update late.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +53,12 @@ class LossScaler {
 };
 
 struct StepConfig {
-  double lr = 0;              // this update's learning rate
   int64_t step = 1;           // 1-based update number (Adam's bias correction)
+  double lr = 0;              // the schedule's rate at `step`
+  // The number and rate the update takes instead when the update queued
+  // before it, not read yet, turns out skipped (0: there is no such update).
+  int64_t retry_step = 0;
+  double retry_lr = 0;
   uint64_t seed = 1;          // of the dropout masks
   uint32_t rng_counter = 0;   // dropout counter of the first batch; batch i uses rng_counter + i
   double clip_norm = 0;       // 0: no clipping
@@ -62,6 +77,21 @@ struct StepResult {
   StepOutcome outcome = StepOutcome::applied;
 };
 
+// An update queued on the model's stream: read it with read_update, before
+// two more are queued.
+struct QueuedUpdate {
+  UpdateTicket ticket;
+  double loss_scale = 1;  // the scale its loss was multiplied by
+};
+
+// Queues forward and backward over `batches`, the decision and Adam; the
+// host does not wait. loss_scale: the scaler's current scale.
+QueuedUpdate queue_update(Transformer& model, Adam& adam, const std::vector<HostBatch>& batches,
+                          const StepConfig& config, double loss_scale);
+// Waits for a queued update's sums (that update alone), says what it did,
+// and moves the loss scale on.
+StepResult read_update(Transformer& model, const QueuedUpdate& update, LossScaler& scaler);
+// Both at once: one update, read before returning.
 StepResult train_step(Transformer& model, Adam& adam, const std::vector<HostBatch>& batches,
                       const StepConfig& config, LossScaler& scaler);
 

@@ -271,14 +271,31 @@ class Trainer {
   }
 
   // ------------------------------------------------------------------ loop
+  // The host queues update n + 1 before it reads update n's sums, so the
+  // device never waits for it (train/step.h). It reads first, and so runs
+  // an update behind no longer, when what follows update n needs its
+  // parameters or its outcome: a validation, a checkpoint, the last update,
+  // or the fp16 loss scale of the next one.
+  struct InFlight {
+    QueuedUpdate update;
+    StepConfig config;
+  };
+
   TrainResult loop() {
     start_ = Clock::now();
     last_save_ = start_;
     window_ = Window{};
     elapsed_base_ = st_.elapsed;
     std::optional<StopReason> stop;
+    std::optional<InFlight> flight;
     std::vector<HostBatch> batches;
-    while (!(stop = stop_before_update())) {
+    while (true) {
+      if (flight && must_read_first()) {
+        stop = finish(*flight, /*current=*/true);
+        flight.reset();
+        if (stop) break;
+      }
+      if ((stop = stop_before_update(flight.has_value()))) break;
       batches.clear();
       for (int64_t i = 0; i < opt_.update_freq; ++i) {
         if (!next_batch(batches)) break;
@@ -287,37 +304,16 @@ class Trainer {
         stop = StopReason::max_epochs;
         break;
       }
-      StepConfig sc;
-      sc.step = st_.step + 1;
-      sc.lr = noam_learning_rate(sc.step, config_.d_model, opt_.warmup, opt_.lr_scale);
-      sc.seed = opt_.seed;
-      sc.rng_counter = static_cast<uint32_t>(st_.micro_batches);
-      sc.clip_norm = opt_.clip_norm;
-      sc.tf32 = precision_ == Precision::tf32;
-      const StepResult r = train_step(*model_, *adam_, batches, sc, *scaler_);
+      const StepConfig sc = step_config(flight.has_value());
+      const QueuedUpdate queued = queue_update(*model_, *adam_, batches, sc, scaler_->scale());
       st_.micro_batches += static_cast<int64_t>(batches.size());
-      st_.loss_scale = scaler_->scale();
-      st_.loss_scale_streak = scaler_->streak();
-      if (r.outcome != StepOutcome::applied) {
-        skipped(r, sc);
-        continue;
-      }
-      ++st_.step;
-      ++run_updates_;
-      st_.consecutive_bad = 0;
-      st_.tokens += r.sums.tokens;
-      window_.loss += r.sums.loss;
-      window_.nll += r.sums.nll;
-      window_.tokens += r.sums.tokens;
-      window_.grad_norm += r.grad_norm;
-      ++window_.updates;
-      report(sc.lr);
-      if (dev_ && st_.step % opt_.valid_every == 0 && validate()) stop = StopReason::early_stop;
-      const bool by_steps = opt_.save_every_steps > 0 && st_.step % opt_.save_every_steps == 0;
-      const bool by_time = opt_.save_every > 0 &&
-          std::chrono::duration<double>(Clock::now() - last_save_).count() >= opt_.save_every;
-      if (by_steps || by_time) save(by_steps ? "every-steps" : "every-time");
+      if (flight) stop = finish(*flight, /*current=*/false);
+      flight = InFlight{queued, sc};
       if (stop) break;
+    }
+    if (flight) {  // the last update queued: read it, and what follows it runs
+      const std::optional<StopReason> last = finish(*flight, /*current=*/true);
+      if (last) stop = last;
     }
     progress_.end_live();
     if (st_.step != saved_step_ || last_checkpoint_.empty()) save("end");
@@ -340,9 +336,78 @@ class Trainer {
     return {*stop, st_.step, last_checkpoint_};
   }
 
-  std::optional<StopReason> stop_before_update() const {
+  // The next update's number and rate: one past the updates read, or, with
+  // one still unread, one past it too, unless it is skipped (the retry).
+  StepConfig step_config(bool one_unread) const {
+    StepConfig sc;
+    const auto lr = [&](int64_t step) {
+      return noam_learning_rate(step, config_.d_model, opt_.warmup, opt_.lr_scale);
+    };
+    sc.step = st_.step + (one_unread ? 2 : 1);
+    sc.lr = lr(sc.step);
+    if (one_unread) {
+      sc.retry_step = st_.step + 1;
+      sc.retry_lr = lr(sc.retry_step);
+    }
+    sc.seed = opt_.seed;
+    sc.rng_counter = static_cast<uint32_t>(st_.micro_batches);
+    sc.clip_norm = opt_.clip_norm;
+    sc.tf32 = precision_ == Precision::tf32;
+    return sc;
+  }
+
+  // Whether the update in flight must be read before the next is queued:
+  // if it is applied, it is update st_.step + 1, and what happens after
+  // that update must see its parameters (not the next update's), or the
+  // next update needs its fp16 outcome.
+  bool must_read_first() const {
+    const int64_t n = st_.step + 1;
+    return scaler_->dynamic() || (dev_ && n % opt_.valid_every == 0) ||
+           (opt_.save_every_steps > 0 && n % opt_.save_every_steps == 0) ||
+           (opt_.max_steps > 0 && n >= opt_.max_steps) || save_due_by_time();
+  }
+
+  bool save_due_by_time() const {
+    return opt_.save_every > 0 &&
+           std::chrono::duration<double>(Clock::now() - last_save_).count() >= opt_.save_every;
+  }
+
+  // Reads an update and does what follows it. current: no later update has
+  // been queued, so the parameters are this update's and a validation or a
+  // checkpoint may run (must_read_first() made sure that those tied to an
+  // update number only fall on current updates).
+  std::optional<StopReason> finish(const InFlight& f, bool current) {
+    const StepResult r = read_update(*model_, f.update, *scaler_);
+    st_.loss_scale = scaler_->scale();
+    st_.loss_scale_streak = scaler_->streak();
+    if (r.outcome != StepOutcome::applied) {
+      skipped(r, st_.step + 1);
+      return std::nullopt;
+    }
+    ++st_.step;
+    ++run_updates_;
+    st_.consecutive_bad = 0;
+    st_.tokens += r.sums.tokens;
+    window_.loss += r.sums.loss;
+    window_.nll += r.sums.nll;
+    window_.tokens += r.sums.tokens;
+    window_.grad_norm += r.grad_norm;
+    ++window_.updates;
+    report(st_.step == f.config.step ? f.config.lr : f.config.retry_lr);
+    if (!current) return std::nullopt;
+    std::optional<StopReason> stop;
+    if (dev_ && st_.step % opt_.valid_every == 0 && validate()) stop = StopReason::early_stop;
+    const bool by_steps = opt_.save_every_steps > 0 && st_.step % opt_.save_every_steps == 0;
+    if (by_steps || save_due_by_time()) save(by_steps ? "every-steps" : "every-time");
+    return stop;
+  }
+
+  // one_unread: an update is queued and not read (it cannot reach
+  // --max-steps: must_read_first() reads that one at once).
+  std::optional<StopReason> stop_before_update(bool one_unread) const {
     if (g_stop_signal.load() != 0) return StopReason::interrupted;
-    if (opt_.max_steps > 0 && st_.step >= opt_.max_steps) return StopReason::max_steps;
+    if (opt_.max_steps > 0 && st_.step + (one_unread ? 1 : 0) >= opt_.max_steps)
+      return StopReason::max_steps;
     if (opt_.max_time > 0 && elapsed() >= opt_.max_time) return StopReason::max_time;
     if (opt_.max_epochs > 0 && st_.epoch >= opt_.max_epochs &&
         st_.cursor >= static_cast<int64_t>(order_.size()))
@@ -363,16 +428,17 @@ class Trainer {
     return true;
   }
 
-  void skipped(const StepResult& r, const StepConfig& sc) {
+  // An update not applied; `step` is the number it would have had.
+  void skipped(const StepResult& r, int64_t step) {
     const bool overflow = r.outcome == StepOutcome::overflow;
     JsonWriter j;
-    j.begin_object().field("event", "skip").field("step", sc.step)
+    j.begin_object().field("event", "skip").field("step", step)
         .field("reason", overflow ? "overflow" : "nan").field("loss", r.sums.loss)
         .field("grad_norm", r.grad_norm).field("loss_scale", scaler_->scale()).end_object();
     log(j);
     if (overflow) {
       ++st_.overflow_steps;
-      log::debug("update {}: fp16 gradient overflow, skipped; loss scale now {}", sc.step,
+      log::debug("update {}: fp16 gradient overflow, skipped; loss scale now {}", step,
                  scaler_->scale());
       return;
     }
@@ -381,7 +447,7 @@ class Trainer {
     progress_.end_live();
     log::warn("update {} skipped: the loss or the gradient is NaN or infinite (loss {}, gradient "
               "norm {}); {} in a row",
-              sc.step, r.sums.loss / std::max<double>(1, static_cast<double>(r.sums.tokens)),
+              step, r.sums.loss / std::max<double>(1, static_cast<double>(r.sums.tokens)),
               r.grad_norm, st_.consecutive_bad);
     if (st_.consecutive_bad >= opt_.max_bad_steps)
       fail("stopped after {} updates in a row with a NaN or infinite loss or gradient (lower "

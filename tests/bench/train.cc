@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,24 +78,39 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
   if (device.is_cpu()) bench::GemmClock::install(o.gemm_shapes);
 
   const std::vector<HostBatch> batches(static_cast<size_t>(o.update_freq), batch);
+  // As tfm-train runs updates (trainer.cc): update n + 1 is queued before
+  // update n is read (fp16 reads at once: its loss scale must be known).
   int64_t step = 0;
+  std::optional<train::QueuedUpdate> flight;
+  auto read = [&] {
+    const train::StepResult r = train::read_update(model, *flight, scaler);
+    TFM_REQUIRE(r.outcome == train::StepOutcome::applied, "an update was skipped (loss {})", r.sums.loss);
+    flight.reset();
+  };
   auto one_step = [&] {
     train::StepConfig sc;
     sc.step = ++step;
     sc.lr = noam_learning_rate(sc.step, config.d_model, kWarmup);
     sc.rng_counter = static_cast<uint32_t>((step - 1) * o.update_freq);
     sc.tf32 = precision == train::Precision::tf32;
-    const train::StepResult r = train::train_step(model, adam, batches, sc, scaler);
-    TFM_REQUIRE(r.outcome == train::StepOutcome::applied, "step {} was skipped (loss {})", step,
-                r.sums.loss);
+    if (flight) {  // every update applies here: the retry is never taken
+      sc.retry_step = sc.step - 1;
+      sc.retry_lr = noam_learning_rate(sc.retry_step, config.d_model, kWarmup);
+    }
+    const train::QueuedUpdate q = train::queue_update(model, adam, batches, sc, scaler.scale());
+    if (flight) read();
+    flight = q;
+    if (scaler.dynamic()) read();
   };
   bench::reset_pool_peak(device);
   one_step();  // warm-up: first touch of planned memory, thread pools, kernel choice
+  if (flight) read();
   model.stream().synchronize();
 
   bench::GemmClock::reset();
   const auto start = Clock::now();
   for (int i = 0; i < o.steps; ++i) one_step();
+  if (flight) read();
   model.stream().synchronize();
   TfmResult r;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();

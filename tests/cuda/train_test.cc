@@ -1,13 +1,15 @@
 // Whole training updates on CUDA against the CPU (libcore/train/step.h):
 // several updates in a row with gradient accumulation, clipping and dropout,
 // which only agree if every upload, zeroing and read-back is ordered on the
-// model's stream; an fp16 update whose scaled gradient overflows, skipped;
+// model's stream; updates queued one ahead of their read-back, as the
+// trainer runs them; an fp16 update whose scaled gradient overflows, skipped;
 // and decoding in bf16 and f16 against fp32, on a model trained here to copy
 // its input (random weights give near-ties that any rounding flips).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "libcore/decode/search.h"
@@ -101,6 +103,62 @@ TEST_CASE("consecutive fp32 updates on cuda follow the cpu (update-freq 2, clipp
   const double moments = test::relative_error(test::to_f64(gpu.optimizer_state().second),
                                         test::to_f64(cpu.optimizer_state().second));
   INFO("Adam's second moments, relative error " << moments);
+  CHECK(moments < 1e-3);
+}
+
+// The trainer's pipeline (trainer.cc): update n + 1 queued before update n
+// is read, its number picked on the device by update_control; one update
+// in between is skipped (a loss scale that overflows f32). The CPU runs the
+// same updates read at once.
+TEST_CASE("updates queued one ahead on cuda follow the cpu read at once, a skip included", "[train]") {
+  const ModelConfig c = small_config(0.1f);
+  Transformer cpu(c, small_limits(), Device::cpu()), gpu(c, small_limits(), Device::cuda(0));
+  cpu.init(5);
+  gpu.init(5);
+  Adam adam_cpu(cpu.optimizer_state().first, cpu.optimizer_state().second);
+  Adam adam_gpu(gpu.optimizer_state().first, gpu.optimizer_state().second);
+  LossScaler scale_cpu(false), scale_gpu(false);
+  const auto lr = [](int64_t step) { return noam_learning_rate(step, 64, 4); };
+  const auto config = [&](int64_t step, int64_t retry_step, uint32_t counter) {
+    StepConfig sc;
+    sc.step = step;
+    sc.lr = lr(step);
+    sc.retry_step = retry_step;
+    sc.retry_lr = retry_step > 0 ? lr(retry_step) : 0;
+    sc.seed = 12;
+    sc.rng_counter = counter;
+    sc.clip_norm = 0.5;
+    return sc;
+  };
+  // The updates: the third overflows; the CPU reads each at once and
+  // numbers the updates after the skip as the device must.
+  const double scales[] = {1, 1, 1e38, 1, 1};
+  int64_t cpu_applied = 0, gpu_read = 0;  // updates applied: on the cpu, and read on the gpu
+  std::optional<QueuedUpdate> flight;
+  for (int u = 0; u < 5; ++u) {
+    const std::vector<HostBatch> batches = {copy_batch(24, 300 + u)};
+    const uint32_t counter = static_cast<uint32_t>(u);
+    if (scales[u] == 1) {
+      const StepConfig sc = config(cpu_applied + 1, 0, counter);
+      REQUIRE(train_step(cpu, adam_cpu, batches, sc, scale_cpu).outcome == StepOutcome::applied);
+      ++cpu_applied;
+    }
+    // The GPU: with one update unread, both candidate numbers.
+    const StepConfig sc = flight ? config(gpu_read + 2, gpu_read + 1, counter) : config(gpu_read + 1, 0, counter);
+    const QueuedUpdate q = queue_update(gpu, adam_gpu, batches, sc, scales[u]);
+    if (flight) {
+      const StepResult r = read_update(gpu, *flight, scale_gpu);
+      CHECK((r.outcome == StepOutcome::applied) == (scales[u - 1] == 1));
+      gpu_read += r.outcome == StepOutcome::applied;
+    }
+    flight = q;
+  }
+  CHECK(read_update(gpu, *flight, scale_gpu).outcome == StepOutcome::applied);
+  const double err = test::relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
+  INFO("parameters after 4 applied updates of 5, relative error " << err);
+  CHECK(err < 1e-4);
+  const double moments = test::relative_error(test::to_f64(gpu.optimizer_state().second),
+                                              test::to_f64(cpu.optimizer_state().second));
   CHECK(moments < 1e-3);
 }
 

@@ -214,3 +214,58 @@ TEST_CASE("a NaN or infinite step is skipped and leaves the parameters alone", "
     CHECK(train_step(model, adam, batches, sc, scaler).outcome == StepOutcome::applied);
   }
 }
+
+// The trainer queues update n + 1 before it reads update n (trainer.cc):
+// the device gives n + 1 the number its predecessor's outcome calls for, so
+// a run read one update late is the run read at once.
+TEST_CASE("an update queued behind an unread one takes the number its outcome calls for", "[train]") {
+  const std::vector<TokenPair> ps = pairs(12, 40, 21);
+  const HostBatch a = batch_of(ps, 0, 6), b = batch_of(ps, 6, 6);
+  const auto lr = [](int64_t step) { return noam_learning_rate(step, 32, 4); };
+  const auto config = [&](int64_t step, int64_t retry_step) {
+    StepConfig sc;
+    sc.step = step;
+    sc.lr = lr(step);
+    sc.retry_step = retry_step;
+    sc.retry_lr = retry_step > 0 ? lr(retry_step) : 0;
+    sc.clip_norm = 0.5;  // clipping on: the factor comes from the device too
+    return sc;
+  };
+  const auto bits = [](const Transformer& m) { return test::to_device(m.params(), Device::cpu()); };
+  const auto same = [](const Tensor& x, const TensorView& y) {
+    return std::memcmp(x.view().data(), y.data(), y.bytes()) == 0;
+  };
+  auto model = [] {
+    auto m = std::make_unique<Transformer>(tiny_without_dropout(), small_limits(), Device::cpu());
+    m->init(3);
+    return m;
+  };
+  auto adam_of = [](Transformer& m) { return Adam(m.optimizer_state().first, m.optimizer_state().second); };
+  LossScaler scaler(false);
+
+  SECTION("the first update applied: the second is update 2") {
+    auto now = model(), late = model();
+    Adam adam_now = adam_of(*now), adam_late = adam_of(*late);
+    REQUIRE(train_step(*now, adam_now, {a}, config(1, 0), scaler).outcome == StepOutcome::applied);
+    REQUIRE(train_step(*now, adam_now, {b}, config(2, 0), scaler).outcome == StepOutcome::applied);
+    const QueuedUpdate first = queue_update(*late, adam_late, {a}, config(1, 0), 1.0);
+    const QueuedUpdate second = queue_update(*late, adam_late, {b}, config(2, 1), 1.0);
+    CHECK(read_update(*late, first, scaler).outcome == StepOutcome::applied);
+    CHECK(read_update(*late, second, scaler).outcome == StepOutcome::applied);
+    CHECK(same(bits(*now), late->params()));
+  }
+  SECTION("the first update skipped: the second takes update 1 again") {
+    auto now = model(), late = model();
+    Adam adam_now = adam_of(*now), adam_late = adam_of(*late);
+    REQUIRE(train_step(*now, adam_now, {b}, config(1, 0), scaler).outcome == StepOutcome::applied);
+    // A loss scale of 1e38 overflows the gradient in f32: update 1 is skipped.
+    const QueuedUpdate first = queue_update(*late, adam_late, {a}, config(1, 0), 1e38);
+    const QueuedUpdate second = queue_update(*late, adam_late, {b}, config(2, 1), 1.0);
+    CHECK(read_update(*late, first, scaler).outcome == StepOutcome::bad);
+    const StepResult r = read_update(*late, second, scaler);
+    CHECK(r.outcome == StepOutcome::applied);
+    CHECK(std::isfinite(r.grad_norm));
+    CHECK(same(bits(*now), late->params()));
+    CHECK(same(test::to_device(now->optimizer_state().second, Device::cpu()), late->optimizer_state().second));
+  }
+}
