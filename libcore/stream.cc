@@ -11,6 +11,7 @@
 #endif
 
 #include "libcore/error.h"
+#include "libcore/log.h"
 
 namespace tfm {
 
@@ -114,6 +115,80 @@ void Event::wait(const Stream& stream) const {
                                        static_cast<cudaEvent_t>(native_), 0));
 #else
   (void)stream;
+#endif
+}
+
+StreamGraph::StreamGraph(const Stream& stream, bool enabled)
+    : stream_(stream), enabled_(enabled && stream.device().is_cuda()) {}
+
+StreamGraph::~StreamGraph() {
+#ifdef TFM_WITH_CUDA
+  if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+#endif
+}
+
+bool StreamGraph::begin() {
+  if (!enabled_) return false;
+#ifdef TFM_WITH_CUDA
+  activate(stream_.device());
+  // Relaxed: the ops may call what is no stream work (cuBLASLt's heuristic
+  // when a GEMM shape is new, cudaFuncSetAttribute) while they queue.
+  const cudaError_t e = cudaStreamBeginCapture(static_cast<cudaStream_t>(stream_.native()),
+                                               cudaStreamCaptureModeRelaxed);
+  if (e == cudaSuccess) return true;
+  cudaGetLastError();
+  log::debug("CUDA graphs off: the stream cannot be captured ({})", cudaGetErrorString(e));
+  enabled_ = false;
+#endif
+  return false;
+}
+
+void StreamGraph::abandon() {
+#ifdef TFM_WITH_CUDA
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(static_cast<cudaStream_t>(stream_.native()), &graph);
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();
+  log::debug("CUDA graphs off: a call was refused while the stream was captured");
+#endif
+  enabled_ = false;
+}
+
+bool StreamGraph::end_and_launch() {
+#ifdef TFM_WITH_CUDA
+  const auto s = static_cast<cudaStream_t>(stream_.native());
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(s, &graph);
+  if (e != cudaSuccess || !graph) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    log::debug("CUDA graphs off: the work could not be captured ({})", cudaGetErrorString(e));
+    enabled_ = false;
+    return false;
+  }
+  auto exec = static_cast<cudaGraphExec_t>(exec_);
+  cudaGraphExecUpdateResultInfo info{};
+  if (!exec || cudaGraphExecUpdate(exec, graph, &info) != cudaSuccess) {
+    cudaGetLastError();  // another shape: build the graph anew
+    if (exec) cudaGraphExecDestroy(exec);
+    exec_ = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    if (made != cudaSuccess) {
+      cudaGraphDestroy(graph);
+      cudaGetLastError();
+      log::debug("CUDA graphs off: the graph could not be built ({})", cudaGetErrorString(made));
+      enabled_ = false;
+      return false;
+    }
+    exec_ = exec;
+    ++built_;
+  }
+  cudaGraphDestroy(graph);
+  TFM_CUDA_CHECK(cudaGraphLaunch(exec, s));
+  ++launches_;
+  return true;
+#else
+  return false;
 #endif
 }
 

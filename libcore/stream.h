@@ -6,6 +6,7 @@
 // whose work would be unordered against these non-blocking streams.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "libcore/device.h"
@@ -56,6 +57,51 @@ class Event {
  private:
   Device device_;
   void* native_ = nullptr;
+};
+
+// The work that one call queues on a stream, run as one CUDA graph: run()
+// captures what `queue` puts on the stream (nothing runs while it does),
+// then launches it with one call. When the capture has the shape of the
+// last one (the same kernels and copies, other arguments: a decoding step
+// of the same rows), the executable graph is updated in place
+// (cudaGraphExecUpdate) rather than built again. The host pays about what
+// it paid to launch the work; the GPU runs the kernels back to back, without
+// a launch's gap between two. On the CPU, when disabled, or where the work
+// cannot be captured (that is then said once, at debug level), `queue` runs
+// as it is. `queue` must only queue work on the stream: it may run twice.
+class StreamGraph {
+ public:
+  StreamGraph(const Stream& stream, bool enabled);
+  ~StreamGraph();
+  StreamGraph(const StreamGraph&) = delete;
+  StreamGraph& operator=(const StreamGraph&) = delete;
+
+  template <typename F>
+  void run(F&& queue) {
+    if (!begin()) return queue();
+    try {
+      queue();
+    } catch (...) {
+      // A call the capture refused: graphs off, and the work runs as it is
+      // (an error of the work itself then surfaces again).
+      abandon();
+      return queue();
+    }
+    if (!end_and_launch()) queue();  // the capture failed: run the work as it is
+  }
+  bool enabled() const { return enabled_; }
+  int64_t launches() const { return launches_; }      // graphs launched
+  int64_t instantiations() const { return built_; }  // of them, graphs built anew
+
+ private:
+  bool begin();
+  void abandon();
+  bool end_and_launch();
+
+  const Stream& stream_;
+  bool enabled_;
+  void* exec_ = nullptr;  // cudaGraphExec_t
+  int64_t launches_ = 0, built_ = 0;
 };
 
 }  // namespace tfm

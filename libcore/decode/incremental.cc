@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <string_view>
 
 #include "kernels/ops.h"
 #include "libcore/model/layers.h"
@@ -161,6 +163,9 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& 
   std::iota(iota.begin(), iota.end(), 0);
   const HostStaging::Part groups[] = {part(view(i.self_groups), iota)};
   staging_->upload(groups);
+  const char* graphs = std::getenv("TFM_CUDA_GRAPHS");
+  graph_ = std::make_unique<StreamGraph>(
+      model.stream(), l.cuda_graph && !(graphs && std::string_view(graphs) == "0"));
   if (!c.learned_positions) {
     Tensor table = sinusoid_table(std::max(l.steps, l.src_len), D, pt);
     positions_ = Tensor(table.shape(), pt, model.device());
@@ -328,11 +333,8 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
 
 void IncrementalDecoder::step(const std::vector<Row>& rows) {
   const ModelConfig& c = model_.config();
-  const ParamLayout& L = model_.layout();
-  const Stream& st = model_.stream();
   const Ids& i = *ids_;
   const int64_t N = static_cast<int64_t>(rows.size()), t = t_, T = T_;
-  const int64_t H = c.heads, HK = H * c.d_k, HE = H * c.d_v, D = c.d_model;
   TFM_REQUIRE(B_ > 0, "step before start: no batch is encoded");
   TFM_REQUIRE(N >= 1 && N <= rows_, "step of {} rows: the batch was started for {} rows", N, rows_);
   TFM_REQUIRE(t < T, "step {} is past the {} positions the batch was started for", t + 1, T);
@@ -354,6 +356,20 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   }
   const HostStaging::Part parts[] = {part(view(i.step_rows), up)};
   staging_->upload(parts);
+  // The rest only queues kernels: one graph a step (incremental.h).
+  graph_->run([&] { queue_step(N, t); });
+  N_ = N;
+  ++t_;
+  lse_ready_ = false;
+}
+
+// The kernels of a step of N rows at position t, its rows uploaded.
+void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
+  const ModelConfig& c = model_.config();
+  const ParamLayout& L = model_.layout();
+  const Stream& st = model_.stream();
+  const Ids& i = *ids_;
+  const int64_t T = T_, H = c.heads, HK = H * c.d_k, HE = H * c.d_v, D = c.d_model;
   const TensorView rows_up = view(i.step_rows);
   const TensorView tokens = slice(rows_up, 0, N), cross_groups = slice(rows_up, N, N);
   const TensorView prev = prefix(view(i.history[t % 2]), {rows_, T});
@@ -414,9 +430,6 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   ops::GemmOptions tb;
   tb.trans_b = true;
   ops::gemm(y, model_.weight(L.tgt_embed), gemm_view(i.logits, N, c.vocab_size), tb, st);
-  N_ = N;
-  ++t_;
-  lse_ready_ = false;
 }
 
 void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids) {

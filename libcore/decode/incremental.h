@@ -44,6 +44,8 @@ struct DecoderLimits {
                             // (0: steps x rows, the most any batch can need)
   int64_t top_k = 8;        // the largest k of top_k()
   int attention_layer = -1; // keep this decoder layer's cross-attention (-1: none)
+  bool cuda_graph = true;   // run each step as one CUDA graph (StreamGraph; CUDA only;
+                            // the environment's TFM_CUDA_GRAPHS=0 turns it off)
 };
 
 // The fewest rows every GEMM of a decoder for `model` runs on: the largest
@@ -85,6 +87,7 @@ class IncrementalDecoder {
   int64_t position() const { return t_; }        // positions decoded so far
   int64_t vocab_size() const { return model_.config().vocab_size; }
   int64_t gemm_rows() const { return gemm_rows_; }
+  const StreamGraph& graph() const { return *graph_; }
   const DecoderLimits& limits() const { return limits_; }
   std::string memory_report() const { return plan_.report(); }
 
@@ -93,6 +96,7 @@ class IncrementalDecoder {
   TensorView view(int id) const;
   TensorView gemm_view(int id, int64_t rows, int64_t cols) const;
   void encode(const std::vector<std::vector<int32_t>>& sources);
+  void queue_step(int64_t rows, int64_t position);
   TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, int64_t rows);
   TensorView sublayer_input(NormIds norm, const TensorView& x, int64_t rows);
   TensorView final_norm(NormIds norm, const TensorView& y, int64_t rows);
@@ -110,6 +114,7 @@ class IncrementalDecoder {
   // position t.
   int64_t B_ = 0, S_ = 0, R_ = 0, rows_ = 0, T_ = 0, N_ = 0, t_ = 0;
   std::unique_ptr<HostStaging> staging_;  // uploads: encode()'s tables, each step's rows
+  std::unique_ptr<StreamGraph> graph_;    // a step's kernels, launched as one graph
   std::vector<char> down_;                // the host side of top_k's download
   bool lse_ready_ = false;                // top_k ran for the last step
 };
