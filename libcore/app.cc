@@ -71,6 +71,8 @@ int run_program(const char* name, CLI::App& app, int argc, char** argv,
   try {
     body();
     return 0;
+  } catch (const ReportedError&) {
+    return 1;  // said by another process of the run
   } catch (const Error& e) {
     if (e.where().empty())
       log::error("{}", e.what());

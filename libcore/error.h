@@ -32,6 +32,13 @@ class Error : public std::runtime_error {
   std::string where_;
 };
 
+// An Error already told to the user elsewhere (another process of the run
+// said it): main exits 1 without a line of its own.
+class ReportedError : public Error {
+ public:
+  using Error::Error;
+};
+
 #if !defined(__CUDACC__)
 // Throws Error(fmt::format(...)). For checks on user-visible arguments:
 //   TFM_REQUIRE(a.rank() == 2, "gemm: A must be a matrix, got rank {}", a.rank());

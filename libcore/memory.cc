@@ -161,6 +161,11 @@ int HostReadback::download(std::span<const TensorView> src) {
   return k;
 }
 
+bool HostReadback::ready(int slot) const {
+  TFM_REQUIRE(slot >= 0 && slot < static_cast<int>(buffers_.size()), "readback slot {} does not exist", slot);
+  return copied_[static_cast<size_t>(slot)]->done();
+}
+
 const char* HostReadback::read(int slot) const {
   TFM_REQUIRE(slot >= 0 && slot < static_cast<int>(buffers_.size()), "readback slot {} does not exist", slot);
   copied_[static_cast<size_t>(slot)]->synchronize();

@@ -122,6 +122,8 @@ class HostReadback {
   int download(std::span<const TensorView> src);
   // The slot's bytes, once its copy has run (the host waits for it here).
   const char* read(int slot) const;
+  // Whether the slot's copy has run (no wait).
+  bool ready(int slot) const;
 
  private:
   const Stream& stream_;

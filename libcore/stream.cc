@@ -102,6 +102,16 @@ void Event::record(const Stream& stream) {
 #endif
 }
 
+bool Event::done() const {
+#ifdef TFM_WITH_CUDA
+  if (!native_) return true;
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(native_));
+  if (e == cudaErrorNotReady) return false;
+  TFM_CUDA_CHECK(e);
+#endif
+  return true;
+}
+
 void Event::synchronize() const {
 #ifdef TFM_WITH_CUDA
   if (native_) TFM_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(native_)));

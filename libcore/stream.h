@@ -52,6 +52,7 @@ class Event {
 
   void record(const Stream& stream);
   void synchronize() const;  // the host waits
+  bool done() const;         // whether the work before it has run (no wait)
   void wait(const Stream& stream) const;  // `stream` waits, the host does not
 
  private:

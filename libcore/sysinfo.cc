@@ -2,6 +2,7 @@
 
 #include "kernels/cpu/blas.h"
 #include "libcore/app.h"
+#include "libcore/dist/comm.h"
 #include "libcore/json.h"
 #include "libcore/memory.h"
 
@@ -18,6 +19,7 @@ std::string system_report_text(Device selected) {
   for (const CudaDeviceInfo& d : cuda.devices)
     s += fmt::format("cuda:{}:  {}, compute capability {}.{}, {} SMs, {}\n", d.index, d.name,
                      d.major, d.minor, d.multiprocessors, format_bytes(d.memory_bytes));
+  s += fmt::format("mpi:     {}\n", dist::build_description());
   s += fmt::format("device:  {}\n", selected.str());
   return s;
 }
@@ -52,6 +54,7 @@ std::string system_report_json(Device selected) {
   j.end_array();
   if (cuda.devices.empty()) j.field("why_none", cuda.why_none);
   j.end_object();
+  j.field("mpi", dist::build_description());
   j.field("device", selected.str()).end_object();
   return j.str() + "\n";
 }

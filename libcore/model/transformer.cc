@@ -197,6 +197,28 @@ void Transformer::zero_grads() {
   update_tokens_ = 0;
 }
 
+std::vector<GradientPiece> Transformer::gradient_order() const {
+  const ParamLayout& L = layout_;
+  const auto start = [&](int id) { return L.entry(id).offset; };
+  const int64_t layers = config_.layers;
+  const int64_t tail = config_.pre_norm ? start(L.encoder_norm.gamma) : L.total();
+  const auto encoder_layer = [&](int64_t l) {
+    const int64_t end = l + 1 < layers ? start(L.encoder[static_cast<size_t>(l + 1)].self_attn.q.weight)
+                                       : start(L.decoder[0].self_attn.q.weight);
+    return GradientPiece{start(L.encoder[static_cast<size_t>(l)].self_attn.q.weight), end};
+  };
+  const auto decoder_layer = [&](int64_t l) {
+    const int64_t end = l + 1 < layers ? start(L.decoder[static_cast<size_t>(l + 1)].self_attn.q.weight) : tail;
+    return GradientPiece{start(L.decoder[static_cast<size_t>(l)].self_attn.q.weight), end};
+  };
+  std::vector<GradientPiece> order;
+  for (int64_t l = layers - 1; l >= 0; --l) order.push_back(decoder_layer(l));
+  if (config_.pre_norm) order.push_back({tail, L.total()});
+  for (int64_t l = layers - 1; l >= 0; --l) order.push_back(encoder_layer(l));
+  order.push_back({0, start(L.encoder[0].self_attn.q.weight)});
+  return order;
+}
+
 void Transformer::refresh_weights() {
   if (plan_->shadow >= 0) ops::cast(params(), weights(), *stream_);
 }
@@ -348,20 +370,37 @@ class Pass {
     if (c_.pre_norm) final_norm(plan_.dec_final, L_.decoder_norm, x);
   }
 
-  // g: d loss / d decoder output, (B*T, D); consumed.
+  // g: d loss / d decoder output, (B*T, D); consumed. With a sink, each
+  // piece of the gradient is announced as it completes, in the order of
+  // Transformer::gradient_order().
   void backward(const TensorView& g_top) {
     const int64_t D = c_.d_model;
+    int piece = 0;
+    const auto done = [&] {
+      if (step_.sink) step_.sink->ready(piece);
+      ++piece;
+    };
     TensorView g = g_top;
     const TensorView g_enc = v(plan_.g_enc, {rs(), D});
     device_memset_zero(g_enc.data(), g_enc.device(), g_enc.bytes(), st_);
     if (c_.pre_norm) final_norm_backward(plan_.dec_final, L_.decoder_norm, decoder_block_input(c_.layers), g);
     const TensorView enc_out = encoder_output();
-    for (int64_t l = c_.layers - 1; l >= 0; --l) decoder_layer_backward(l, g, enc_out, g_enc);
+    for (int64_t l = c_.layers - 1; l >= 0; --l) {
+      decoder_layer_backward(l, g, enc_out, g_enc);
+      done();
+    }
     embed_backward(1, plan_.tgt_in, L_.tgt_embed, L_.tgt_pos, T_, tgt_offsets(), g);
 
-    if (c_.pre_norm) final_norm_backward(plan_.enc_final, L_.encoder_norm, encoder_block_input(c_.layers), g_enc);
-    for (int64_t l = c_.layers - 1; l >= 0; --l) encoder_layer_backward(l, g_enc);
+    if (c_.pre_norm) {
+      final_norm_backward(plan_.enc_final, L_.encoder_norm, encoder_block_input(c_.layers), g_enc);
+      done();  // both final norms
+    }
+    for (int64_t l = c_.layers - 1; l >= 0; --l) {
+      encoder_layer_backward(l, g_enc);
+      done();
+    }
     embed_backward(0, plan_.src, L_.src_embed, L_.src_pos, S_, src_offsets(), g_enc);
+    done();
   }
 
  private:
@@ -694,6 +733,8 @@ UpdateTicket Transformer::send_update() {
   const TensorView parts[] = {update_sums(), applied};
   return {readback_->download(parts), update_tokens_};
 }
+
+bool Transformer::update_arrived(const UpdateTicket& ticket) const { return readback_->ready(ticket.slot); }
 
 UpdateSums Transformer::receive_update(const UpdateTicket& ticket) {
   const char* bytes = readback_->read(ticket.slot);

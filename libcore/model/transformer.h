@@ -37,7 +37,23 @@ struct ModelLimits {
   bool inference = false;
 };
 
+// A piece of the flat gradient buffer: elements [begin, end) of grads().
+struct GradientPiece {
+  int64_t begin = 0, end = 0;
+};
+
+// Told during backward that a piece of the gradient is final: nothing of
+// the update adds to it again. Pieces come in the order
+// Transformer::gradient_order() lists them, so they can be summed over
+// processes while backward goes on (GradientReducer, train/data_parallel.h).
+class GradientSink {
+ public:
+  virtual ~GradientSink() = default;
+  virtual void ready(int piece) = 0;  // an index into gradient_order()
+};
+
 struct TrainStep {
+  GradientSink* sink = nullptr;  // the update's last batch: told as pieces complete
   bool dropout = true;      // false: evaluation (every dropout is identity)
   uint64_t seed = 1;        // dropout masks are keyed by (seed, site, rng_step)
   uint32_t rng_step = 0;    // the step (and micro-batch) number
@@ -99,6 +115,13 @@ class Transformer {
   // parameters themselves when compute and parameter dtypes agree.
   TensorView weights() const;
   TensorView weight(int id) const { return layout_.view(weights(), id); }
+  // The pieces of grads() in the order backward completes them: each
+  // decoder layer from the top, the final layer norms (pre-norm), each
+  // encoder layer from the top, and last the embeddings (and learned
+  // positions), which the output layer and both stacks add to. Together
+  // they cover the buffer once.
+  std::vector<GradientPiece> gradient_order() const;
+
   // Refreshes the 16-bit copy from the parameters (no-op without one). Every
   // pass below does it itself; a decoder calls it once after loading.
   void refresh_weights();
@@ -130,6 +153,7 @@ class Transformer {
   // that copy alone. Read a ticket before two more are sent.
   UpdateTicket send_update();
   UpdateSums receive_update(const UpdateTicket& ticket);
+  bool update_arrived(const UpdateTicket& ticket) const;  // receive_update would not wait
   // accumulate(), then this batch's own loss sums, read back (tests, benches).
   LossSums forward_backward(const HostBatch& batch, const TrainStep& step);
   // Forward only, no dropout.

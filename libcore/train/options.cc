@@ -66,6 +66,12 @@ const Field kFields[] = {
      "Stop with an error after K steps in a row with a NaN or infinite loss or gradient"},
     {"log-every", Kind::integer, &TrainOptions::log_every, 1, kMaxInt, false, "N",
      "Print a progress line (and write a --log record) every N updates"},
+    {"dist-timeout", Kind::duration, &TrainOptions::dist_timeout, 0, kHuge, true, "TIME",
+     "Several processes (mpirun, srun): stop every rank when one has not answered for TIME "
+     "(it died or hangs)"},
+    {"bucket-mb", Kind::integer, &TrainOptions::bucket_mb, 1, 1 << 20, false, "MB",
+     "Several processes: sum the gradient over the ranks in buckets of about MB MiB, each as soon "
+     "as backward completes it"},
 };
 
 const Field& field(std::string_view key) {

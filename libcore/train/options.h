@@ -54,6 +54,8 @@ struct TrainOptions {
   int64_t early_stop = 0;       // stop after N validations without a better dev perplexity; 0: off
   int64_t max_bad_steps = 5;    // stop after N consecutive NaN/inf steps
   int64_t log_every = 100;      // steps between progress lines (and JSON log records)
+  double dist_timeout = 600;    // several processes: seconds a rank waits for the others
+  int64_t bucket_mb = 25;       // several processes: MiB of gradient a sum starts with
 
   // key: the option's long name without "--" ("lr-scale"). Errors name the key.
   void set(std::string_view key, std::string_view value);

@@ -24,8 +24,8 @@ std::string TrainState::to_text() const {
                    stale_validations);
   t += fmt::format("corpus_vocab = {}\ncorpus_pairs = {}\ncorpus_src_tokens = {}\n", corpus.vocab,
                    corpus.pairs, corpus.src_tokens);
-  t += fmt::format("corpus_tgt_tokens = {}\ncorpus_digest = {}\nbatches = {}\n", corpus.tgt_tokens,
-                   corpus.digest, batches);
+  t += fmt::format("corpus_tgt_tokens = {}\ncorpus_digest = {}\nbatches = {}\nranks = {}\n",
+                   corpus.tgt_tokens, corpus.digest, batches, ranks);
   return t + "[options]\n" + options.to_text();
 }
 
@@ -62,6 +62,7 @@ TrainState TrainState::parse(std::string_view text, std::string_view source) {
     else if (key == "corpus_tgt_tokens") s.corpus.tgt_tokens = count(0);
     else if (key == "corpus_digest") s.corpus.digest = std::string(v);
     else if (key == "batches") s.batches = count(1);
+    else if (key == "ranks") s.ranks = count(1);  // absent before data parallelism: 1
     else s.options.set(key, v);  // the training options; unknown keys fail there
   });
   if (format == 0) throw Error("the training state has no format line", std::string(source));

@@ -43,6 +43,8 @@ struct TrainState {
   int64_t stale_validations = 0;       // since the best
   CorpusIdentity corpus;
   int64_t batches = 0;         // per epoch, as packed for this run
+  int64_t ranks = 1;           // processes of the run that wrote it (an update takes
+                               // ranks x update_freq batches of the global order)
   TrainOptions options;
 
   std::string to_text() const;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "libcore/train/data_parallel.h"
+
 namespace tfm::train {
 
 void LossScaler::update(bool overflow) {
@@ -23,10 +25,11 @@ void LossScaler::restore(double scale, int64_t streak) {
 }
 
 QueuedUpdate queue_update(Transformer& model, Adam& adam, const std::vector<HostBatch>& batches,
-                          const StepConfig& config, double loss_scale) {
-  TFM_REQUIRE(!batches.empty(), "an update needs at least one batch");
-  int64_t tokens = 0;
-  for (const HostBatch& b : batches) tokens += b.target_tokens;
+                          const StepConfig& config, double loss_scale, GradientReducer* reducer) {
+  TFM_REQUIRE(!batches.empty() || reducer, "an update needs at least one batch");
+  int64_t tokens = config.update_tokens;
+  if (tokens == 0)
+    for (const HostBatch& b : batches) tokens += b.target_tokens;
   model.zero_grads();
   for (size_t i = 0; i < batches.size(); ++i) {
     TrainStep ts;
@@ -34,8 +37,10 @@ QueuedUpdate queue_update(Transformer& model, Adam& adam, const std::vector<Host
     ts.rng_step = config.rng_counter + static_cast<uint32_t>(i);
     ts.grad_scale = static_cast<float>(loss_scale / static_cast<double>(tokens));
     ts.tf32 = config.tf32;
+    if (i + 1 == batches.size()) ts.sink = reducer;  // its backward completes the gradient
     model.accumulate(batches[i], ts);
   }
+  if (reducer) reducer->finish();
   model.finish_update();
   const ops::AdamSchedule next = adam.schedule(config.lr, config.step);
   const ops::AdamSchedule retry =
@@ -43,7 +48,9 @@ QueuedUpdate queue_update(Transformer& model, Adam& adam, const std::vector<Host
   ops::update_control(model.update_sums(), loss_scale, config.clip_norm, next, retry,
                       model.update_control(), model.stream());
   adam.step(model.params(), model.grads(), model.update_control(), model.stream());
-  return {model.send_update(), loss_scale};
+  QueuedUpdate q{model.send_update(), loss_scale};
+  q.ticket.tokens = tokens;
+  return q;
 }
 
 StepResult read_update(Transformer& model, const QueuedUpdate& update, LossScaler& scaler) {

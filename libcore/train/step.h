@@ -28,6 +28,8 @@
 
 namespace tfm::train {
 
+class GradientReducer;  // data_parallel.h
+
 // Dynamic loss scaling (fp16): start at 2^16, halve on an overflow (down to
 // 1), double after `interval` updates in a row without one. Static (every
 // other precision): the scale stays 1 and nothing is an overflow.
@@ -61,6 +63,9 @@ struct StepConfig {
   double retry_lr = 0;
   uint64_t seed = 1;          // of the dropout masks
   uint32_t rng_counter = 0;   // dropout counter of the first batch; batch i uses rng_counter + i
+  // Data parallel (train/data_parallel.h): the target tokens of the whole
+  // update, every rank's batches (0: this call's batches are the update).
+  int64_t update_tokens = 0;
   double clip_norm = 0;       // 0: no clipping
   bool tf32 = false;
 };
@@ -85,9 +90,12 @@ struct QueuedUpdate {
 };
 
 // Queues forward and backward over `batches`, the decision and Adam; the
-// host does not wait. loss_scale: the scaler's current scale.
+// host does not wait. loss_scale: the scaler's current scale. With a
+// reducer, `batches` are this rank's share of the update (maybe none), and
+// the gradient and loss sums are summed over the ranks before the decision.
 QueuedUpdate queue_update(Transformer& model, Adam& adam, const std::vector<HostBatch>& batches,
-                          const StepConfig& config, double loss_scale);
+                          const StepConfig& config, double loss_scale,
+                          GradientReducer* reducer = nullptr);
 // Waits for a queued update's sums (that update alone), says what it did,
 // and moves the loss scale on.
 StepResult read_update(Transformer& model, const QueuedUpdate& update, LossScaler& scaler);

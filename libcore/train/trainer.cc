@@ -11,7 +11,9 @@
 #include <memory>
 #include <optional>
 
+#include "libcore/app.h"
 #include "libcore/data/vocab.h"
+#include "libcore/dist/comm.h"
 #include "libcore/error.h"
 #include "libcore/log.h"
 #include "libcore/io/checkpoint.h"
@@ -19,6 +21,7 @@
 #include "libcore/model/model_io.h"
 #include "libcore/train/checkpoint_dir.h"
 #include "libcore/train/data.h"
+#include "libcore/train/data_parallel.h"
 #include "libcore/train/progress.h"
 #include "libcore/train/state.h"
 #include "libcore/train/step.h"
@@ -84,17 +87,100 @@ struct Window {
   Clock::time_point start = Clock::now();
 };
 
+// Whether this process speaks for the run: rank 0 (or the only process)
+// prints, logs and writes the checkpoints; the other ranks say only errors.
+bool speaks() { return dist::Comm::world().rank() == 0; }
+
 class Trainer {
  public:
   explicit Trainer(const TrainRequest& request)
-      : req_(request), progress_(isatty(STDERR_FILENO) == 1, request.quiet) {}
+      : req_(request), comm_(dist::Comm::world()),
+        progress_(isatty(STDERR_FILENO) == 1 && speaks(), request.quiet || !speaks()) {
+    if (comm_.rank() > 0) {
+      log::set_program(fmt::format("tfm-train (rank {})", comm_.rank()));
+      log::set_level(log::Level::error);  // rank 0 says what every rank would
+    }
+  }
 
   TrainResult run() {
-    setup();
-    return loop();
+    setup_ranks();
+    try {
+      return loop();
+    } catch (const Error& e) {
+      // A rank that fails alone stops the others at once, not at their timeout.
+      if (!comm_.distributed()) throw;
+      comm_.abort(e.where().empty() ? e.what() : fmt::format("{} ({})", e.what(), e.where()));
+    }
   }
 
  private:
+  // ------------------------------------------------------------- the ranks
+  // Several processes (data_parallel.h): each sets up alone, then all show
+  // each other what they set up, and start only when they agree on the
+  // model, the options, the corpora, the vocabulary and the checkpoint. A
+  // rank's setup error is told once, by rank 0, and every rank exits 1.
+  void setup_ranks() {
+    if (!comm_.distributed()) return setup();
+    comm_.set_timeout(apply(TrainOptions{}, req_.overrides).dist_timeout);
+    std::string mine;
+    try {
+      setup();
+      mine = run_description();
+    } catch (const Error& e) {
+      mine = fmt::format("error = {}{}", e.what(), e.where().empty() ? "" : fmt::format(" ({})", e.where()));
+    }
+    const std::vector<std::string> all = comm_.all_gather(mine, "the ranks' setup");
+    std::string failures;
+    for (size_t r = 0; r < all.size(); ++r)
+      if (all[r].starts_with("error = "))
+        failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", r, all[r].substr(8));
+    if (!failures.empty()) fail_ranks(failures);
+    for (size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0]) fail_ranks(first_difference(all[0], all[r], static_cast<int>(r)));
+    comm_.set_timeout(opt_.dist_timeout);
+    reducer_ = std::make_unique<GradientReducer>(comm_, *model_, static_cast<size_t>(opt_.bucket_mb) << 20);
+  }
+
+  // Rank 0 says it; the others exit 1 without a line.
+  [[noreturn]] void fail_ranks(const std::string& why) const {
+    if (comm_.rank() == 0) fail("{}", why);
+    throw ReportedError(why);
+  }
+
+  // What the ranks must agree on, one "key = value" line each.
+  std::string run_description() const {
+    std::string d = fmt::format("tfm = {}\ndevice = {}\nprecision = {}\n", version_string(),
+                                device_.is_cuda() ? "cuda" : "cpu", precision_name(precision_));
+    d += fmt::format("corpus = {}\ndev = {}\nvocabulary = {}\n", train_->identity().str(),
+                     dev_ ? dev_->identity().str() : "none", vocab_fingerprint_);
+    d += fmt::format("checkpoint = {}\n",
+                     resume_path_.empty() ? "none"
+                                          : fmt::format("{} at update {}",
+                                                        std::filesystem::absolute(resume_path_).string(),
+                                                        st_.step));
+    return d + config_file_text(config_, opt_);
+  }
+
+  static std::string first_difference(const std::string& zero, const std::string& other, int rank) {
+    const auto lines = [](const std::string& t) {
+      std::vector<std::string> out;
+      size_t at = 0;
+      while (at < t.size()) {
+        const size_t end = std::min(t.find('\n', at), t.size());
+        out.push_back(t.substr(at, end - at));
+        at = end + 1;
+      }
+      return out;
+    };
+    const std::vector<std::string> a = lines(zero), b = lines(other);
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      const std::string x = i < a.size() ? a[i] : "(nothing)", y = i < b.size() ? b[i] : "(nothing)";
+      if (x != y)
+        return fmt::format("rank {} differs from rank 0: it has {} where rank 0 has {}", rank, y, x);
+    }
+    return fmt::format("rank {} differs from rank 0", rank);
+  }
+
   // ------------------------------------------------------------------ setup
   void setup() {
     std::optional<TrainState> resumed;
@@ -124,6 +210,14 @@ class Trainer {
     if (resumed) check_corpus(*resumed);
 
     device_ = select_device(parse_device(req_.device));
+    if (comm_.distributed() && device_.is_cuda()) {
+      // One GPU a process: a rank takes the GPU of its rank on its machine.
+      TFM_REQUIRE(req_.device == "auto" || req_.device == "cuda",
+                  "--device {} names one GPU for every rank; with several processes give --device "
+                  "cuda (or auto): each rank takes cuda:LOCAL_RANK (CUDA_VISIBLE_DEVICES picks which)",
+                  req_.device);
+      device_ = Device::cuda(comm_.local_rank());
+    }
     precision_ = resolve_precision(opt_.precision, device_.is_cuda());
     TFM_REQUIRE(device_.is_cuda() || precision_ == Precision::fp32,
                 "--precision {} computes on a GPU only; on the CPU tfm trains in fp32 (use "
@@ -131,6 +225,33 @@ class Trainer {
                 precision_name(precision_));
     make_model();
 
+    if (speaks()) open_run_dir(resumed);
+    if (!req_.log.empty() && speaks()) log_ = std::make_unique<JsonLog>(req_.log);
+
+    scaler_ = std::make_unique<LossScaler>(precision_ == Precision::fp16);
+    if (resumed) {
+      load_checkpoint(resume_path_, *model_);
+      st_ = *resumed;
+      st_.options = opt_;
+      scaler_->restore(st_.loss_scale, st_.loss_scale_streak);
+      saved_step_ = st_.step;
+      last_checkpoint_ = resume_path_;
+      resumed_ranks_ = st_.ranks;
+    } else {
+      model_->init(opt_.seed);
+      st_.corpus = train_->identity();
+      st_.batches = static_cast<int64_t>(train_->size());
+      st_.options = opt_;
+      st_.loss_scale = scaler_->scale();
+    }
+    st_.ranks = comm_.size();
+    order_ = epoch_order(train_->size(), opt_.seed, st_.epoch);
+    describe(resumed.has_value());
+  }
+
+  // The checkpoint directory (rank 0's alone): refused when it holds
+  // another run, or a later part of the one resumed.
+  void open_run_dir(const std::optional<TrainState>& resumed) {
     dir_ = std::make_unique<CheckpointDir>(output_dir());
     if (dir_->has_last() && !(resumed && same_directory(resume_path_, dir_->dir())))
       fail("{} already holds a run ({}): resume it with --resume {}, or train into another -o",
@@ -143,25 +264,6 @@ class Trainer {
              "overwrite its later checkpoints; resume into another -o",
              dir_->dir(), last_step, resumed->step, resume_path_);
     }
-    if (!req_.log.empty()) log_ = std::make_unique<JsonLog>(req_.log);
-
-    scaler_ = std::make_unique<LossScaler>(precision_ == Precision::fp16);
-    if (resumed) {
-      load_checkpoint(resume_path_, *model_);
-      st_ = *resumed;
-      st_.options = opt_;
-      scaler_->restore(st_.loss_scale, st_.loss_scale_streak);
-      saved_step_ = st_.step;
-      last_checkpoint_ = resume_path_;
-    } else {
-      model_->init(opt_.seed);
-      st_.corpus = train_->identity();
-      st_.batches = static_cast<int64_t>(train_->size());
-      st_.options = opt_;
-      st_.loss_scale = scaler_->scale();
-    }
-    order_ = epoch_order(train_->size(), opt_.seed, st_.epoch);
-    describe(resumed.has_value());
   }
 
   void check_resume_options(const TrainState& s) {
@@ -252,9 +354,10 @@ class Trainer {
         config_.layers, config_.d_model, config_.d_ff, config_.heads, config_.vocab_size,
         format_count(config_.parameter_count()), device_.str(), precision_name(precision_)));
     progress_.line(fmt::format("memory: {}", model_->memory_report()));
-    progress_.line(fmt::format("{}: {} pairs in {} batches of <= {} tokens a side; {} batch{} an "
+    progress_.line(fmt::format("{}: {} pairs in {} batches of <= {} tokens a side; {}{} batch{} an "
                                "update",
                                req_.train, train_->pairs(), train_->size(), train_->max_tokens(),
+                               comm_.distributed() ? fmt::format("{} ranks x ", comm_.size()) : "",
                                opt_.update_freq, opt_.update_freq == 1 ? "" : "es"));
     if (dev_)
       progress_.line(fmt::format("{}: {} pairs in {} batches, validated every {} updates",
@@ -262,11 +365,17 @@ class Trainer {
     if (resumed)
       progress_.line(fmt::format("resumed from {}: update {}, epoch {}, batch {} of {}",
                                  resume_path_, st_.step, st_.epoch, st_.cursor, st_.batches));
+    if (resumed && resumed_ranks_ != comm_.size())
+      progress_.line(fmt::format(
+          "the run had {} rank{}, this one has {}: an update takes {} x {} batches now, {} x {} before "
+          "(the data cursor is global: no batch is repeated or skipped)",
+          resumed_ranks_, resumed_ranks_ == 1 ? "" : "s", comm_.size(), comm_.size(), opt_.update_freq,
+          resumed_ranks_, opt_.update_freq));
     JsonWriter j;
     j.begin_object().field("event", "start").field("step", st_.step).field("epoch", st_.epoch)
         .field("resumed_from", resume_path_).field("parameters", config_.parameter_count())
         .field("device", device_.str()).field("precision", precision_name(precision_))
-        .end_object();
+        .field("ranks", comm_.size()).end_object();
     log(j);
   }
 
@@ -295,18 +404,25 @@ class Trainer {
         flight.reset();
         if (stop) break;
       }
-      if ((stop = stop_before_update(flight.has_value()))) break;
-      batches.clear();
-      for (int64_t i = 0; i < opt_.update_freq; ++i) {
-        if (!next_batch(batches)) break;
-      }
-      if (batches.empty()) {
+      stop = stop_before_update(flight.has_value());
+      if (comm_.distributed()) stop = agreed_stop(stop);
+      if (stop) break;
+      // The update's batches in the global order; this rank trains on its share.
+      std::vector<size_t> ids;
+      while (static_cast<int64_t>(ids.size()) < comm_.size() * opt_.update_freq && next_batch(ids)) {}
+      if (ids.empty()) {
         stop = StopReason::max_epochs;
         break;
       }
-      const StepConfig sc = step_config(flight.has_value());
-      const QueuedUpdate queued = queue_update(*model_, *adam_, batches, sc, scaler_->scale());
-      st_.micro_batches += static_cast<int64_t>(batches.size());
+      const Share share = share_of(ids.size(), comm_.rank(), comm_.size(), opt_.update_freq);
+      batches.clear();
+      for (size_t i = share.first; i < share.first + share.count; ++i) batches.push_back(train_->batch(ids[i]));
+      StepConfig sc = step_config(flight.has_value());
+      sc.rng_counter += static_cast<uint32_t>(share.first);
+      for (size_t id : ids) sc.update_tokens += train_->target_tokens(id);
+      const QueuedUpdate queued = queue_update(*model_, *adam_, batches, sc, scaler_->scale(), reducer_.get());
+      st_.micro_batches += static_cast<int64_t>(ids.size());
+      ++queued_;
       if (flight) stop = finish(*flight, /*current=*/false);
       flight = InFlight{queued, sc};
       if (stop) break;
@@ -318,7 +434,9 @@ class Trainer {
     progress_.end_live();
     if (st_.step != saved_step_ || last_checkpoint_.empty()) save("end");
     const int sig = g_stop_signal.load();
-    if (*stop == StopReason::interrupted)
+    if (!speaks()) {
+      // nothing to say: rank 0 tells the run's end
+    } else if (*stop == StopReason::interrupted)
       progress_.line(fmt::format("interrupted by {} after update {}; checkpoint written to {} "
                                  "(resume with --resume {})",
                                  sig ? strsignal(sig) : "a signal", st_.step, last_checkpoint_,
@@ -368,7 +486,7 @@ class Trainer {
   }
 
   bool save_due_by_time() const {
-    return opt_.save_every > 0 &&
+    return speaks() && opt_.save_every > 0 &&
            std::chrono::duration<double>(Clock::now() - last_save_).count() >= opt_.save_every;
   }
 
@@ -377,6 +495,9 @@ class Trainer {
   // checkpoint may run (must_read_first() made sure that those tied to an
   // update number only fall on current updates).
   std::optional<StopReason> finish(const InFlight& f, bool current) {
+    if (reducer_ && reducer_->on_gpu())
+      comm_.wait_until([&] { return model_->update_arrived(f.update.ticket); }, "an update's sums",
+                       [&] { return reducer_->health(); });
     const StepResult r = read_update(*model_, f.update, *scaler_);
     st_.loss_scale = scaler_->scale();
     st_.loss_scale_streak = scaler_->streak();
@@ -417,15 +538,31 @@ class Trainer {
 
   // The next batch of the shuffled order, starting the next epoch at the
   // end of one; false after the last epoch (--max-epochs).
-  bool next_batch(std::vector<HostBatch>& out) {
+  bool next_batch(std::vector<size_t>& out) {
     if (st_.cursor >= static_cast<int64_t>(order_.size())) {
       if (opt_.max_epochs > 0 && st_.epoch >= opt_.max_epochs) return false;
       ++st_.epoch;
       st_.cursor = 0;
       order_ = epoch_order(train_->size(), opt_.seed, st_.epoch);
     }
-    out.push_back(train_->batch(order_[static_cast<size_t>(st_.cursor++)]));
+    out.push_back(order_[static_cast<size_t>(st_.cursor++)]);
     return true;
+  }
+
+  // Several ranks stop together: at each update they agree (Comm::agree,
+  // the heartbeat that names a rank gone) on the weightiest reason any has.
+  // A signal or a rank's clock (--max-time) may come to one rank first; the
+  // other limits fall alike on all.
+  std::optional<StopReason> agreed_stop(std::optional<StopReason> mine) {
+    static constexpr StopReason kByWeight[] = {StopReason::max_time, StopReason::interrupted,
+                                               StopReason::max_steps, StopReason::max_epochs,
+                                               StopReason::early_stop};
+    int64_t code = 0;
+    for (int64_t i = 0; i < 5; ++i)
+      if (mine == kByWeight[i]) code = i + 1;
+    const int64_t any = comm_.agree(queued_, code);
+    if (any == 0) return std::nullopt;
+    return kByWeight[any - 1];
   }
 
   // An update not applied; `step` is the number it would have had.
@@ -527,11 +664,17 @@ class Trainer {
   // stopping says to stop.
   bool validate() {
     LossSums sum;
-    for (size_t i = 0; i < dev_->size(); ++i) {
+    // Rank r of K evaluates batches r, r + K, ...; the sums are the ranks'.
+    for (size_t i = static_cast<size_t>(comm_.rank()); i < dev_->size(); i += static_cast<size_t>(comm_.size())) {
       const LossSums s = model_->evaluate(dev_->batch(i));
       sum.loss += s.loss;
       sum.nll += s.nll;
       sum.tokens += s.tokens;
+    }
+    if (comm_.distributed()) {
+      double sums[] = {sum.loss, sum.nll, static_cast<double>(sum.tokens)};
+      comm_.all_reduce_sum(sums, "the dev sums");
+      sum = {sums[0], sums[1], static_cast<int64_t>(sums[2])};
     }
     const double tokens = static_cast<double>(std::max<int64_t>(1, sum.tokens));
     const double nll = sum.nll / tokens;
@@ -555,7 +698,7 @@ class Trainer {
         .field("best_ppl", std::exp(*st_.best_dev_nll)).field("best_step", st_.best_step)
         .end_object();
     log(j);
-    if (better) write_checkpoint(dir_->best(), "best");
+    if (better && speaks()) write_checkpoint(dir_->best(), "best");
     return opt_.early_stop > 0 && st_.stale_validations >= opt_.early_stop;
   }
 
@@ -569,6 +712,10 @@ class Trainer {
   }
 
   void save(const char* why) {
+    if (!speaks()) {  // rank 0 writes the run's checkpoints
+      saved_step_ = st_.step;
+      return;
+    }
     const std::string path = dir_->numbered(st_.step);
     write_checkpoint(path, why);
     dir_->commit(st_.step, opt_.keep_last);
@@ -583,6 +730,7 @@ class Trainer {
   }
 
   TrainRequest req_;
+  dist::Comm& comm_;
   Progress progress_;
   std::string resume_path_, vocab_origin_, vocab_fingerprint_, tokenizer_;
   TrainOptions opt_;
@@ -595,6 +743,9 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<CheckpointDir> dir_;
   std::unique_ptr<JsonLog> log_;
+  std::unique_ptr<GradientReducer> reducer_;  // several ranks only
+  int64_t queued_ = 0;         // updates queued in this run (the ranks' common count)
+  int64_t resumed_ranks_ = 1;  // the ranks of the run resumed
   TrainState st_;
   std::vector<uint32_t> order_;
   Window window_;

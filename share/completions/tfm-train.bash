@@ -15,7 +15,7 @@ _tfm_train() {
     --layers|--d-model|--d-ff|--heads|--d-k|--d-v|--dropout|--attention-dropout|--label-smoothing|\
     --max-positions|--layer-norm-eps|--lr-scale|--warmup|--max-tokens|--update-freq|--max-steps|\
     --max-epochs|--max-time|--seed|--clip-norm|--save-every|--save-every-steps|--keep-last|\
-    --valid-every|--early-stop|--max-bad-steps|--log-every)
+    --valid-every|--early-stop|--max-bad-steps|--log-every|--dist-timeout|--bucket-mb)
       COMPREPLY=(); return ;;
   esac
   if [[ "$cur" == -* ]]; then
@@ -24,7 +24,8 @@ _tfm_train() {
       --attention-dropout --label-smoothing --learned-positions --max-positions --share-embeddings
       --pre-norm --layer-norm-eps --lr-scale --warmup --max-tokens --update-freq --max-steps
       --max-epochs --max-time --seed --precision --clip-norm --save-every --save-every-steps
-      --keep-last --valid-every --early-stop --max-bad-steps --log-every --quiet --verbose
+      --keep-last --valid-every --early-stop --max-bad-steps --log-every --dist-timeout --bucket-mb
+      --quiet --verbose
       --version --help -m -o -q -v -h" -- "$cur")
   else
     mapfile -t COMPREPLY < <(compgen -f -X '!*.tfmb' -- "$cur")

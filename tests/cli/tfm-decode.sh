@@ -229,4 +229,11 @@ source "$completion"
 [ "$(complete_words --early-stopping b)" = "bound beam" ] || fail "completion: --early-stopping"
 complete_words --n-be | grep -q -- "--n-best" || fail "completion: --n-best"
 
+# Several GPUs, the Unix way (man tfm-decode, EXAMPLES): parts decoded
+# apart and joined in order give the output of one run.
+decode -m "$E" "$TMP/in" >"$TMP/whole" || fail "decode the whole"
+split -n l/3 -d "$TMP/in" "$TMP/part."
+for p in "$TMP"/part.0?; do decode -m "$E" "$p" >"$p.out" || fail "decode $p"; done
+cat "$TMP"/part.0?.out | cmp -s - "$TMP/whole" || fail "split, decoded apart and joined: not one run's output"
+
 finish

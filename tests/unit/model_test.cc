@@ -3,6 +3,7 @@
 // incremental decoder is held to the full forward pass in incremental_test.cc).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -204,4 +205,58 @@ TEST_CASE("the model plans its memory and refuses batches over the plan", "[mode
   limits.max_len = 2000;
   REQUIRE_THROWS_WITH(Transformer(ModelConfig::preset("tiny"), limits, Device::cpu()),
                       Catch::Contains("positions"));
+}
+
+// Data-parallel training sums each piece of the gradient over the processes
+// as soon as backward announces it (train/data_parallel.h): a piece must be
+// final then, and the pieces must cover the buffer once.
+TEST_CASE("backward announces each piece of the gradient once it is final, in gradient_order", "[model]") {
+  struct Recorder final : GradientSink {
+    const Transformer* model = nullptr;
+    std::vector<int> pieces;
+    std::vector<std::vector<double>> values;  // of each piece when announced
+    void ready(int piece) override {
+      pieces.push_back(piece);
+      const GradientPiece p = model->gradient_order()[static_cast<size_t>(piece)];
+      const std::vector<double> all = test::to_f64(model->grads());
+      values.emplace_back(all.begin() + p.begin, all.begin() + p.end);
+    }
+  };
+  for (const char* variant : {"pre_norm = false", "pre_norm = true\nlearned_positions = true\nmax_positions = 16"}) {
+    ModelConfig c = ModelConfig::preset("tiny");
+    c.vocab_size = 30;
+    c.layers = 3;
+    c.parse(variant);
+    ModelLimits limits;
+    limits.max_tokens = 64;
+    limits.max_len = 12;
+    Transformer model(c, limits, Device::cpu());
+    model.init(4);
+    const std::vector<GradientPiece> order = model.gradient_order();
+    // The pieces tile [0, total) with no overlap.
+    std::vector<GradientPiece> sorted = order;
+    std::sort(sorted.begin(), sorted.end(), [](auto a, auto b) { return a.begin < b.begin; });
+    REQUIRE(sorted.front().begin == 0);
+    for (size_t i = 1; i < sorted.size(); ++i) REQUIRE(sorted[i].begin == sorted[i - 1].end);
+    REQUIRE(sorted.back().end == model.layout().total());
+    REQUIRE(order.size() == static_cast<size_t>(2 * c.layers + 1 + (c.pre_norm ? 1 : 0)));
+
+    const HostBatch a = HostBatch::from_pairs({{5, 6, 7}, {8, 9}}, {{10, 11}, {12, 13, 14}});
+    const HostBatch b = HostBatch::from_pairs({{15, 16, 17, 18}}, {{19, 20, 21}});
+    Recorder rec;
+    rec.model = &model;
+    model.zero_grads();
+    model.accumulate(a, {});
+    TrainStep last;
+    last.sink = &rec;
+    model.accumulate(b, last);
+    INFO(variant);
+    REQUIRE(rec.pieces.size() == order.size());
+    const std::vector<double> final_grads = test::to_f64(model.grads());
+    for (size_t i = 0; i < rec.pieces.size(); ++i) {
+      REQUIRE(rec.pieces[i] == static_cast<int>(i));
+      const GradientPiece p = order[i];
+      CHECK(std::equal(rec.values[i].begin(), rec.values[i].end(), final_grads.begin() + p.begin));
+    }
+  }
 }
