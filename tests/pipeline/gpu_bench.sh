@@ -15,7 +15,7 @@ BUILD=$(cd "$TFM_BIN/.." && pwd)
 cat "$TMP/out/table.txt"
 [ "$(tail -n 1 "$TMP/stdout")" = "logs: $TMP/out" ] || fail "the output does not end with the table"
 row() { awk -v s="$1" '$1 == s' "$TMP/out/table.txt"; }
-for s in deps configure build train-tiny decode multi30k; do
+for s in deps configure build train-tiny decode data-parallel multi30k; do
   r=$(row "$s")
   [ -n "$r" ] || fail "no row for step $s in the table"
   case $(awk '{ print $2 }' <<<"$r") in ok|slow) ;; *) fail "step $s: $r" ;; esac
@@ -27,6 +27,7 @@ row train-tiny | grep -q "tfm $num tok/s (MFU -, $num GiB) | torch $num tok/s (M
   || fail "train-tiny.tsv: $(cat "$TMP/out/train-tiny.tsv")"
 row decode | grep -q "20 sentences: tfm $num tok/s | torch $num tok/s | ${num}x" \
   || fail "decode: not both tokens/s and the ratio: $(row decode)"
+row data-parallel | grep -q "tiny: sum $num ms, $num% hidden" || fail "data-parallel: $(row data-parallel)"
 row multi30k | grep -q "BLEU $num on test2016; 10 updates in .* on cpu" || fail "multi30k: $(row multi30k)"
 grep -q '^ *BLEU|nrefs:1|' "$TMP/out/multi30k-results.txt" || fail "no BLEU line in multi30k-results.txt"
 echo "gpu-bench: the dry run ends with its table, every step ok or slow"
