@@ -3,8 +3,9 @@
 #   TFM_WITH_MPI   MPI (Debian's libopenmpi-dev): ranks, the host's
 #                  collectives, and the gradients' all-reduce on the CPU.
 #                  AUTO when found; ON fails loudly when it is not.
-#   TFM_WITH_NCCL  NCCL from the CUDA toolkit, with MPI and CUDA: the
-#                  gradients' all-reduce on GPUs (MPI hands out its id).
+#   TFM_WITH_NCCL  NCCL from the CUDA toolkit, with CUDA: the gradients'
+#                  all-reduce on GPUs (MPI hands out its id; without MPI,
+#                  one rank: the data-parallel bench on one GPU).
 set(TFM_MPI AUTO CACHE STRING "Build data-parallel training over MPI: AUTO (when found), ON or OFF")
 set_property(CACHE TFM_MPI PROPERTY STRINGS AUTO ON OFF)
 
@@ -27,12 +28,12 @@ if(NOT _tfm_mpi STREQUAL "OFF")
   endif()
 endif()
 
-if(TFM_WITH_MPI AND TFM_WITH_CUDA)
+if(TFM_WITH_CUDA)
   find_path(TFM_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   find_library(TFM_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib)
   if(TFM_NCCL_INCLUDE AND TFM_NCCL_LIBRARY)
     set(TFM_WITH_NCCL ON)
   else()
-    message(STATUS "NCCL not found: GPU ranks cannot train together (one rank per run)")
+    message(STATUS "NCCL not found: GPU ranks cannot train together")
   endif()
 endif()

@@ -307,7 +307,8 @@ std::string build_description() {
   const std::string nccl = nccl_version();
   return nccl.empty() ? s : s + ", " + nccl;
 #else
-  return "none (built without MPI)";
+  const std::string nccl = nccl_version();
+  return nccl.empty() ? "none (built without MPI)" : "none (built without MPI); " + nccl + ", one rank";
 #endif
 }
 

@@ -6,7 +6,6 @@
 
 #ifdef TFM_WITH_NCCL
 #include <cuda_runtime.h>
-#include <mpi.h>
 #include <nccl.h>
 
 #include "kernels/cuda/check.h"
@@ -105,8 +104,8 @@ bool have_nccl() { return false; }
 std::string nccl_version() { return {}; }
 
 NcclGroup::NcclGroup(Comm& comm, Device) : comm_(comm) {
-  fail("this tfm was built without NCCL (it needs MPI, CUDA and NCCL at build time): GPU ranks "
-       "cannot sum their gradients");
+  fail("this tfm was built without NCCL (it needs CUDA and NCCL at build time): GPU ranks cannot "
+       "sum their gradients");
 }
 NcclGroup::~NcclGroup() = default;
 void NcclGroup::sum(void*, int64_t, DType, const Stream&) {}

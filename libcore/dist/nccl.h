@@ -16,7 +16,7 @@
 
 namespace tfm::dist {
 
-// Whether this build has NCCL (with MPI and CUDA), and its version
+// Whether this build has NCCL (with CUDA), and its version
 // ("NCCL 2.28.9"; empty without).
 bool have_nccl();
 std::string nccl_version();

@@ -26,6 +26,7 @@
 #include "kernels/cpu/blas.h"
 #include "libcore/app.h"
 #include "libcore/dist/comm.h"
+#include "libcore/dist/nccl.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/train/data_parallel.h"
 #include "libcore/train/options.h"
@@ -37,6 +38,9 @@ using namespace tfm;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Exit status on a GPU in a build without NCCL (scripts/gpu-bench notes it).
+constexpr int kNoNccl = 4;
 
 struct Options {
   CommonOptions common;
@@ -165,7 +169,13 @@ int main(int argc, char** argv) {
   app.add_option("--bucket-mb", o.bucket_mb, "MiB a bucket")->capture_default_str();
   app.add_option("--out", o.out, "TSV file")->capture_default_str();
   app.add_flag("--project", o.project, "Also print the 8 and 2 x 8 GPU projection");
-  return run_program("data_parallel", app, argc, argv, o.common, [&] {
+  bool no_nccl = false;
+  const int rc = run_program("data_parallel", app, argc, argv, o.common, [&] {
+    if (o.device != "cpu" && !dist::have_nccl()) {
+      std::printf("skipped: this build has no NCCL, which sums gradients on GPUs\n");
+      no_nccl = true;
+      return;
+    }
     dist::Comm& comm = dist::Comm::world();
     std::vector<Row> rows;
     std::stringstream list(o.presets);
@@ -188,4 +198,5 @@ int main(int argc, char** argv) {
     io::write_file_atomic(o.out, tsv);
     if (o.project) project();
   });
+  return rc == 0 && no_nccl ? kNoNccl : rc;
 }
