@@ -13,6 +13,8 @@
 #include <string>
 
 #include "libcore/decode/search.h"
+#include "libcore/dist/nccl.h"
+#include "libcore/train/data_parallel.h"
 #include "libcore/train/step.h"
 #include "tests/support.h"
 
@@ -160,6 +162,40 @@ TEST_CASE("updates queued one ahead on cuda follow the cpu read at once, a skip 
   const double moments = test::relative_error(test::to_f64(gpu.optimizer_state().second),
                                               test::to_f64(cpu.optimizer_state().second));
   CHECK(moments < 1e-3);
+}
+
+// Data-parallel training's GPU path (train/data_parallel.h) on one rank:
+// NCCL's sums over one GPU change nothing, so updates through the bucketed
+// reducer (its events, NCCL's stream, the loss sums) give the bits of
+// updates without it.
+TEST_CASE("updates through the NCCL gradient reducer on one gpu give the plain updates' bits", "[train]") {
+  if (!dist::have_nccl()) {
+    WARN("this build has no NCCL: the reducer's GPU path is not tested");
+    return;
+  }
+  const ModelConfig c = small_config(0.1f);
+  Transformer plain(c, small_limits(), Device::cuda(0)), reduced(c, small_limits(), Device::cuda(0));
+  plain.init(6);
+  reduced.init(6);
+  Adam adam_plain(plain.optimizer_state().first, plain.optimizer_state().second);
+  Adam adam_reduced(reduced.optimizer_state().first, reduced.optimizer_state().second);
+  // Small buckets: several sums a backward, started while it runs.
+  GradientReducer reducer(dist::Comm::world(), reduced, 64 << 10);
+  REQUIRE(reducer.buckets() > 2);
+  LossScaler s1(false), s2(false);
+  for (int64_t step = 1; step <= 3; ++step) {
+    const std::vector<HostBatch> batches = {copy_batch(24, 500 + step), copy_batch(16, 600 + step)};
+    StepConfig sc;
+    sc.lr = 2e-3;
+    sc.step = step;
+    sc.rng_counter = static_cast<uint32_t>(2 * step);
+    const StepResult a = train_step(plain, adam_plain, batches, sc, s1);
+    const StepResult b = read_update(reduced, queue_update(reduced, adam_reduced, batches, sc, 1.0, &reducer), s2);
+    CHECK(a.sums.loss == b.sums.loss);
+    CHECK(a.grad_norm == b.grad_norm);
+  }
+  CHECK(test::to_f64(plain.params()) == test::to_f64(reduced.params()));
+  CHECK(reducer.health().empty());
 }
 
 TEST_CASE("an fp16 update whose scaled gradient overflows is skipped on cuda", "[train]") {
