@@ -28,17 +28,14 @@ struct Command {
   tfm::parse::TreeCommand command;
   const char* help;
 };
+// One line each: tfm-tree --help lists them (man/tfm-tree.1 has the rules).
 const Command kCommands[] = {
     {"clean", tfm::parse::TreeCommand::clean,
-     "Treebank trees (any layout, several a file) to one cleaned tree a line: -NONE- leaves,\n"
-     "constituents left empty, function tags and indices removed; the root labelled TOP"},
+     "Treebank trees (any layout) to cleaned trees, one a line: no -NONE-, no function tags, root TOP"},
     {"words", tfm::parse::TreeCommand::words, "Trees to their sentences, one a line, words split by spaces"},
-    {"linearize", tfm::parse::TreeCommand::linearize,
-     "Trees to sequences: (L and )L for each constituent, XX for each word; a TOP root left out"},
+    {"linearize", tfm::parse::TreeCommand::linearize, "Trees to sequences: (L and )L for a constituent, XX a word"},
     {"delinearize", tfm::parse::TreeCommand::delinearize,
-     "Sequences (one a line) to trees holding the words of --words, repaired where they do\n"
-     "not fit: unmatched ')' dropped, unclosed '(' closed at the end, missing XX added,\n"
-     "extra XX dropped, empty constituents removed"},
+     "Sequences to trees of the words of --words, repaired where they do not fit them"},
 };
 
 }  // namespace
