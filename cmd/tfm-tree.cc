@@ -8,6 +8,7 @@
 //   tfm-score -r test.gold.trees -i test.trees --metrics parseval
 //
 // libcore/parse/ has the rules (cleaning, linearization, the repairs).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -57,6 +58,12 @@ int main(int argc, char** argv) {
           ->required();
     sub->callback([&o, command = c.command] { o.tree.command = command; });
   }
+
+  app.callback([&] {
+    const auto& in = o.tree.inputs;
+    if (o.tree.words == "-" && (in.empty() || std::find(in.begin(), in.end(), "-") != in.end()))
+      throw CLI::ValidationError("--words", "and the sequences cannot both read stdin");
+  });
 
   return tfm::run_program("tfm-tree", app, argc, argv, o.common, [&] {
     const tfm::parse::TreeToolTotals totals = tfm::parse::run_tree_tool(o.tree, stdout);

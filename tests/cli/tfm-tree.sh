@@ -90,7 +90,8 @@ run $P delinearize -w "$TMP/src" "$TMP/seq" "$TMP/seq"
 [ -s "$TMP/out" ] && fail "count mismatch: output written"
 
 # Bad usage: exit 2, one error line, a pointer to --help.
-for bad in "" "trim" "clean --bogus" "delinearize $TMP/seq" "words -w $TMP/src" "clean --words $TMP/src"; do
+for bad in "" "trim" "clean --bogus" "delinearize $TMP/seq" "words -w $TMP/src" "clean --words $TMP/src" \
+  "delinearize -w -" "delinearize -w - $TMP/seq -"; do
   # shellcheck disable=SC2086
   run $P $bad
   expect_rc 2 "'$bad'"
