@@ -23,8 +23,9 @@
 // left out of every total) when either tree is malformed (tree.h's
 // grammar), when the two have different numbers of words ("length
 // mismatch") or different words ("words mismatch"); it is skipped
-// ("Skip sentence") when the test tree has no word. EVALB stops after 10
-// errors (MAX_ERROR); here every sentence is scored.
+// ("Skip sentence") when the test tree has no word. EVALB gives up once
+// more than 10 sentences are in error (MAX_ERROR 10); here every sentence
+// is scored.
 //
 // Hypotheses without POS tags, as parsing-as-translation outputs them
 // (every tag XX, linearize.h), are scored as EVALB scores them with the
