@@ -6,10 +6,12 @@
 //   tfm-score -r ref.de -i hyp.de --metrics bleu chrf ter -w 2
 //   tfm-score -r ref1 ref2 -i hyp -tok intl -lc --json
 //   tfm-score -r ref.de -i hyp.de --paper-bleu    + tokenizer.perl -l de, ##AT##, multi-bleu
+//   tfm-score -r gold.trees -i test.trees --metrics parseval    EVALB, COLLINS.prm
 //
 // With a model, forced-decoding scores of target pieces given source pieces:
 //   tfm-score -m model.bin src.pieces tgt.pieces          corpus perplexity
 //   tfm-score -m model.bin --src s --tgt nbest -sl -b     one log-probability a line
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -79,13 +81,15 @@ int main(int argc, char** argv) {
       "Score hypotheses against references: BLEU, chrF and TER exactly as sacreBLEU 2.x\n"
       "computes them, and the paper's tokenized BLEU. Hypotheses from -i FILE or stdin,\n"
       "one segment a line; every reference file has as many lines.\n"
+      "Or parse trees against gold trees, one a line, as EVALB with COLLINS.prm scores\n"
+      "them (--metrics parseval): F1, precision, recall, complete match, tagging accuracy.\n"
       "Or, with -m MODEL, score target pieces given source pieces with a model (forced\n"
       "decoding): corpus perplexity, or per sentence its log-probability and its tokens'."};
   tfm::add_common_options(app, o.common);
   app.add_option("-r,--references", o.references, "Reference files, one or more (plain or gzip)")
       ->expected(1, -1);
   app.add_option("-i,--input", o.input, "Hypotheses (default or '-': stdin)");
-  app.add_option("--metrics", o.metrics, "Metrics: bleu chrf ter (default bleu)")
+  app.add_option("--metrics", o.metrics, "Metrics: bleu chrf ter, or parseval alone (default bleu)")
       ->expected(1, -1)->check(parsed_by(ev::parse_metric, "METRIC"));
   app.add_option("--tokenize", o.tokenize, "BLEU tokenizer (-tok): 13a, intl, none, char (default 13a)")
       ->check(parsed_by(ev::parse_tokenizer, "TOKENIZER"));
@@ -111,7 +115,8 @@ int main(int argc, char** argv) {
   app.add_flag("--paper-bleu", o.score.paper_bleu,
                "Also the paper's BLEU: tokenizer.perl -l de, ##AT## compounds, multi-bleu.perl");
   app.add_flag("-b,--score-only", o.format.score_only, "Print the numbers alone, one a line");
-  app.add_option("-w,--width", o.format.width, "Decimals of the scores (default 1; the last one counts)")
+  app.add_option("-w,--width", o.format.width,
+                 "Decimals of the scores (default 1, parseval 2; the last one counts)")
       ->check(CLI::Range(0, 17))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("--json", o.format.json, "Print JSON: one object per score (an array for several)");
   app.add_option("-m,--model", o.model, "Score with this checkpoint (forced decoding) instead of references");
@@ -141,6 +146,13 @@ int main(int argc, char** argv) {
       if (app.count("--width") == 0) o.format.width = 4;
     } else if (o.references.empty()) {
       throw CLI::RequiredError("--references (or -m MODEL)");
+    }
+    if (std::find(o.metrics.begin(), o.metrics.end(), "parseval") != o.metrics.end()) {
+      if (o.metrics.size() != 1) throw CLI::ValidationError("--metrics", "parseval goes alone: it scores trees");
+      if (o.references.size() > 1) throw CLI::ValidationError("--references", "parseval takes one gold file");
+      if (o.score.sentence_level) throw CLI::ValidationError("--sentence-level", "parseval is a corpus score");
+      if (o.score.paper_bleu) throw CLI::ValidationError("--paper-bleu", "is BLEU, not for parseval");
+      if (app.count("--width") == 0) o.format.width = 2;  // EVALB's
     }
     if (o.smooth_value && o.smooth != "floor" && o.smooth != "add-k")
       throw CLI::ValidationError("--smooth-value", "applies to floor and add-k only");

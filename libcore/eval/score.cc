@@ -9,6 +9,7 @@
 #include "libcore/eval/paper_bleu.h"
 #include "libcore/eval/unicode.h"
 #include "libcore/json.h"
+#include "libcore/log.h"
 
 #ifndef TFM_VERSION
 #define TFM_VERSION "0.0.0"
@@ -21,14 +22,15 @@ const char* metric_name(Metric m) {
     case Metric::bleu: return "bleu";
     case Metric::chrf: return "chrf";
     case Metric::ter: return "ter";
+    case Metric::parseval: return "parseval";
   }
   return "?";
 }
 
 Metric parse_metric(std::string_view name) {
-  for (Metric m : {Metric::bleu, Metric::chrf, Metric::ter})
+  for (Metric m : {Metric::bleu, Metric::chrf, Metric::ter, Metric::parseval})
     if (name == metric_name(m)) return m;
-  fail("unknown metric '{}' (known: bleu, chrf, ter)", name);
+  fail("unknown metric '{}' (known: bleu, chrf, ter, parseval)", name);
 }
 
 std::string signature_version() { return std::string("tfm-") + TFM_VERSION; }
@@ -67,16 +69,42 @@ Corpus read_corpus(const std::string& hyp_path, const std::vector<std::string>& 
 namespace {
 
 Result bleu_result(const BleuScore& s, const BleuOptions& o, int nrefs) {
-  return {"BLEU", bleu_signature(o, nrefs, signature_version()), s.score, bleu_details(s), s};
+  return {"BLEU", bleu_signature(o, nrefs, signature_version()), s.score, bleu_details(s), s, {}, true};
 }
 
 bool wants(const ScoreOptions& o, Metric m) {
   return std::find(o.metrics.begin(), o.metrics.end(), m) != o.metrics.end();
 }
 
+// EVALB's summary of `counts`: F1 the score, the rest its details.
+Result parseval_result(const ParsevalCounts& counts, const std::string& len, bool tagged) {
+  Result r{"PARSEVAL",
+           fmt::format("evalb:collins|len:{}|tags:{}|version:{}", len, tagged ? "own" : "none", signature_version()),
+           counts.f1(),
+           fmt::format("(P = {:.2f} R = {:.2f} CM = {:.2f} TA = {} sent = {} error = {} skip = {})",
+                       counts.precision(), counts.recall(), counts.complete_match(),
+                       tagged ? fmt::format("{:.2f}", counts.tagging_accuracy()) : "n/a", counts.sentences,
+                       counts.errors, counts.skipped),
+           {}, counts, tagged};
+  return r;
+}
+
+std::vector<Result> score_parseval(const Corpus& c, const ScoreOptions& o) {
+  TFM_REQUIRE(c.refs.size() == 1, "parseval scores against one file of gold trees, not {}", c.refs.size());
+  TFM_REQUIRE(o.metrics.size() == 1, "parseval goes alone, without other metrics");
+  const ParsevalResult p = parseval(c.refs[0], c.hyps, o.parseval);
+  constexpr size_t kShown = 10;
+  for (size_t i = 0; i < std::min(kShown, p.errors.size()); ++i)
+    log::warn("line {}: {}", p.errors[i].first, p.errors[i].second);
+  if (p.errors.size() > kShown) log::warn("... and {} more error sentences", p.errors.size() - kShown);
+  return {parseval_result(p.all, "all", p.tagged),
+          parseval_result(p.within_cutoff, fmt::format("<={}", p.cutoff_len), p.tagged)};
+}
+
 }  // namespace
 
 std::vector<Result> score_corpus(const Corpus& c, const ScoreOptions& o) {
+  if (wants(o, Metric::parseval)) return score_parseval(c, o);
   const int nrefs = static_cast<int>(c.refs.size());
   const std::string version = signature_version();
   std::vector<Result> out;
@@ -89,15 +117,15 @@ std::vector<Result> score_corpus(const Corpus& c, const ScoreOptions& o) {
     const BleuScore s = paper_bleu(c.hyps, c.refs);
     out.push_back({"BLEU-paper", fmt::format("nrefs:{}|tok:moses-de|compound:atat|bleu:multi-bleu|version:{}",
                                              nrefs, version),
-                   s.score, bleu_details(s), s});
+                   s.score, bleu_details(s), s, {}, true});
   }
   if (wants(o, Metric::chrf)) {
     const ChrfStats sum = sum_chrf_stats(chrf_corpus_stats(c.hyps, c.refs, o.chrf), o.chrf);
-    out.push_back({chrf_name(o.chrf), chrf_signature(o.chrf, nrefs, version), chrf_score(sum, o.chrf), "", {}});
+    out.push_back({chrf_name(o.chrf), chrf_signature(o.chrf, nrefs, version), chrf_score(sum, o.chrf), "", {}, {}, true});
   }
   if (wants(o, Metric::ter))
     out.push_back({"TER", ter_signature(o.ter, nrefs, version), ter_score(ter_corpus_stats(c.hyps, c.refs, o.ter)),
-                   "", {}});
+                   "", {}, {}, true});
   return out;
 }
 
@@ -116,12 +144,13 @@ std::vector<Result> score_segments(const Corpus& c, const ScoreOptions& o) {
     }
     case Metric::chrf:
       for (const ChrfStats& s : chrf_corpus_stats(c.hyps, c.refs, o.chrf))
-        out.push_back({chrf_name(o.chrf), chrf_signature(o.chrf, nrefs, version), chrf_score(s, o.chrf), "", {}});
+        out.push_back({chrf_name(o.chrf), chrf_signature(o.chrf, nrefs, version), chrf_score(s, o.chrf), "", {}, {}, true});
       break;
     case Metric::ter:
       for (const TerStats& s : ter_corpus_stats(c.hyps, c.refs, o.ter))
-        out.push_back({"TER", ter_signature(o.ter, nrefs, version), ter_score({s}), "", {}});
+        out.push_back({"TER", ter_signature(o.ter, nrefs, version), ter_score({s}), "", {}, {}, true});
       break;
+    case Metric::parseval: fail("parseval is a corpus score: no sentence-level scores");
   }
   return out;
 }
@@ -161,6 +190,17 @@ std::string json_object(const Result& r, int width) {
     j.end_array().field("bp", b.bp).field("ratio", b.ratio).field("sys_len", b.sys_len)
         .field("ref_len", b.ref_len);
   }
+  if (r.parseval) {
+    const ParsevalCounts& p = *r.parseval;
+    j.field("recall", p.recall()).field("precision", p.precision()).field("complete_match", p.complete_match());
+    if (r.parseval_tagged) j.field("tagging_accuracy", p.tagging_accuracy());
+    else j.key("tagging_accuracy").null();
+    j.field("average_crossing", p.average_crossing()).field("no_crossing", p.no_crossing_rate())
+        .field("two_or_less_crossing", p.two_or_less_crossing_rate()).field("sentences", p.sentences)
+        .field("errors", p.errors).field("skipped", p.skipped).field("valid", p.valid())
+        .field("matched", p.matched).field("gold_brackets", p.gold_brackets)
+        .field("test_brackets", p.test_brackets).field("words", p.words).field("correct_tags", p.correct_tags);
+  }
   j.end_object();
   return j.str();
 }
@@ -179,15 +219,16 @@ std::string format_corpus(const std::vector<Result>& results, const FormatOption
     for (const Result& r : results) out += number(r.score, f.width) + "\n";
     return out;
   }
-  // Right-align the names so that the '=' line up, as sacreBLEU does.
+  // Right-align the names so that the " = " line up, as sacreBLEU does (a
+  // signature may hold a '=': PARSEVAL's "len:<=40").
   std::vector<std::string> lines;
   size_t longest = 0;
   for (const Result& r : results) {
     lines.push_back(text_line(r, f.width));
-    longest = std::max(longest, lines.back().find('='));
+    longest = std::max(longest, lines.back().find(" = "));
   }
   for (const std::string& line : lines)
-    out += std::string(longest - line.find('='), ' ') + line + "\n";
+    out += std::string(longest - line.find(" = "), ' ') + line + "\n";
   return out;
 }
 

@@ -2,6 +2,9 @@
 // hypotheses and references, as sacreBLEU's command line reports them
 // ("BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:tfm-0.1.0 =
 // 22.6 56.4/28.1/16.0/9.5 (BP = ...)"), one score per line with -b, or JSON.
+// Parse trees are scored the same way, EVALB's two summaries on two lines
+// ("PARSEVAL|evalb:collins|len:all|tags:none|version:tfm-0.1.0 = 85.31
+// (P = 86.01 R = 84.62 CM = 25.42 TA = n/a sent = 245 error = 0 skip = 0)").
 #pragma once
 
 #include <optional>
@@ -10,12 +13,14 @@
 
 #include "libcore/eval/bleu.h"
 #include "libcore/eval/chrf.h"
+#include "libcore/eval/parseval.h"
 #include "libcore/eval/ter.h"
 
 namespace tfm::eval {
 
-enum class Metric { bleu, chrf, ter };
-const char* metric_name(Metric m);              // "bleu", "chrf", "ter"
+// parseval scores trees (parseval.h) and goes alone: BLEU on trees means nothing.
+enum class Metric { bleu, chrf, ter, parseval };
+const char* metric_name(Metric m);              // "bleu", "chrf", "ter", "parseval"
 Metric parse_metric(std::string_view name);     // throws Error naming the known ones
 
 struct ScoreOptions {
@@ -23,6 +28,7 @@ struct ScoreOptions {
   BleuOptions bleu;
   ChrfOptions chrf;
   TerOptions ter;
+  ParsevalOptions parseval;
   bool paper_bleu = false;      // also the paper's BLEU (paper_bleu.h)
   bool sentence_level = false;  // one score per segment (one metric)
 };
@@ -42,14 +48,19 @@ Corpus read_corpus(const std::string& hyp_path, const std::vector<std::string>& 
 
 // One reported score.
 struct Result {
-  std::string name;       // "BLEU", "chrF2++", "TER", "BLEU-paper"
+  std::string name;       // "BLEU", "chrF2++", "TER", "BLEU-paper", "PARSEVAL"
   std::string signature;  // "nrefs:1|case:mixed|..."
   double score = 0;
-  std::string details;    // BLEU's precisions and brevity penalty, else empty
+  std::string details;    // BLEU's precisions and brevity penalty, PARSEVAL's P, R ..., else empty
   std::optional<BleuScore> bleu;
+  std::optional<ParsevalCounts> parseval;  // and whether tagging accuracy was measured:
+  bool parseval_tagged = true;
 };
 
-// Corpus-level scores, in sacreBLEU's order, the paper's BLEU after BLEU.
+// Corpus-level scores, in sacreBLEU's order, the paper's BLEU after BLEU;
+// for parseval (one reference file, the gold trees) EVALB's "All" and
+// "len<=40" summaries, a warning on stderr for each error sentence (the
+// first 10, then their number).
 std::vector<Result> score_corpus(const Corpus& c, const ScoreOptions& o);
 // Segment-level scores of the one metric in o.metrics (BLEU with the effective order).
 std::vector<Result> score_segments(const Corpus& c, const ScoreOptions& o);

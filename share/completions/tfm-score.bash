@@ -11,7 +11,7 @@ _tfm_score() {
   local i
   for ((i = COMP_CWORD - 1; i > 0; i--)); do
     case "${COMP_WORDS[i]}" in
-      --metrics) [[ "$cur" == -* ]] || { mapfile -t COMPREPLY < <(compgen -W "bleu chrf ter" -- "$cur"); return; } ;;
+      --metrics) [[ "$cur" == -* ]] || { mapfile -t COMPREPLY < <(compgen -W "bleu chrf ter parseval" -- "$cur"); return; } ;;
       -*) break ;;
     esac
   done

@@ -8,6 +8,7 @@ if [ ! -f "$EX/readme.hyp" ]; then
 fi
 H=$EX/readme.hyp R0=$EX/readme.ref0 R1=$EX/readme.ref1
 json() { python3 -c "import json,sys; d=json.load(open('$TMP/out')); print($1)"; }
+tfm_version() { "$TFM_BIN/$P" --version | sed 's/.*tfm \([0-9.]*\).*/\1/'; }
 # score ARGS...: runs tfm-score -b -w 6 and puts the number in $got.
 score() { run $P -b -w 6 "$@"; got=$(cat "$TMP/out"); }
 expect() {  # expect WANT DESCRIPTION
@@ -102,6 +103,30 @@ run $P -r "$TMP/pr" -i "$TMP/ph" --paper-bleu -b
 [ "$(sed -n 2p "$TMP/out")" = 100.0 ] || fail "--paper-bleu tokenizes both sides alike: $(cat "$TMP/out")"
 [ "$(sed -n 1p "$TMP/out")" != 100.0 ] || fail "--paper-bleu: 13a should differ here: $(cat "$TMP/out")"
 
+# --metrics parseval: EVALB's two summaries; XX-tagged hypotheses; error
+# sentences named on stderr and left out; -b, -w, --json.
+G='(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))'
+printf '%s\n%s\n' "$G" "$G" >"$TMP/gold.trees"
+printf '%s\n%s\n' "$G" "${G/(PP/(SBAR}" >"$TMP/test.trees"
+run $P -r "$TMP/gold.trees" -i "$TMP/test.trees" --metrics parseval
+expect_rc 0 "parseval"
+[ "$(cat "$TMP/out")" = "$(printf ' PARSEVAL|evalb:collins|len:all|tags:own|version:tfm-%s = 90.00 (P = 90.00 R = 90.00 CM = 50.00 TA = 100.00 sent = 2 error = 0 skip = 0)\nPARSEVAL|evalb:collins|len:<=40|tags:own|version:tfm-%s = 90.00 (P = 90.00 R = 90.00 CM = 50.00 TA = 100.00 sent = 2 error = 0 skip = 0)' "$(tfm_version)" "$(tfm_version)")" ] \
+  || fail "parseval lines: $(cat "$TMP/out")"
+run $P -r "$TMP/gold.trees" -i "$TMP/test.trees" --metrics parseval -b -w 3
+[ "$(cat "$TMP/out")" = "$(printf '90.000\n90.000')" ] || fail "parseval -b -w 3: $(cat "$TMP/out")"
+run $P -r "$TMP/gold.trees" -i "$TMP/test.trees" --metrics parseval --json
+[ "$(json '[(x["name"], x["len"], x["score"], x["matched"], x["gold_brackets"], x["tagging_accuracy"]) for x in d]')" \
+  = "[('PARSEVAL', 'all', 90, 9, 10, 100), ('PARSEVAL', '<=40', 90, 9, 10, 100)]" ] || fail "parseval --json: $(cat "$TMP/out")"
+sed 's/(\([^ ()]*\) \([^ ()]*\))/(XX \2)/g' "$TMP/test.trees" >"$TMP/xx.trees"
+run $P -r "$TMP/gold.trees" -i "$TMP/xx.trees" --metrics parseval
+grep -q '^ PARSEVAL|evalb:collins|len:all|tags:none|.* = 90.00 (P = 90.00 R = 90.00 CM = 50.00 TA = n/a sent = 2 ' "$TMP/out" \
+  || fail "parseval of XX tags: $(cat "$TMP/out")"
+printf '%s\n%s\n' "$G" "${G/(DT the) /}" >"$TMP/short.trees"
+run $P -r "$TMP/gold.trees" -i "$TMP/short.trees" --metrics parseval -b
+expect_rc 0 "parseval with an error sentence"
+[ "$(cat "$TMP/out")" = "$(printf '100.00\n100.00')" ] || fail "the error sentence counted: $(cat "$TMP/out")"
+grep -q "^tfm-score: warning: line 2: length mismatch: 6 gold words, 5 test words" "$TMP/err" || fail "error sentence: $(cat "$TMP/err")"
+
 # -q silences nothing that is not there; -v is accepted.
 run $P -q -r "$R0" -i "$H"; expect_rc 0 "-q"; [ -s "$TMP/err" ] && fail "-q: stderr: $(cat "$TMP/err")"
 run $P -v -r "$R0" -i "$H"; expect_rc 0 "-v"
@@ -127,7 +152,8 @@ grep -q "bad:2)" "$TMP/err" || fail "invalid UTF-8: no FILE:LINE: $(cat "$TMP/er
 for bad in "" "-i $H" "-r $R0 --bogus" "-r $R0 -tok 14a" "-r $R0 --tokenize zh" "-r $R0 -s laplace" \
   "-r $R0 --metrics bleu meteor" "-r $R0 --metrics" "-r $R0 --smooth-value 0.5" "-r $R0 -s exp -sv 1" \
   "-r $R0 -w -1" "-r $R0 -w x" "-r $R0 --chrf-word-order -1" "-r $R0 -sl --metrics bleu chrf" \
-  "-r $R0 -sl --paper-bleu" "-r $R0 --json -b" "-m model.bin -r $R0"; do
+  "-r $R0 -sl --paper-bleu" "-r $R0 --json -b" "-m model.bin -r $R0" "-r $R0 --metrics parseval bleu" \
+  "-r $R0 $R1 --metrics parseval" "-r $R0 --metrics parseval -sl" "-r $R0 --metrics parseval --paper-bleu"; do
   # shellcheck disable=SC2086
   run $P $bad
   expect_rc 2 "'$bad'"

@@ -5,7 +5,8 @@
 #   - a file of DATA_MIRROR whose checksum is not the recorded one (and
 #     VERIFY=0, which takes it anyway);
 #   - a demo book name that is not in the Bible (when the SWORD modules
-#     are installed, as make -f Makefile.data deps does).
+#     are installed, as make -f Makefile.data deps does);
+#   - ptb-parse's held-out files: past the sample's, or in both dev and test.
 # No training runs: every failure comes before it.
 source "$(dirname "$0")/common.bash"
 S=$SHARED
@@ -49,4 +50,11 @@ if command -v mod2imp >/dev/null && [ -n "$(mod2imp engKJV2006eb 2>/dev/null | h
 else
   echo "bad book: not checked (no SWORD modules; make -f Makefile.data deps installs them)"
 fi
+# ptb-parse's split: a file the sample does not have; a file in dev and test.
+require_shared ptb-sample/treebank.zip
+expect_failure "PTB file range" "^ptb-split.pl: error: TEST: no file wsj_0200 in " \
+  ptb-parse WORK="$TMP/w4" DATA_MIRROR="$S" PTB_TEST=0180-0200
+expect_failure "PTB dev and test" "^ptb-split.pl: error: wsj_0179 is both in DEV and in TEST" \
+  ptb-parse WORK="$TMP/w4" DATA_MIRROR="$S" PTB_TEST=0179-0199
+[ -z "$(ls "$TMP/w4/ptb-parse/raw" 2>/dev/null)" ] || fail "PTB split: files left: $(ls "$TMP/w4/ptb-parse/raw")"
 echo "errors: each one line, nonzero exit, no partial file"
