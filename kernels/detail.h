@@ -95,7 +95,13 @@ void log_softmax_topk(const TensorView& logits, const TensorView& values, const 
                       const TensorView& lse);
 void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
                     const TensorView& next, const TensorView& lengths);
-int64_t gemm_invariant_rows(int64_t n, int64_t k);
+// gemm with row_invariant (cpu/gemm_rows.cc): C = act(alpha A B^T + beta C +
+// bias) for one A (M, K) and one B (N, K). simd false: the portable path,
+// the same bits (tests compare the two).
+template <typename T>
+void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const T* bias,
+                        const GemmOptions& o, bool simd = true);
+bool gemm_row_invariant_simd();  // the CPU runs gemm_row_invariant's AVX2 path
 }  // namespace tfm::ops::cpu
 
 namespace tfm::ops::cuda {

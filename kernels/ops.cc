@@ -716,10 +716,6 @@ void log_softmax_topk(const TensorView& logits, const TensorView& values, const 
   }
 }
 
-int64_t gemm_invariant_rows(Device device, int64_t n, int64_t k) {
-  TFM_REQUIRE(n >= 1 && k >= 1, "gemm_invariant_rows: n = {} and k = {} must be positive", n, k);
-  return device.is_cpu() ? cpu::gemm_invariant_rows(n, k) : 1;
-}
 
 // ----------------------------------------------------------------- optimizer
 

@@ -41,6 +41,8 @@ struct GemmOptions {
   float beta = 0.0f;     // 0: C is written (=); 1: C is accumulated (+=)
   bool relu = false;     // apply max(0, .) last (the feed-forward's first half)
   bool tf32 = false;     // CUDA, f32 inputs: allow TF32 tensor cores
+  bool row_invariant = false;  // CPU: each row of C alone, in one fixed order, whatever the
+                               // other rows (the decoder's batch invariance); see below
 };
 
 // C = act(alpha * op(A) op(B) + beta * C + bias)
@@ -53,6 +55,13 @@ struct GemmOptions {
 // shared across (B, H) does. Accumulation is in f32 (f64 for f64 tensors).
 // dtypes: CPU A = B = C = bias in {f32, f64}; CUDA A = B in {f32, bf16, f16},
 // C and bias either the same as A or f32.
+// row_invariant (CPU; products x W^T: trans_b, not trans_a, B one matrix):
+// every element of C is a dot product in one fixed order (kernels/cpu/
+// gemm_rows.cc), so a row of C has the same bits whatever the other rows of
+// A are, how many there are, where the row sits and how many threads run,
+// and the same on every CPU. OpenBLAS promises none of that: its kernels sum
+// an element by its place in a register block. Other shapes, and CUDA (no
+// invariance is promised there: cuBLASLt picks its algorithm by M), ignore it.
 void gemm(const TensorView& a, const TensorView& b, const TensorView& c,
           const GemmOptions& options, const Stream& stream, const TensorView& bias = {});
 
@@ -229,7 +238,7 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
 // The inference path (libcore/decode, tfm-decode). Each op computes every
 // row alone and in a fixed order, so a row's result does not depend on the
 // other rows of the call, on their number or on the thread count (batch
-// invariance; together with gemm_invariant_rows below for the GEMMs).
+// invariance; the GEMMs with GemmOptions::row_invariant).
 
 // Attention of query rows over keys and values gathered from pools. Row n
 // reads the key list g = groups[n]: pool rows index[g, j] for j < lengths[g].
@@ -268,18 +277,6 @@ void extend_history(const TensorView& prev, const TensorView& parents, int64_t t
 // What a beam search needs of a step, without (N, V) log-probabilities.
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse, const Stream& stream);
-
-// The fewest rows M from which gemm computes a row of C the same way
-// whatever M is and wherever the row sits in A, for products x W^T
-// (trans_b) of n output columns and inner size k: callers that need a row's
-// result independent of its batch pad A and C to at least this many rows.
-// CPU: OpenBLAS (0.3.x, SkylakeX and Cooperlake cores) runs separate "small
-// matrix" kernels for small products, whose summation differs from its
-// blocked kernels in the last bits; the blocked kernels give every row the
-// same result for any M (tests/unit/batch_invariance_test.cc holds OpenBLAS
-// to both). CUDA: 1, and no invariance is promised (cuBLASLt picks its
-// algorithm by M).
-int64_t gemm_invariant_rows(Device device, int64_t n, int64_t k);
 
 // ----------------------------------------------------------------- optimizer
 

@@ -137,19 +137,6 @@ std::string openblas_core_for_this_cpu(std::string* why) {
 #endif
 }
 
-// OpenBLAS sees a row-major product as the column-major C^T = op(B)^T op(A)^T:
-// its M is our n, its N our row count m, and our x W^T (trans_b) is its
-// "TN" case. From interface/gemm.c and sgemm_small_kernel_permit_skylakex.c
-// (0.3.16 onwards): the small-matrix kernels run when M N K <= 10^6, and for
-// TN only when also M N <= 1200 and K >= 32. Any more rows take the blocked
-// kernels, whose result for a row is the same for every row count.
-int64_t gemm_invariant_rows(int64_t n, int64_t k) {
-  if (k < 32) return 1;
-  const int64_t by_size = static_cast<int64_t>(1e6 / static_cast<double>(n * k)) + 1;
-  const int64_t by_tn = 1200 / n + 1;
-  return std::max<int64_t>(1, std::min(by_size, by_tn));
-}
-
 const Blas& blas() {
   static std::once_flag once;
   static Blas instance;

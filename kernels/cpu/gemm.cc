@@ -65,6 +65,15 @@ void gemm_typed(const GemmShape& s, const T* a, const T* b, T* c, const T* bias,
 
 void gemm(const GemmShape& s, const TensorView& a, const TensorView& b, const TensorView& c,
           const TensorView& bias, const GemmOptions& o) {
+  if (o.row_invariant && o.trans_b && !o.trans_a && s.batch == 1) {
+    if (a.dtype() == DType::f32)
+      return gemm_row_invariant<float>(s, a.data_as<float>(), b.data_as<float>(), c.data_as<float>(),
+                                       bias.empty() ? nullptr : bias.data_as<float>(), o);
+    if (a.dtype() == DType::f64)
+      return gemm_row_invariant<double>(s, a.data_as<double>(), b.data_as<double>(),
+                                        c.data_as<double>(),
+                                        bias.empty() ? nullptr : bias.data_as<double>(), o);
+  }
   for (int64_t d : {s.m, s.n, s.k, s.lda, s.ldb, s.ldc})
     TFM_REQUIRE(d <= INT_MAX, "gemm: dimension {} is over the CPU BLAS limit of {}", d, INT_MAX);
   switch (a.dtype()) {

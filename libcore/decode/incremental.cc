@@ -67,19 +67,6 @@ std::vector<double> download(const TensorView& t, const Stream& st) {
 
 }  // namespace
 
-int64_t decoder_gemm_rows(const Transformer& model) {
-  const ModelConfig& c = model.config();
-  const int64_t HK = c.heads * c.d_k, HE = c.heads * c.d_v, D = c.d_model;
-  // (n, k) of each x W^T: q, k and v joined (self-attention), k and v
-  // joined (the source's projection for cross-attention), q alone, the
-  // attention outputs, the feed-forward layers, the output layer.
-  const std::pair<int64_t, int64_t> gemms[] = {{2 * HK + HE, D}, {HK + HE, D}, {HK, D}, {D, HE},
-                                               {c.d_ff, D}, {D, c.d_ff}, {c.vocab_size, D}};
-  int64_t rows = 1;
-  for (const auto& [n, k] : gemms) rows = std::max(rows, ops::gemm_invariant_rows(model.device(), n, k));
-  return rows;
-}
-
 IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& limits)
     : model_(model), limits_(limits) {
   const ModelConfig& c = model.config();
@@ -99,8 +86,7 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& 
   l.src_tokens = std::max(l.src_tokens, l.src_len);
   l.top_k = std::min(l.top_k, c.vocab_size);
   const int64_t H = c.heads, HK = c.heads * c.d_k, HE = c.heads * c.d_v, D = c.d_model;
-  gemm_rows_ = decoder_gemm_rows(model);  // batch invariance
-  const int64_t rows = std::max(l.rows, gemm_rows_), src = std::max(l.src_tokens, gemm_rows_);
+  const int64_t rows = l.rows, src = l.src_tokens;
   const int64_t act_rows = std::max(rows, src);
   if (l.cache_rows == 0) l.cache_rows = l.steps * rows;
 
@@ -177,10 +163,17 @@ IncrementalDecoder::~IncrementalDecoder() = default;
 
 TensorView IncrementalDecoder::view(int id) const { return mem_->view(id); }
 
-// The first `rows` rows of a buffer as (max(rows, gemm_rows()), cols): what
-// a GEMM reads or writes.
+// The first `rows` rows of a buffer as (rows, cols): what a GEMM reads or writes.
 TensorView IncrementalDecoder::gemm_view(int id, int64_t rows, int64_t cols) const {
-  return prefix(view(id), {std::max(rows, gemm_rows_), cols});
+  return prefix(view(id), {rows, cols});
+}
+
+// The blocks' context for the decoder: its GEMMs compute each row alone
+// (batch invariance, ops.h).
+model::Blocks IncrementalDecoder::blocks() const {
+  model::Blocks m{model_.stream(), model_.config(), model_.layout(), model_.weights(), {}, {}};
+  m.row_invariant = true;
+  return m;
 }
 
 // The input of a sub-layer: x (post-norm) or LayerNorm(x) in h (pre-norm).
@@ -219,7 +212,7 @@ TensorView IncrementalDecoder::sublayer_end(NormIds norm, const TensorView& resi
 TensorView IncrementalDecoder::feed_forward(FfnIds w, NormIds norm, const TensorView& x, int64_t rows) {
   const Ids& i = *ids_;
   const ModelConfig& c = model_.config();
-  const model::Blocks m{model_.stream(), c, model_.layout(), model_.weights(), {}, {}};
+  const model::Blocks m = blocks();
   const TensorView in = sublayer_input(norm, x, rows);
   model::linear_forward(m, in, w.fc1, gemm_view(i.f, rows, c.d_ff), /*relu=*/true);
   model::linear_forward(m, gemm_view(i.f, rows, c.d_ff), w.fc2, gemm_view(i.s, rows, c.d_model));
@@ -250,7 +243,7 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources,
               "a batch of {} sentences of up to {} tokens is over the planned {} sentences, "
               "{} tokens a sentence and {} source tokens",
               B, S, l.sentences, l.src_len, l.src_tokens);
-  const int64_t R = std::max(rows, gemm_rows_);
+  const int64_t R = rows;
   TFM_REQUIRE(rows >= 1 && rows <= l.rows && steps >= 1 && steps <= l.steps &&
                   steps * R <= l.cache_rows,
               "a batch of {} rows over {} positions is over the plan ({} rows, {} positions, "
@@ -302,7 +295,7 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
                          static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
   ops::position_add(x.reshape({B, S, D}),
                     c.learned_positions ? model_.param(L.src_pos) : positions_.view(), 0, st);
-  const model::Blocks m{st, c, L, model_.weights(), {}, {}};
+  const model::Blocks m = blocks();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
   TensorView y = gemm_view(i.x, M, D);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
@@ -387,7 +380,7 @@ void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
   ops::position_add(x.reshape({N, 1, D}),
                     c.learned_positions ? model_.param(L.tgt_pos) : positions_.view(), t, st);
 
-  const model::Blocks m{st, c, L, model_.weights(), {}, {}};
+  const model::Blocks m = blocks();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
   const size_t el = dtype_size(model_.dtype());
   TensorView y = gemm_view(i.x, N, D);
@@ -427,7 +420,7 @@ void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
     y = feed_forward(w.ffn, w.ffn_norm, y_b, N);
   }
   if (c.pre_norm) y = final_norm(L.decoder_norm, y, N);
-  ops::GemmOptions tb;
+  ops::GemmOptions tb = m.gemm();
   tb.trans_b = true;
   ops::gemm(y, model_.weight(L.tgt_embed), gemm_view(i.logits, N, c.vocab_size), tb, st);
 }

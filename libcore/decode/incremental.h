@@ -19,8 +19,7 @@
 // pools (kv-cache), the index tables (io). Nothing grows afterwards.
 //
 // Batch invariance: every op computes each row alone (ops.h, "decoding"),
-// and every GEMM runs on at least gemm_rows() rows (ops::gemm_invariant_rows,
-// rows past the live ones are padding), so on the CPU a sentence's
+// the GEMMs too (GemmOptions::row_invariant), so on the CPU a sentence's
 // log-probabilities are bit-identical whatever else shares its batch.
 #pragma once
 
@@ -33,6 +32,10 @@
 #include "libcore/model/transformer.h"
 
 namespace tfm {
+
+namespace model {
+struct Blocks;
+}
 
 struct DecoderLimits {
   int64_t sentences = 1;    // B: sentences of a batch
@@ -48,10 +51,6 @@ struct DecoderLimits {
                             // the environment's TFM_CUDA_GRAPHS=0 turns it off)
 };
 
-// The fewest rows every GEMM of a decoder for `model` runs on: the largest
-// ops::gemm_invariant_rows of its products.
-int64_t decoder_gemm_rows(const Transformer& model);
-
 class IncrementalDecoder {
  public:
   IncrementalDecoder(Transformer& model, const DecoderLimits& limits);
@@ -62,7 +61,7 @@ class IncrementalDecoder {
   // Encodes `sources` (one per sentence, no bos/eos, none empty) and starts
   // position 0. `rows` and `steps`: the most rows a step of this batch will
   // feed and the positions it will decode (within the limits, and
-  // steps x max(rows, gemm_rows()) within cache_rows).
+  // steps x rows within cache_rows).
   void start(const std::vector<std::vector<int32_t>>& sources, int64_t rows, int64_t steps);
 
   struct Row {
@@ -86,7 +85,6 @@ class IncrementalDecoder {
 
   int64_t position() const { return t_; }        // positions decoded so far
   int64_t vocab_size() const { return model_.config().vocab_size; }
-  int64_t gemm_rows() const { return gemm_rows_; }
   const StreamGraph& graph() const { return *graph_; }
   const DecoderLimits& limits() const { return limits_; }
   std::string memory_report() const { return plan_.report(); }
@@ -95,6 +93,7 @@ class IncrementalDecoder {
   struct Ids;
   TensorView view(int id) const;
   TensorView gemm_view(int id, int64_t rows, int64_t cols) const;
+  model::Blocks blocks() const;
   void encode(const std::vector<std::vector<int32_t>>& sources);
   void queue_step(int64_t rows, int64_t position);
   TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, int64_t rows);
@@ -104,7 +103,6 @@ class IncrementalDecoder {
 
   Transformer& model_;
   DecoderLimits limits_;
-  int64_t gemm_rows_ = 1;
   MemoryPlan plan_;
   std::unique_ptr<Ids> ids_;
   std::unique_ptr<PlannedMemory> mem_;

@@ -69,14 +69,13 @@ DecoderLimits translate_limits(const Transformer& model, const TranslateOptions&
   l.steps = max_output_len(model, o, o.max_input_len) + 1;
   l.top_k = std::min<int64_t>(2 * W, c.vocab_size);
   l.attention_layer = o.search.attention_layer;
-  // Self-attention pool rows of a batch: positions x rows, T_b x max(B W,
-  // gemm rows), with T_b <= a S_b + b + 1 and B S_b <= src_tokens.
-  const double a = o.max_len_a, b = o.max_len_b, floor = static_cast<double>(decoder_gemm_rows(model));
+  // Self-attention pool rows of a batch: positions x rows, T_b x B W, with
+  // T_b <= a S_b + b + 1 and B S_b <= src_tokens.
+  const double a = o.max_len_a, b = o.max_len_b;
   const double by_tokens = static_cast<double>(W) * (a * static_cast<double>(l.src_tokens) +
                                                      (b + 1) * static_cast<double>(l.sentences));
-  const double by_floor = (a * static_cast<double>(l.src_len) + b + 1) * floor;
-  const double most = static_cast<double>(l.steps) * std::max(static_cast<double>(l.rows), floor);
-  l.cache_rows = static_cast<int64_t>(std::ceil(std::min(most, std::max(by_tokens, by_floor))));
+  const double most = static_cast<double>(l.steps) * static_cast<double>(l.rows);
+  l.cache_rows = static_cast<int64_t>(std::ceil(std::min(most, by_tokens)));
   return l;
 }
 

@@ -27,6 +27,7 @@ struct Blocks {
   TensorView params, grads;
   Workspace ws;
   bool tf32 = false;  // f32 GEMMs may use TF32 tensor cores (CUDA; --precision tf32)
+  bool row_invariant = false;  // the decoder's GEMMs: each row alone (ops.h, gemm)
 
   TensorView p(int id) const { return layout.view(params, id); }
   TensorView g(int id) const { return layout.view(grads, id); }
@@ -34,6 +35,7 @@ struct Blocks {
   ops::GemmOptions gemm() const {
     ops::GemmOptions o;
     o.tf32 = tf32;
+    o.row_invariant = row_invariant;
     return o;
   }
 };

@@ -68,10 +68,13 @@ TEST_CASE("a tiny model learns to copy with the paper's optimizer", "[train]") {
     adam.step(model.params(), model.grads(), noam_learning_rate(step, c.d_model, 30), step, clip,
               model.stream());
   }
-  // With label smoothing 0.1 over 16 words the best NLL is -log(0.9 + 0.1 / 16) = 0.099.
+  // With label smoothing 0.1 over 16 words the best NLL is -log(0.9 + 0.1 / 16) = 0.099;
+  // uniform guessing is log 16 = 2.77. Where it ends depends on the CPU's
+  // OpenBLAS kernel in the last bits of every step: measured 0.1306 on the
+  // Zen kernel (AMD EPYC), below 0.13 on SkylakeX (Xeon).
   INFO("per-token NLL " << first << " -> " << last);
   CHECK(first > 2.0);
-  CHECK(last < 0.13);
+  CHECK(last < 0.15);
 }
 
 TEST_CASE("a model survives the trip through a checkpoint", "[train]") {
