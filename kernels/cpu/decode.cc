@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -38,6 +39,13 @@ T dot(const T* a, const T* b, int64_t k) {
 typedef float F16 __attribute__((vector_size(64)));
 typedef int32_t I16 __attribute__((vector_size(64)));
 typedef double D8 __attribute__((vector_size(64)));
+// Eight floats: one AVX2 register. GCC lowers a comparison or a select
+// (?:) of sixteen-float vectors, and a conversion to int, lane by lane
+// (vucomiss, cmov) wherever the CPU has no 64-byte registers: in the AVX2
+// clone; and a comparison's mask reduced to one bool (any16) even in the
+// AVX-512 one. Those run on eight-float halves instead.
+typedef float F8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
 #define TFM_WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 [[gnu::always_inline]] inline F16 load16(const float* p) {
@@ -46,24 +54,53 @@ typedef double D8 __attribute__((vector_size(64)));
   return v;
 }
 
+[[gnu::always_inline]] inline F8 load8(const float* p) {
+  F8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Whether the AVX-512 clone runs (the CPU has AVX-512F): the clones' bodies
+// pick their vector width by it, once a call.
+inline bool wide512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
 // exp(x) for x <= 0, lane by lane (Cephes' expf: x = n ln 2 + r, a degree-7
 // polynomial for e^r, 2^n from the exponent bits): within 2 ulp. Below -87
-// it gives exp(-87), nothing next to the row's largest term, 1.
-[[gnu::always_inline]] inline F16 exp_nonpositive(F16 x) {
-  const F16 lo = x * 0.0f - 87.0f;
+// it gives exp(-87), nothing next to the row's largest term, 1. V is F16
+// (AVX-512) or F8 (AVX2: F16's clamp and conversion would go lane by lane);
+// every lane computes the same in both, so they give the same bits.
+template <typename V>
+[[gnu::always_inline]] inline V exp_lanes(V x) {
+  using I = std::conditional_t<sizeof(V) == 64, I16, I8>;
+  const V lo = x * 0.0f - 87.0f;
   x = x > lo ? x : lo;
-  const F16 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
-  F16 r = x - n * 0.693359375f;
+  const V n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
+  V r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  const F16 z = r * r;
-  F16 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  const V z = r * r;
+  V p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * z + r + 1.0f;
-  const I16 bits = (__builtin_convertvector(n, I16) + 127) << 23;
-  return p * reinterpret_cast<F16>(bits);
+  const I bits = (__builtin_convertvector(n, I) + 127) << 23;
+  return p * reinterpret_cast<V>(bits);
+}
+
+// exp_lanes of sixteen floats, whole (kZmm) or by halves.
+template <bool kZmm>
+[[gnu::always_inline]] inline F16 exp_nonpositive(F16 x) {
+  if constexpr (kZmm) {
+    return exp_lanes(x);
+  } else {
+    const F8 a = exp_lanes(F8(__builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7)));
+    const F8 b = exp_lanes(F8(__builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15)));
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
 }
 
 // a[0] + ... + a[15] by a fixed tree: halves folded onto each other.
@@ -102,9 +139,10 @@ constexpr int64_t kWide = 8;
 // vectors, at most kWide, sixteen keys' dot products are reduced together
 // (sum16x16) and the output stays in registers; else each dot product is
 // folded alone and the output is added to in memory.
-TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float* values,
-                                const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
-                                int64_t e, float scale, float* w, float* o) {
+template <bool kZmm>
+[[gnu::always_inline]] inline void attend_lanes(const float* qr, const float* keys, const float* values,
+                                                const int32_t* idx, int64_t len, int64_t nh, int64_t h,
+                                                int64_t k, int64_t e, float scale, float* w, float* o) {
   const bool wide = k % 16 == 0 && e % 16 == 0 && k <= 16 * kWide && e <= 16 * kWide;
   if (wide) {
     F16 q[kWide];
@@ -140,7 +178,7 @@ TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float*
     float block[16];
     const int64_t n = std::min<int64_t>(16, len - j0);
     std::fill(std::copy(w + j0, w + j0 + n, block), block + 16, mx);
-    F16 x = exp_nonpositive(load16(block) - mx);
+    F16 x = exp_nonpositive<kZmm>(load16(block) - mx);
     for (int64_t l = n; l < 16; ++l) x[l] = 0.0f;
     std::memcpy(block, &x, sizeof block);
     std::copy(block, block + n, w + j0);
@@ -163,6 +201,15 @@ TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float*
     const float* vr = values + (idx[j] * nh + h) * e;
     for (int64_t c = 0; c < e; ++c) o[c] += w[j] * vr[c];
   }
+}
+
+TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float* values,
+                                const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
+                                int64_t e, float scale, float* w, float* o) {
+  if (wide512())
+    attend_lanes<true>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+  else
+    attend_lanes<false>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
 }
 
 // The same in f64 (tests): scalar, std::exp, sums in order.
@@ -230,43 +277,44 @@ void attention_rows(const TensorView& q, const TensorView& keys, const TensorVie
   }
 }
 
-// Whether any lane of a comparison's result is set: halves ORed together.
-[[gnu::always_inline]] inline bool any16(I16 m) {
-  const auto lo8 = __builtin_shufflevector(m, m, 0, 1, 2, 3, 4, 5, 6, 7) |
-                   __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15);
-  const auto lo4 = __builtin_shufflevector(lo8, lo8, 0, 1, 2, 3) | __builtin_shufflevector(lo8, lo8, 4, 5, 6, 7);
-  return (lo4[0] | lo4[1] | lo4[2] | lo4[3]) != 0;
+// Whether any lane of a comparison's result is set.
+[[gnu::always_inline]] inline bool any8(I8 m) {
+  int32_t any = 0;
+  for (int l = 0; l < 8; ++l) any |= m[l];
+  return any != 0;
 }
 
 // The first j >= j0, in steps of 16, whose 16 values x[j, j + 16) hold one
-// above kth; v - v % 16 (or j0) when none does: the top-k's screen. Four
-// vectors a test, so that many loads are in flight (the logits come from
-// memory), then the one that holds it.
+// above kth; v - v % 16 (or j0) when none does: the top-k's screen. Eight
+// vectors of eight a test, so that many loads are in flight (the logits
+// come from memory), then the sixteen that hold it.
 TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float kth) {
   for (; j0 + 64 <= v; j0 += 64)
-    if (any16((load16(x + j0) > kth) | (load16(x + j0 + 16) > kth) | (load16(x + j0 + 32) > kth) |
-              (load16(x + j0 + 48) > kth)))
+    if (any8((load8(x + j0) > kth) | (load8(x + j0 + 8) > kth) | (load8(x + j0 + 16) > kth) |
+             (load8(x + j0 + 24) > kth) | (load8(x + j0 + 32) > kth) | (load8(x + j0 + 40) > kth) |
+             (load8(x + j0 + 48) > kth) | (load8(x + j0 + 56) > kth)))
       break;
   for (; j0 + 16 <= v; j0 += 16)
-    if (any16(load16(x + j0) > kth)) return j0;
+    if (any8((load8(x + j0) > kth) | (load8(x + j0 + 8) > kth))) return j0;
   return j0;
 }
 
 // sum_j exp(x[j] - mx): sixteen float lanes over blocks of 64 terms, each
 // block added into eight double lanes (lane l + 8 into l); the lanes meet in
 // a fixed tree. The tail is padded with lanes that count 0.
-TFM_WIDE_CLONES double sum_exp(const float* x, int64_t v, float mx) {
+template <bool kZmm>
+[[gnu::always_inline]] inline double sum_exp_lanes(const float* x, int64_t v, float mx) {
   D8 acc = {};
   for (int64_t j0 = 0; j0 < v; j0 += 64) {
     F16 part = {};
     for (int64_t j = j0; j < std::min(v, j0 + 64); j += 16) {
       if (j + 16 <= v) {
-        part += exp_nonpositive(load16(x + j) - mx);
+        part += exp_nonpositive<kZmm>(load16(x + j) - mx);
         continue;
       }
       float tail[16] = {};
       std::copy(x + j, x + v, tail);
-      F16 e = exp_nonpositive(load16(tail) - mx);
+      F16 e = exp_nonpositive<kZmm>(load16(tail) - mx);
       for (int64_t l = v - j; l < 16; ++l) e[l] = 0.0f;
       part += e;
     }
@@ -275,6 +323,10 @@ TFM_WIDE_CLONES double sum_exp(const float* x, int64_t v, float mx) {
     acc += lo + hi;
   }
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+TFM_WIDE_CLONES double sum_exp(const float* x, int64_t v, float mx) {
+  return wide512() ? sum_exp_lanes<true>(x, v, mx) : sum_exp_lanes<false>(x, v, mx);
 }
 
 // f64 (the tests' exact path): std::exp, summed in order.

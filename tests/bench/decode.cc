@@ -21,8 +21,23 @@
 // bit-identical to the batched run's (100% on the CPU by design). The exit
 // status says whether the targets were met (3 when not; 1 is an error).
 //
-//   decode [--preset base] [--device cpu] [--precision fp32] [--sentences N]
-//          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N]
+// CTranslate2 (issue 20), on the CPU: the same model, converted by
+// scripts/tfm-to-ct2 --ids, decoded by decode_ct2.py (run by the project's
+// .venv/bin/python) in float32 and in int8 on the same sentences in tfm's
+// batches and threads, tokens/s side by side with tfm's and the ratios.
+// CTranslate2 forces output lengths per call, not per sentence, so with
+// random weights it needs --forced-length N (every output N tokens; the
+// issue's base row used 24). --preset demo is the demo's CPU model (2
+// layers, d_model 128, 4,000 pieces; source ids folded into its
+// vocabulary); --model CKPT --input IDS decodes a trained checkpoint on ids
+// (tfm-tok --ids) with natural lengths (|x| + 50 at most, plain length
+// penalty as CTranslate2's), and reports the share of CTranslate2 float32's
+// outputs identical to tfm's. --repeat N runs tfm, CTranslate2 float32 and
+// int8 in turn N times and reports the medians (for shared machines).
+//
+//   decode [--preset base|big|tiny|demo] [--device cpu] [--precision fp32] [--sentences N]
+//          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N] [--forced-length N]
+//          [--model CKPT --input IDS] [--ct2 auto|on|off] [--repeat N]
 //          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes]
 #include <unistd.h>
 
@@ -31,6 +46,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,6 +58,8 @@
 #include "libcore/decode/translate.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
+#include "libcore/model/model_io.h"
+#include "kernels/cpu/blas.h"
 #include "tests/bench/decode_reference.h"
 #include "tests/bench/reference.h"
 
@@ -71,7 +90,33 @@ struct Options {
   bool no_reference = false, gemm_shapes = false;
   std::string python = "/usr/bin/python3";
   std::string script = TFM_BENCH_SOURCE_DIR "/decode_pytorch.py";
+  int64_t forced_length = 0;  // every output this long (0: the reference's length)
+  std::string model, input;   // a trained checkpoint and its source ids
+  std::string ct2 = "auto";
+  std::string ct2_python = TFM_BENCH_SOURCE_DIR "/../../.venv/bin/python";
+  std::string ct2_script = TFM_BENCH_SOURCE_DIR "/decode_ct2.py";
+  std::string converter = TFM_BENCH_SOURCE_DIR "/../../scripts/tfm-to-ct2";
+  int64_t repeat = 1;
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// The demo's CPU model (Makefile.data, demo_MODEL), random weights.
+ModelConfig bench_config(const std::string& preset) {
+  if (preset != "demo") return ModelConfig::preset(preset);
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.vocab_size = 4000;
+  c.layers = 2;
+  c.d_model = 128;
+  c.d_ff = 512;
+  c.heads = 4;
+  c.d_k = c.d_v = 32;
+  c.max_positions = 1024;
+  return c;
+}
 
 std::vector<std::string> read_lines(const std::string& path, int64_t limit) {
   data::LineReader reader(path);
@@ -106,6 +151,8 @@ struct Run {
 Run run_tfm(const Options& o, Transformer& model, const std::vector<SearchRequest>& requests) {
   TranslateOptions t;
   t.search.beam_size = o.beam;
+  // A trained model's natural lengths: ranked as CTranslate2 ranks them.
+  if (!o.model.empty()) t.search.length_penalty = LengthPenalty::plain;
   t.max_tokens = o.max_tokens;
   t.batch_size = o.batch_size;
   std::vector<int64_t> lengths;
@@ -201,6 +248,94 @@ TorchResult run_reference(const Options& o, const ModelConfig& c, const std::vec
   return r;
 }
 
+// CTranslate2 on the same model: the model converted once (prepare), then
+// decoded in float32 or int8 (run).
+struct Ct2Result {
+  double tokens_per_s = 0, seconds = 0, cpu_seconds = 0;
+  int64_t tokens = 0;
+  int threads = 0;
+  std::string version, compute_type, isa, sgemm, gemm_s8;
+  std::vector<std::string> hyps;  // ids, one line a sentence
+};
+
+class Ct2 {
+ public:
+  // Converts `model` (saved first when it is not o.model's checkpoint).
+  Ct2(const Options& o, const Transformer& model, const std::vector<SearchRequest>& requests) : o_(o) {
+    char dir_template[] = "/tmp/tfm-bench-ct2-XXXXXX";
+    TFM_REQUIRE(mkdtemp(dir_template) != nullptr, "cannot make a temporary directory");
+    dir_ = dir_template;
+    std::string ids, lengths;
+    for (const SearchRequest& r : requests) {
+      for (size_t i = 0; i < r.source.size(); ++i) ids += fmt::format("{}{}", i ? " " : "", r.source[i]);
+      ids += '\n';
+      lengths += fmt::format("{}\n", r.max_len);
+    }
+    io::write_file_atomic(dir_ + "/ids", ids);
+    if (o.model.empty()) io::write_file_atomic(dir_ + "/lengths", lengths);
+    std::string checkpoint = o.model;
+    if (checkpoint.empty()) {
+      checkpoint = dir_ + "/model.bin";
+      save_model(checkpoint, model);
+    }
+    const std::string cmd = fmt::format("{} {} --ids {} {}/ct2 > {}/convert.log 2>&1", o.ct2_python, o.converter,
+                                        checkpoint, dir_, dir_);
+    if (std::system(cmd.c_str()) != 0) {
+      std::ifstream in(dir_ + "/convert.log");
+      std::string why((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      fs::remove_all(dir_);
+      fail("scripts/tfm-to-ct2 failed: {}", why.empty() ? cmd : why);
+    }
+  }
+  ~Ct2() { fs::remove_all(dir_); }
+  Ct2(const Ct2&) = delete;
+  Ct2& operator=(const Ct2&) = delete;
+
+  Ct2Result run(const std::string& compute_type) const {
+    const std::string cmd = fmt::format(
+        "{} {} --model {}/ct2 --ids {}/ids {} --beam {} --alpha 0.6 --max-tokens {} --batch-size {} --threads {} "
+        "--compute-type {} --hyps {}/hyps",
+        o_.ct2_python, o_.ct2_script, dir_, dir_, o_.model.empty() ? fmt::format("--lengths {}/lengths", dir_) : "",
+        o_.beam, o_.max_tokens, o_.batch_size, cpu_threads(), compute_type, dir_);
+    const std::string result = bench::run_reference(cmd, o_.ct2_python, "CTranslate2", "--ct2 off times tfm without it");
+    Ct2Result r;
+    char version[64] = {0}, type[32] = {0}, isa[32] = {0}, sgemm[32] = {0}, s8[32] = {0};
+    long long tokens = 0;
+    if (std::sscanf(result.c_str(),
+                    "tokens_per_s=%lf seconds=%lf cpu_seconds=%lf %*s tokens=%lld threads=%d ct2=%63s "
+                    "compute_type=%31s isa=%31s sgemm=%31s gemm_s8=%31s",
+                    &r.tokens_per_s, &r.seconds, &r.cpu_seconds, &tokens, &r.threads, version, type, isa, sgemm,
+                    s8) != 10 || !(r.tokens_per_s > 0))
+      fail("decode_ct2.py printed an unexpected result: {}", result);
+    r.tokens = tokens;
+    r.version = version;
+    r.compute_type = type;
+    r.isa = isa;
+    r.sgemm = sgemm;
+    r.gemm_s8 = s8;
+    r.hyps = read_lines(dir_ + "/hyps", 0);
+    return r;
+  }
+
+ private:
+  const Options& o_;
+  std::string dir_;
+};
+
+// The share of sentences whose best hypothesis CTranslate2 and tfm agree on.
+double same_share(const Run& mine, const Ct2Result& theirs) {
+  if (theirs.hyps.size() != mine.nbest.size() || mine.nbest.empty()) return 0;
+  int64_t same = 0;
+  for (size_t i = 0; i < mine.nbest.size(); ++i) {
+    std::string line;
+    for (size_t k = 0; k < mine.nbest[i].at(0).tokens.size(); ++k)
+      line += fmt::format("{}{}", k ? " " : "", mine.nbest[i][0].tokens[k]);
+    same += line == theirs.hyps[i];
+  }
+  return static_cast<double>(same) / static_cast<double>(mine.nbest.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -208,7 +343,8 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"Decoding benchmark: tfm beam search against PyTorch on newstest2014."};
   add_common_options(app, o.common);
-  app.add_option("--preset", o.preset, "Model preset: base, big or tiny")->capture_default_str();
+  app.add_option("--preset", o.preset, "Model preset: base, big, tiny, or demo (the demo's CPU model)")
+      ->capture_default_str();
   app.add_option("--device", o.device, "cpu, or cuda[:N]")->capture_default_str();
   app.add_option("--precision", o.precision, "fp32, or bf16 / fp16 on cuda")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))->capture_default_str();
@@ -228,54 +364,153 @@ int main(int argc, char** argv) {
   app.add_flag("--gemm-shapes", o.gemm_shapes, "Print sgemm's time per weight shape (CPU)");
   app.add_option("--python", o.python, "Interpreter with torch for the reference")->capture_default_str();
   app.add_option("--script", o.script, "The PyTorch reference script")->capture_default_str();
+  app.add_option("--forced-length", o.forced_length, "Force every output to N tokens (0: the reference's length)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--model", o.model, "A trained checkpoint instead of the preset's random weights (with --input)");
+  app.add_option("--input", o.input, "Source ids for --model, one sentence a line (tfm-tok --ids)");
+  app.add_option("--ct2", o.ct2, "CTranslate2 float32 and int8 beside tfm: auto (when the CPU decodes, lengths "
+                                 "allow and ctranslate2 imports), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
+  app.add_option("--ct2-python", o.ct2_python, "Interpreter with ctranslate2")->capture_default_str();
+  app.add_option("--repeat", o.repeat, "Run tfm and CTranslate2 in turn N times; medians")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
     const DType dtype = o.precision == "bf16" ? DType::bf16 : o.precision == "fp16" ? DType::f16 : DType::f32;
-    const std::string news = o.data + "/wmt14/newstest2014-full/newstest2014.en-de";
-    const Vocab vocab = vocabulary(o, news);
-    const std::vector<std::string> src = read_lines(news + ".en", o.sentences), ref = read_lines(news + ".de", o.sentences);
-    TFM_REQUIRE(src.size() == ref.size() && !src.empty(), "{}.en and .de differ in length", news);
+    TFM_REQUIRE(o.model.empty() == o.input.empty(), "--model and --input go together");
     std::vector<SearchRequest> requests;
     int64_t src_tokens = 0;
-    for (size_t i = 0; i < src.size(); ++i) {
-      SearchRequest r;
-      r.source = vocab.encode_ids(src[i]);
-      const int64_t forced = static_cast<int64_t>(vocab.encode_ids(ref[i]).size());
-      // Within tfm-decode's limit a |x| + b (a = 1, b = 50), as the plan assumes.
-      r.max_len = r.min_len = std::min<int64_t>(forced, static_cast<int64_t>(r.source.size()) + 50);
-      src_tokens += static_cast<int64_t>(r.source.size());
-      requests.push_back(std::move(r));
-    }
-    ModelConfig config = ModelConfig::preset(o.preset);
-    config.vocab_size = std::max(config.vocab_size, vocab.size());  // tiny's 64 would not hold the ids
+    ModelConfig config;
+    std::unique_ptr<Transformer> model;
     ModelLimits limits;
     limits.inference = true;
-    Transformer model(config, limits, device, dtype);
-    model.init(1);
-    model.refresh_weights();
-    std::printf("%s model (%.1f M parameters) on %s (%d threads), %s; %zu sentences, %lld source "
-                "tokens, beam %lld, batches of <= %lld tokens and %lld sentences\n",
-                o.preset.c_str(), config.parameter_count() / 1e6,
-                device.is_cpu() ? cpu_name().c_str() : device.str().c_str(), cpu_threads(),
+    if (!o.model.empty()) {
+      model = load_model(o.model, limits, device, nullptr, dtype);
+      config = model->config();
+      for (const std::string& line : read_lines(o.input, o.sentences)) {
+        SearchRequest r;
+        std::istringstream words(line);
+        for (std::string id; words >> id;) r.source.push_back(std::stoi(id));
+        if (r.source.empty()) continue;
+        for (int32_t id : r.source)
+          TFM_REQUIRE(id >= 0 && id < config.vocab_size, "{}: id {} outside the model's vocabulary", o.input, id);
+        r.max_len = static_cast<int64_t>(r.source.size()) + 50;  // tfm-decode's default, natural lengths
+        src_tokens += static_cast<int64_t>(r.source.size());
+        requests.push_back(std::move(r));
+      }
+      TFM_REQUIRE(!requests.empty(), "{} has no sentence", o.input);
+    } else {
+      const std::string news = o.data + "/wmt14/newstest2014-full/newstest2014.en-de";
+      const Vocab vocab = vocabulary(o, news);
+      const std::vector<std::string> src = read_lines(news + ".en", o.sentences), ref = read_lines(news + ".de", o.sentences);
+      TFM_REQUIRE(src.size() == ref.size() && !src.empty(), "{}.en and .de differ in length", news);
+      config = bench_config(o.preset);
+      if (o.preset != "demo") config.vocab_size = std::max(config.vocab_size, vocab.size());  // tiny's 64 would not hold the ids
+      const int32_t V = static_cast<int32_t>(config.vocab_size);
+      for (size_t i = 0; i < src.size(); ++i) {
+        SearchRequest r;
+        r.source = vocab.encode_ids(src[i]);
+        for (int32_t& id : r.source)
+          if (id >= V) id = 4 + (id - 4) % (V - 4);  // the demo's 4,000: folded, past the reserved ids
+        const int64_t forced = o.forced_length > 0 ? o.forced_length : static_cast<int64_t>(vocab.encode_ids(ref[i]).size());
+        // Within tfm-decode's limit a |x| + b (a = 1, b = 50), as the plan assumes.
+        r.max_len = r.min_len = std::min<int64_t>(forced, static_cast<int64_t>(r.source.size()) + 50);
+        src_tokens += static_cast<int64_t>(r.source.size());
+        requests.push_back(std::move(r));
+      }
+      model = std::make_unique<Transformer>(config, limits, device, dtype);
+      model->init(1);
+      model->refresh_weights();
+    }
+    const std::string name = o.model.empty() ? o.preset : fs::path(o.model).filename().string();
+    std::string kernel;
+    if (device.is_cpu()) kernel = fmt::format(", OpenBLAS {} ({})", ops::cpu::blas().core, ops::cpu::blas().core_source);
+    std::printf("%s model (%.1f M parameters) on %s%s (%d threads), %s; %zu sentences, %lld source "
+                "tokens, beam %lld, batches of <= %lld tokens and %lld sentences; %s\n",
+                name.c_str(), config.parameter_count() / 1e6,
+                device.is_cpu() ? cpu_name().c_str() : device.str().c_str(), kernel.c_str(), cpu_threads(),
                 o.precision.c_str(), requests.size(), static_cast<long long>(src_tokens),
                 static_cast<long long>(o.beam), static_cast<long long>(o.max_tokens),
-                static_cast<long long>(o.batch_size));
+                static_cast<long long>(o.batch_size),
+                !o.model.empty() ? "natural output lengths (plain length penalty)"
+                : o.forced_length > 0 ? fmt::format("every output forced to {} tokens", o.forced_length).c_str()
+                                      : "outputs forced to the references' lengths");
     std::fflush(stdout);
-    const Run mine = run_tfm(o, model, requests);
-    std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s\n%s", mine.memory.c_str(),
-                static_cast<long long>(mine.tokens), mine.seconds,
-                static_cast<double>(mine.tokens) / mine.seconds, mine.gemm_summary.c_str());
-    std::fflush(stdout);
-    const double share = o.invariance > 0 ? invariance_share(o, model, requests, mine, o.invariance) : -1;
+
+    // CTranslate2: where it runs, and why not where it does not.
+    std::string ct2_skip;
+    if (o.ct2 == "off") ct2_skip = "--ct2 off";
+    else if (!device.is_cpu()) ct2_skip = "CTranslate2 is compared on the CPU";
+    else if (o.model.empty() && o.forced_length == 0)
+      ct2_skip = "CTranslate2 forces one output length a call: --forced-length N";
+    TFM_REQUIRE(o.ct2 != "on" || ct2_skip.empty(), "--ct2 on: {}", ct2_skip);
+    std::unique_ptr<Ct2> ct2;
+    if (ct2_skip.empty()) {
+      try {
+        ct2 = std::make_unique<Ct2>(o, *model, requests);
+      } catch (const Error& e) {
+        if (o.ct2 == "on") throw;
+        ct2_skip = e.what();
+      }
+    }
+
+    // tfm, CTranslate2 float32 and int8 in turn, --repeat times: medians.
+    Run mine;
+    Ct2Result c32, c8;
+    std::vector<double> tfm_tps, tfm_cpu, c32_tps, c32_cpu, c8_tps, c8_cpu;
+    for (int64_t rep = 0; rep < o.repeat; ++rep) {
+      mine = run_tfm(o, *model, requests);
+      tfm_tps.push_back(static_cast<double>(mine.tokens) / mine.seconds);
+      tfm_cpu.push_back(mine.cpu_seconds);
+      std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s\n%s", mine.memory.c_str(),
+                  static_cast<long long>(mine.tokens), mine.seconds, tfm_tps.back(), mine.gemm_summary.c_str());
+      std::fflush(stdout);
+      if (!ct2) continue;
+      try {
+        c32 = ct2->run("float32");
+        c8 = ct2->run("int8");
+      } catch (const Error& e) {
+        if (o.ct2 == "on") throw;
+        ct2_skip = e.what();
+        ct2.reset();
+        continue;
+      }
+      if (o.model.empty())
+        TFM_REQUIRE(c32.tokens == mine.tokens && c8.tokens == mine.tokens,
+                    "CTranslate2 produced {} and {} tokens, tfm {}: not the same work", c32.tokens, c8.tokens,
+                    mine.tokens);
+      c32_tps.push_back(c32.tokens_per_s);
+      c32_cpu.push_back(c32.cpu_seconds);
+      c8_tps.push_back(c8.tokens_per_s);
+      c8_cpu.push_back(c8.cpu_seconds);
+      std::printf("ctranslate2 %s: %lld tokens in %.1f s, %.1f tokens/s; int8: %lld tokens in %.1f s, %.1f tokens/s\n",
+                  c32.version.c_str(), static_cast<long long>(c32.tokens), c32.seconds, c32.tokens_per_s,
+                  static_cast<long long>(c8.tokens), c8.seconds, c8.tokens_per_s);
+      std::fflush(stdout);
+    }
+    if (!ct2_skip.empty()) std::printf("ctranslate2: not run: %s\n", ct2_skip.c_str());
+    const bool has_ct2 = !c32_tps.empty();
+    const double same = has_ct2 && !o.model.empty() ? same_share(mine, c32) : -1;
+    if (has_ct2)
+      std::printf("ctranslate2: %s, ISA %s, SGEMM %s, int8 GEMM %s, %d threads%s\n", c32.version.c_str(),
+                  c32.isa.c_str(), c32.sgemm.c_str(), c8.gemm_s8.c_str(), c32.threads,
+                  same >= 0 ? fmt::format("; float32 outputs identical to tfm's on {:.1f}% of the sentences",
+                                          same * 100).c_str() : "");
+
+    const double share = o.invariance > 0 ? invariance_share(o, *model, requests, mine, o.invariance) : -1;
     TorchResult ref_result;
-    if (!o.no_reference) {
+    const bool run_torch = !o.no_reference && o.model.empty();
+    if (!o.no_reference && !o.model.empty())
+      std::printf("pytorch: not run: its reference builds random weights, not a checkpoint's\n");
+    if (run_torch) {
       ref_result = run_reference(o, config, requests, device);
       TFM_REQUIRE(ref_result.tokens == mine.tokens, "PyTorch produced {} tokens, tfm {}: not the same work",
                   ref_result.tokens, mine.tokens);
       std::printf("pytorch: torch %s, %d threads\n", ref_result.version.c_str(), ref_result.threads);
     }
-    const double tps = static_cast<double>(mine.tokens) / mine.seconds;
+    const double tps = median(tfm_tps);
+    const double tfm_cpu_s = median(tfm_cpu);
     const bool has_ref = ref_result.tokens_per_s > 0;
     const double ratio = has_ref ? tps / ref_result.tokens_per_s : 0;
     const bool ok = device.is_cpu() ? tps >= kCpuTokens && (!has_ref || ratio >= kCpuRatio) : tps >= kGpuTokens;
@@ -286,31 +521,51 @@ int main(int argc, char** argv) {
     // Tokens per CPU-second of the process (all its threads) times the
     // threads it may use: what the wall clock would show on an idle
     // machine, when others share this one.
-    const double cpu_tps = static_cast<double>(mine.tokens) / mine.cpu_seconds * cpu_threads();
+    const double cpu_tps = static_cast<double>(mine.tokens) / tfm_cpu_s * cpu_threads();
     const double ref_cpu_tps = has_ref ? static_cast<double>(ref_result.tokens) / ref_result.cpu_seconds * cpu_threads() : 0;
-    std::printf("\n%-7s %-7s %-5s %8s %9s %10s %11s %7s %11s %11s %7s %10s  %s\n", "preset", "device", "prec",
+    auto num = [](bool have, double v, const char* f = "{:.1f}") { return have ? fmt::format(fmt::runtime(f), v) : std::string("-"); };
+    std::printf("\n%-10s %-7s %-5s %8s %9s %10s %11s %7s %11s %11s %7s %10s  %s\n", "model", "device", "prec",
                 "tokens", "seconds", "tfm tok/s", "torch tok/s", "ratio", "tfm cpu-t/s", "torch cpu-t/s",
                 "ratio", "invariant", "verdict");
-    std::printf("%-7s %-7s %-5s %8lld %9.1f %10.1f %11s %7s %11.1f %11s %7s %10s  %s\n", o.preset.c_str(),
+    std::printf("%-10s %-7s %-5s %8lld %9.1f %10.1f %11s %7s %11.1f %11s %7s %10s  %s\n", name.c_str(),
                 device.str().c_str(), o.precision.c_str(), static_cast<long long>(mine.tokens),
-                mine.seconds, tps, has_ref ? fmt::format("{:.1f}", ref_result.tokens_per_s).c_str() : "-",
-                has_ref ? fmt::format("{:.2f}x", ratio).c_str() : "-", cpu_tps,
-                has_ref ? fmt::format("{:.1f}", ref_cpu_tps).c_str() : "-",
-                has_ref ? fmt::format("{:.2f}x", cpu_tps / ref_cpu_tps).c_str() : "-",
+                static_cast<double>(mine.tokens) / tps, tps, num(has_ref, ref_result.tokens_per_s).c_str(),
+                num(has_ref, ratio, "{:.2f}x").c_str(), cpu_tps, num(has_ref, ref_cpu_tps).c_str(),
+                num(has_ref, cpu_tps / ref_cpu_tps, "{:.2f}x").c_str(),
                 share >= 0 ? fmt::format("{:.1f}%", share * 100).c_str() : "-", verdict.c_str());
+    const double c32_t = median(c32_tps), c8_t = median(c8_tps);
+    const double c32_cpu_tps = has_ct2 ? static_cast<double>(c32.tokens) / median(c32_cpu) * cpu_threads() : 0;
+    const double c8_cpu_tps = has_ct2 ? static_cast<double>(c8.tokens) / median(c8_cpu) * cpu_threads() : 0;
+    if (has_ct2) {
+      std::printf("\n%-10s %10s %11s %10s %9s %9s %11s %11s %10s %9s %9s\n", "model", "tfm tok/s", "ct2 f32 t/s",
+                  "ct2 i8 t/s", "tfm/f32", "tfm/i8", "tfm cpu-t/s", "f32 cpu-t/s", "i8 cpu-t/s", "tfm/f32", "tfm/i8");
+      std::printf("%-10s %10.1f %11.1f %10.1f %8.2fx %8.2fx %11.1f %11.1f %10.1f %8.2fx %8.2fx\n", name.c_str(), tps,
+                  c32_t, c8_t, tps / c32_t, tps / c8_t, cpu_tps, c32_cpu_tps, c8_cpu_tps, cpu_tps / c32_cpu_tps,
+                  cpu_tps / c8_cpu_tps);
+    }
     std::printf("\noutput tokens (eos not counted) per second of beam search, batching and encoder "
-                "included; cpu-t/s: per CPU-second used x %d threads (the verdict is on the wall clock). "
-                "Written to %s\n", cpu_threads(), o.out.c_str());
+                "included; cpu-t/s: per CPU-second used x %d threads (the verdict is on the wall clock)%s. "
+                "Written to %s\n", cpu_threads(),
+                o.repeat > 1 ? fmt::format("; medians of {} runs, tfm and CTranslate2 in turn", o.repeat).c_str() : "",
+                o.out.c_str());
     std::string tsv =
         "preset\tdevice\tprecision\tsentences\tbeam\tmax_tokens\tbatch_size\tthreads\ttokens\tseconds\t"
-        "tfm_tokens_per_s\ttorch_tokens_per_s\tratio\ttfm_cpu_seconds\ttorch_cpu_seconds\tinvariant_share\tok\n";
-    tsv += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.3f}\t{:.1f}\t{}\t{}\t{:.3f}\t{}\t{}\t{}\n", o.preset,
-                       device.str(), o.precision, requests.size(), o.beam, o.max_tokens, o.batch_size,
-                       cpu_threads(), mine.tokens, mine.seconds, tps,
+        "tfm_tokens_per_s\ttorch_tokens_per_s\tratio\ttfm_cpu_seconds\ttorch_cpu_seconds\tinvariant_share\tok\t"
+        "ct2_version\tct2_f32_tokens_per_s\tct2_int8_tokens_per_s\tct2_f32_ratio\tct2_int8_ratio\t"
+        "ct2_f32_cpu_seconds\tct2_int8_cpu_seconds\tct2_same_share\trepeat\n";
+    tsv += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.3f}\t{:.1f}\t{}\t{}\t{:.3f}\t{}\t{}\t{}\t"
+                       "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                       name, device.str(), o.precision, requests.size(), o.beam, o.max_tokens, o.batch_size,
+                       cpu_threads(), mine.tokens, static_cast<double>(mine.tokens) / tps, tps,
                        has_ref ? fmt::format("{:.1f}", ref_result.tokens_per_s) : "",
-                       has_ref ? fmt::format("{:.3f}", ratio) : "", mine.cpu_seconds,
+                       has_ref ? fmt::format("{:.3f}", ratio) : "", tfm_cpu_s,
                        has_ref ? fmt::format("{:.3f}", ref_result.cpu_seconds) : "",
-                       share >= 0 ? fmt::format("{:.4f}", share) : "", ok ? 1 : 0);
+                       share >= 0 ? fmt::format("{:.4f}", share) : "", ok ? 1 : 0, has_ct2 ? c32.version : "",
+                       has_ct2 ? fmt::format("{:.1f}", c32_t) : "", has_ct2 ? fmt::format("{:.1f}", c8_t) : "",
+                       has_ct2 ? fmt::format("{:.3f}", tps / c32_t) : "", has_ct2 ? fmt::format("{:.3f}", tps / c8_t) : "",
+                       has_ct2 ? fmt::format("{:.3f}", median(c32_cpu)) : "",
+                       has_ct2 ? fmt::format("{:.3f}", median(c8_cpu)) : "",
+                       same >= 0 ? fmt::format("{:.4f}", same) : "", o.repeat);
     io::write_file_atomic(o.out, tsv);
     status = ok ? 0 : kMissed;
   });

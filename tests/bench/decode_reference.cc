@@ -9,7 +9,7 @@
 
 namespace tfm::bench {
 
-constexpr int kNoTorch = 4;  // the reference's exit status without torch
+constexpr int kNoModule = 4;  // the reference's exit status without its module
 
 double cpu_seconds() {
   rusage u{};
@@ -18,24 +18,26 @@ double cpu_seconds() {
          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-std::string run_reference(const std::string& command, const std::string& python) {
+std::string run_reference(const std::string& command, const std::string& python, const std::string& what,
+                          const std::string& skip_hint) {
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) fail("cannot start {}", python);
-  std::string result, no_torch;
+  std::string result, no_module;
   char line[4096];
   while (std::fgets(line, sizeof line, pipe)) {
     std::string text(line);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    if (text.rfind("NO_TORCH ", 0) == 0) no_torch = text.substr(9);
+    if (text.rfind("NO_TORCH ", 0) == 0) no_module = text.substr(9);
+    if (text.rfind("NO_MODULE ", 0) == 0) no_module = text.substr(10);
     if (text.rfind("RESULT ", 0) == 0) result = text.substr(7);
   }
   const int status = pclose(pipe);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == kNoTorch || !no_torch.empty())
-    fail("PyTorch cannot be imported by {} ({}); --no-reference times tfm alone", python,
-         no_torch.empty() ? "no reason given" : no_torch);
+  if (code == kNoModule || !no_module.empty())
+    fail("{} cannot be imported by {} ({}); {}", what, python,
+         no_module.empty() ? "no reason given" : no_module, skip_hint);
   if (code != 0 || result.empty())
-    fail("the PyTorch reference failed (exit status {}): {}", code, command.substr(0, 200));
+    fail("the {} reference failed (exit status {}): {}", what, code, command.substr(0, 200));
   return result;
 }
 
