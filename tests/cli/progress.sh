@@ -26,18 +26,18 @@ sed -n '2~2p' "$TMP/pieces" >"$TMP/tgt"
 head -n 40 "$TMP/src" >"$TMP/src40"
 head -n 40 "$TMP/tgt" >"$TMP/tgt40"
 
-# Each job: NAME, then the command line (without -q); its progress lines
-# match "^PROGRAM: PATTERN".
+# Each job: NAME#PROGRAM#PATTERN#ARGS (ARGS without -q); its progress
+# lines match "^PROGRAM: PATTERN".
 jobs=(
-  "tok-train|tfm-tok|reading: .* lines|train -o $TMP/out.model --vocab-size 64 $TMP/corpus"
-  "tok-encode|tfm-tok|$TMP/corpus: [0-9]+ lines, .* of .* \\([0-9]+%\\) \\| .*/s \\| ETA |-m $TMP/spm.model $TMP/corpus"
-  "batch|tfm-batch|$TMP/src: [0-9]+ lines, .*ETA |-m $TMP/spm.model -o $TMP/out.tfmb $TMP/src $TMP/tgt"
-  "decode|tfm-decode|[0-9]+ sentences \\([0-9]+%\\) \\| [0-9]+ tokens/s \\| ETA |-m $M --beam 2 --batch-size 8 $TMP/src40"
-  "avgckpt|tfm-avgckpt|checkpoint [12] of 2: .* \\| [0-9]+% \\| ETA |-o $TMP/avg.bin $M $TMP/tiny2.bin"
-  "score|tfm-score|[0-9]+ of 40 sentences \\([0-9]+%\\) \\| [0-9]+ tokens/s \\| ETA |-m $M --src $TMP/src40 --tgt $TMP/tgt40 --max-tokens 64"
+  "tok-train#tfm-tok#(reading: .* lines|training on [0-9]+ lines: )#train -o $TMP/out.model --vocab-size 64 $TMP/corpus"
+  "tok-encode#tfm-tok#$TMP/corpus: [0-9]+ lines, .* of .* \\([0-9]+%\\) \\| .*/s \\| ETA #-m $TMP/spm.model $TMP/corpus"
+  "batch#tfm-batch#$TMP/src: [0-9]+ lines, .*ETA #-m $TMP/spm.model -o $TMP/out.tfmb $TMP/src $TMP/tgt"
+  "decode#tfm-decode#[0-9]+ sentences \\([0-9]+%\\) \\| [0-9]+ tokens/s \\| ETA #-m $M --beam 2 --batch-size 8 $TMP/src40"
+  "avgckpt#tfm-avgckpt#checkpoint [12] of 2: .* \\| [0-9]+% \\| ETA #-o $TMP/avg.bin $M $TMP/tiny2.bin"
+  "score#tfm-score#[0-9]+ of 40 sentences \\([0-9]+%\\) \\| [0-9]+ tokens/s \\| ETA #-m $M --src $TMP/src40 --tgt $TMP/tgt40 --max-tokens 64"
 )
 for job in "${jobs[@]}"; do
-  IFS='|' read -r name program pattern args <<<"$job"
+  IFS='#' read -r name program pattern args <<<"$job"
   read -ra argv <<<"$args"
   # -q: nothing on stderr.
   run "$program" -q "${argv[@]}"
@@ -51,7 +51,7 @@ for job in "${jobs[@]}"; do
   TFM_PROGRESS_INTERVAL=0 run "$program" "${argv[@]}"
   expect_rc 0 "$name, TFM_PROGRESS_INTERVAL=0"
   grep -Eq "^$program: $pattern" "$TMP/err" || fail "$name, interval 0: no progress line: $(head -c 600 "$TMP/err")"
-  grep -q $'\r\|\e' "$TMP/err" && fail "$name, interval 0: a terminal control character without a terminal"
+  grep -q $'[\r\e]' "$TMP/err" && fail "$name, interval 0: a terminal control character without a terminal"
   cp "$TMP/err" "$TMP/err.$name"
 done
 # Per report: tfm-decode after each batch (40 sentences of 8: 5 lines),
@@ -75,7 +75,7 @@ if script -qec true /dev/null >/dev/null 2>&1; then
     </dev/null >"$TMP/tty" 2>&1 || fail "decode on a terminal"
   grep -q $'\rtfm-decode: [0-9]* sentences (' "$TMP/tty" || fail "terminal: no live line: $(od -c "$TMP/tty" | head)"
   grep -q $'\r\e\\[K' "$TMP/tty" || fail "terminal: the live line is not erased"
-  tail -n 1 "$TMP/tty" | tr -d '\r' | grep -q "^tfm-decode: 40 sentences, .* tokens/s" \
+  tail -n 1 "$TMP/tty" | sed $'s/.*\e\\[K//' | tr -d '\r' | grep -q "^tfm-decode: 40 sentences, .* tokens/s" \
     || fail "terminal: the summary is not the last line: $(tail -n 1 "$TMP/tty" | od -c | head)"
   script -qec "'$TFM_BIN/tfm-decode' -q -m '$M' '$TMP/src40' >/dev/null" /dev/null </dev/null >"$TMP/tty" 2>&1
   [ -s "$TMP/tty" ] && fail "terminal, -q: not silent: $(od -c "$TMP/tty" | head)"
