@@ -57,7 +57,8 @@ std::vector<double> ticks(double lo, double hi, int n) {
   const double mag = std::pow(10, std::floor(std::log10(raw)));
   const double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
   std::vector<double> out;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) out.push_back(t);
+  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step)
+    out.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);  // 0, never -0
   return out;
 }
 

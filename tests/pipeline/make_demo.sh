@@ -10,7 +10,7 @@
 # verses). Skipped (77) without the SWORD modules of the demo.
 source "$(dirname "$0")/common.bash"
 command -v mod2imp >/dev/null || { echo "no mod2imp (libsword-utils): skipped"; exit 77; }
-mod2imp engKJV2006eb 2>/dev/null | head -c 1 | grep -q . || { echo "no SWORD module engKJV2006eb: skipped"; exit 77; }
+[ -n "$(mod2imp engKJV2006eb 2>/dev/null | head -n 1 || true)" ] || { echo "no SWORD module engKJV2006eb: skipped"; exit 77; }
 
 demo() {  # demo WORK [VAR=VALUE...]
   local work=$1
