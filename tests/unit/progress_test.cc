@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "libcore/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
 #include "libcore/progress.h"
@@ -68,11 +69,16 @@ struct ScopedEnv {
 TEST_CASE("progress: plain lines at the interval, never closer", "[progress]") {
   ScopedEnv env("TFM_PROGRESS_INTERVAL", "0.2");
   log::set_program("tfm-test");
-  const double run = 1.1;
+  // Reports every 5 ms for 1.1 s, longer (at most 10 s) on a machine so
+  // busy that fewer than 2 lines came.
   const std::string err = capture_stderr([&] {
     Progress p(Progress::Mode::lines);
-    while (p.seconds() < run) {
-      p.report(fmt::format("at {:.4f}", p.seconds()));
+    int shown = 0;
+    while ((p.seconds() < 1.1 || shown < 2) && p.seconds() < 10) {
+      if (p.due()) {  // as the programs report: the text made once a line is due
+        p.report(fmt::format("at {:.4f}", p.seconds()), true);
+        ++shown;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   });
@@ -84,12 +90,12 @@ TEST_CASE("progress: plain lines at the interval, never closer", "[progress]") {
   // The first line one interval after the start, then one an interval;
   // a busy machine may delay a line, never bring one closer.
   REQUIRE(at.size() >= 2);
-  CHECK(at.size() <= 5);
   CHECK(at[0] >= 0.2);
   for (size_t i = 1; i < at.size(); ++i) CHECK(at[i] - at[i - 1] >= 0.2);
 }
 
-TEST_CASE("progress: the default cadence is 30 s; a bad interval is an error", "[progress]") {
+TEST_CASE("progress: the default cadence is 30 s, a bad interval is an error", "[progress]") {
+  log::set_program("tfm-test");
   ::unsetenv("TFM_PROGRESS_INTERVAL");
   CHECK(Progress::interval() == 30);
   {
@@ -175,7 +181,13 @@ TEST_CASE("tfm-train plot: curves from a log, a resumed run's records winning", 
   CHECK(polylines == 2);
 
   io::write_file_atomic(log, "{\"event\":\"train\",\"step\":1,\"loss\":2}\nnot json\n");
-  REQUIRE_THROWS_WITH(viz::read_curves(log), Catch::Contains("log.json:2"));
+  try {
+    viz::read_curves(log);
+    FAIL("a line that is not a record was read");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("not a record of tfm-train --log") != std::string::npos);
+    CHECK(e.where() == log + ":2");
+  }
   io::write_file_atomic(log, "{\"event\":\"start\",\"step\":0}\n");
   REQUIRE_THROWS_WITH(viz::read_curves(log), Catch::Contains("no train or valid record"));
 }
