@@ -22,7 +22,7 @@ demo() {  # demo WORK [VAR=VALUE...]
 demo "$TMP/a"
 yes >/dev/null &
 busy=$!
-trap 'kill $busy 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'kill $busy 2>/dev/null || true; rm -rf "$TMP"' EXIT
 demo "$TMP/b"
 kill "$busy"
 
