@@ -16,6 +16,7 @@
 #include "libcore/app.h"
 #include "libcore/io/average.h"
 #include "libcore/log.h"
+#include "libcore/progress.h"
 
 namespace {
 
@@ -63,6 +64,8 @@ int main(int argc, char** argv) {
       o.inputs = tfm::io::newest_checkpoints(o.dir, o.last);
       tfm::log::info("the newest {} of {}: {}", o.inputs.size(), o.dir, fmt::join(o.inputs, " "));
     }
+    tfm::Progress progress(o.common.quiet);
+    o.average.progress = &progress;
     const tfm::io::AverageReport r = tfm::io::average_checkpoints(o.inputs, o.output, o.average);
     tfm::log::info("{}: the mean of {} checkpoint{} ({} tensors, {} parameters){}", o.output,
                    o.inputs.size(), o.inputs.size() == 1 ? "" : "s", r.tensors, r.elements,

@@ -17,6 +17,7 @@
 #include "libcore/error.h"
 #include "libcore/json.h"
 #include "libcore/log.h"
+#include "libcore/progress.h"
 
 namespace {
 
@@ -48,7 +49,9 @@ void build(const Options& o) {
   const tfm::Vocab vocab = tfm::Vocab::load(o.model);
   const tfm::PieceTable pieces = tfm::PieceTable::of(vocab);
   const tfm::TextFilter filter{o.max_len, o.max_ratio, o.strict};
-  const tfm::TextReadOptions read{o.threads};
+  tfm::Progress progress(o.common.quiet);
+  tfm::TextReadOptions read{o.threads};
+  read.progress = &progress;
   tfm::TextPairs text = o.tsv.empty()
                             ? tfm::read_text_pairs(o.files[0], o.files[1], pieces, filter, read)
                             : tfm::read_tsv_pairs(o.tsv, pieces, filter, read);
@@ -59,7 +62,8 @@ void build(const Options& o) {
   if (text.invalid.size() > kShownInvalid)
     tfm::log::warn("skipped {} more lines of invalid UTF-8", text.invalid.size() - kShownInvalid);
   const tfm::CorpusMeta meta{vocab.fingerprint(), vocab.size(), o.max_len, o.max_tokens};
-  const tfm::CorpusSummary written = tfm::write_corpus(o.output, meta, text.pairs, {o.threads});
+  const tfm::CorpusSummary written = tfm::write_corpus(o.output, meta, text.pairs, {o.threads, &progress});
+  progress.end_live();
   const tfm::PackingStats& st = written.packing;
   tfm::log::debug("wrote {} bytes; {:.3f} s in all", written.bytes, seconds_since(start));
   tfm::log::info("{}: {} of {} pairs, {} + {} tokens, {} batches of <= {} tokens", o.output,

@@ -18,6 +18,7 @@
 #include "libcore/decode/translate.h"
 #include "libcore/log.h"
 #include "libcore/model/model_io.h"
+#include "libcore/progress.h"
 
 namespace {
 
@@ -57,6 +58,8 @@ void decode(Options& o) {
                 o.attention_layer, layers);
     t.search.attention_layer = static_cast<int>(o.attention_layer > 0 ? o.attention_layer - 1 : layers - 1);
   }
+  tfm::Progress progress(o.common.quiet);
+  t.progress = &progress;
   tfm::Translator translator(*model, vocab.get(), t);
   tfm::log::info("{} on {}: model {}; decoder {}", o.model, device.str(), model->memory_report(),
                  translator.memory_report());

@@ -21,6 +21,7 @@
 #include "libcore/app.h"
 #include "libcore/eval/model_score.h"
 #include "libcore/eval/score.h"
+#include "libcore/progress.h"
 
 namespace {
 
@@ -167,6 +168,8 @@ int main(int argc, char** argv) {
   return tfm::run_program("tfm-score", app, static_cast<int>(args.size()), args.data(), o.common, [&] {
     if (!o.model.empty()) {
       o.scoring.device = tfm::select_device(tfm::parse_device(o.device));
+      tfm::Progress progress(o.common.quiet);
+      o.scoring.progress = &progress;
       const ev::ModelScores scores = ev::score_with_model(o.model, o.scoring);
       const std::string out = o.score.sentence_level ? ev::format_model_sentences(scores, o.format)
                                                      : ev::format_model_corpus(scores, o.format);

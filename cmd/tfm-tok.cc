@@ -16,6 +16,7 @@
 #include "libcore/app.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
+#include "libcore/progress.h"
 
 namespace {
 
@@ -95,8 +96,10 @@ int main(int argc, char** argv) {
 
   return tfm::run_program("tfm-tok", app, static_cast<int>(args.size()), args.data(), o.common,
                           [&] {
+                            tfm::Progress progress(o.common.quiet);
                             if (*train) {
                               o.train.verbose = o.common.verbose > 0;
+                              o.train.progress = &progress;
                               tfm::data::train_vocab(o.train_files, o.train);
                               return;
                             }
@@ -106,6 +109,7 @@ int main(int argc, char** argv) {
                                                    : tfm::data::TokMode::encode;
                             stream.ids = o.ids;
                             stream.threads = o.threads;
+                            stream.progress = &progress;
                             tfm::data::tokenize_stream(vocab, o.files, stdout, stream);
                           });
 }

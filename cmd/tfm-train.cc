@@ -4,10 +4,13 @@
 //   tfm-train -m spm.model -o ckpt/ train.tfmb --dev dev.tfmb
 //   tfm-train --resume ckpt/ train.tfmb              continue exactly
 //   tfm-train --preset big --dump-config > big.ini   then: --config big.ini
+//   tfm-train plot -o curve.svg ckpt/log.json       the learning curves of --log
 #include <cstdio>
 
 #include "libcore/app.h"
+#include "libcore/io/atomic_file.h"
 #include "libcore/train/trainer.h"
+#include "libcore/viz/curve.h"
 
 int main(int argc, char** argv) {
   tfm::CommonOptions common;
@@ -39,12 +42,31 @@ int main(int argc, char** argv) {
       ->configurable(false);
   tfm::train::add_model_options(app, r.overrides);
   tfm::train::add_train_options(app, r.overrides);
+  // tfm-train plot: the curves of a --log file as SVG (libcore/viz/curve.h).
+  struct {
+    std::string log, output = "-", title;
+  } plot;
+  CLI::App* plot_cmd = app.add_subcommand(
+      "plot", "Draw the training loss and dev perplexity of a --log file against updates, as SVG");
+  plot_cmd->add_option("LOG", plot.log, "The JSON log tfm-train --log wrote")->required();
+  plot_cmd->add_option("-o,--output", plot.output, "Where to write the SVG (written atomically; '-': stdout)")
+      ->default_val("-");
+  plot_cmd->add_option("--title", plot.title, "The title above the curves (default: LOG)");
   app.callback([&] {
-    if (dump) return;
+    if (dump || *plot_cmd) return;
     if (r.train.empty()) throw CLI::RequiredError("TRAIN.tfmb");
     if (r.output.empty() && r.resume.empty()) throw CLI::RequiredError("-o/--output");
   });
   return tfm::run_program("tfm-train", app, argc, argv, common, [&] {
+    if (*plot_cmd) {
+      const std::string svg = tfm::viz::curves_svg(tfm::viz::read_curves(plot.log),
+                                                   plot.title.empty() ? plot.log : plot.title);
+      if (plot.output == "-")
+        std::fwrite(svg.data(), 1, svg.size(), stdout);
+      else
+        tfm::io::write_file_atomic(plot.output, svg);
+      return;
+    }
     if (dump) {
       std::fputs(tfm::train::dump_config(r).c_str(), stdout);
       return;

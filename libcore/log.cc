@@ -3,12 +3,27 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <string>
 
 namespace tfm::log {
 namespace {
 std::string g_program = "tfm";
 std::atomic<Level> g_level{Level::info};
+std::mutex g_stderr;    // one writer of stderr at a time, for the live line
+std::string g_live;     // the live line as drawn ("\rPROGRAM: TEXT\x1b[K"); empty: none
+
+// Every byte of `text` to stderr (a short write continues; an error drops the rest).
+void put(std::string_view text) {
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(STDERR_FILENO, p, left);
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
 }  // namespace
 
 void set_program(std::string_view name) { g_program = name; }
@@ -26,14 +41,24 @@ void write(Level l, std::string_view message) {
   line += '\n';
   // One write(2) per line: atomic for pipes up to PIPE_BUF, never interleaved
   // within a line by stdio buffering.
-  const char* p = line.data();
-  size_t left = line.size();
-  while (left > 0) {
-    ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
+  std::lock_guard lock(g_stderr);
+  if (!g_live.empty()) line = "\r\x1b[K" + line + g_live;
+  put(line);
+}
+
+void show_live(std::string_view text) {
+  std::lock_guard lock(g_stderr);
+  g_live = "\r" + g_program + ": ";
+  g_live += text;
+  g_live += "\x1b[K";
+  put(g_live);
+}
+
+void clear_live() {
+  std::lock_guard lock(g_stderr);
+  if (g_live.empty()) return;
+  g_live.clear();
+  put("\r\x1b[K");
 }
 
 }  // namespace tfm::log

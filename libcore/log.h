@@ -18,8 +18,15 @@ Level level();
 bool enabled(Level level);
 
 // Writes "PROGRAM: [LEVEL: ]MESSAGE\n" to stderr in one write (lines from
-// threads never interleave).
+// threads never interleave). While a live line is shown it is erased first
+// and drawn again below the message, in the same write.
 void write(Level level, std::string_view message);
+
+// The live status line of a long job on a terminal (libcore/progress.h):
+// "\rPROGRAM: TEXT" drawn in place, kept below what write() prints, until
+// clear_live() erases it.
+void show_live(std::string_view text);
+void clear_live();
 
 template <typename... Args>
 void debug(fmt::format_string<Args...> f, Args&&... a) {

@@ -210,11 +210,13 @@ check_deps() {
 
 # --- configure and build ------------------------------------------------------
 
-# configure: CUDA on for a GPU, at ARCHS, with ninja when there is one. A
+# configure: CUDA on for a GPU (TFM_CUDA=ON: compiled whatever the driver
+# check of AUTO would say), at ARCHS, with ninja when there is one, with the
+# tests and benchmarks (a folder of Makefile.data's build has them off). A
 # build folder configured before keeps its generator and, on the CPU, its
 # options (the CPU dry run reuses ctest's own build).
 configure() {
-  local args=(-S "$GPU_SOURCE" -B "$BUILD")
+  local args=(-S "$GPU_SOURCE" -B "$BUILD" -DBUILD_TESTING=ON)
   if [ ! -f "$BUILD/CMakeCache.txt" ]; then
     command -v ninja >/dev/null && args+=(-G Ninja)
     args+=(-DCMAKE_BUILD_TYPE=Release)

@@ -90,7 +90,7 @@ echo
 if [ -n "$parse" ]; then
   read -r n_errors n_skipped <<<"$errors"
   echo "$task: F1 $(f1 all) on $test_name ($(sent all) sentences; $(f1 '<=40') on the $(sent '<=40') of <= 40 words)$(
-    [ "$n_errors$n_skipped" = 00 ] || echo ", $n_errors error and $n_skipped skipped sentences") | $steps updates in $elapsed on $device | $dir/results.txt"
+    [ "$n_errors$n_skipped" = 00 ] || echo ", $n_errors error and $n_skipped skipped sentences") | $steps updates in $elapsed on $device | $dir/results.txt, curves in $dir/curve.svg"
 else
-  echo "$task: BLEU $bleu on $test_name ($(lines "$dir/test.hyp") lines)${paper_bleu:+, paper-style BLEU $paper_bleu} | $steps updates in $elapsed on $device | $dir/results.txt"
+  echo "$task: BLEU $bleu on $test_name ($(lines "$dir/test.hyp") lines)${paper_bleu:+, paper-style BLEU $paper_bleu} | $steps updates in $elapsed on $device | $dir/results.txt, curves in $dir/curve.svg"
 fi

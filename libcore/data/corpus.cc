@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "libcore/data/pipeline.h"
+#include "libcore/progress.h"
 #include "libcore/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/io/checkpoint_format.h"
@@ -169,6 +170,7 @@ CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, cons
   std::string index;
   uint32_t next = 0;
   uint64_t unsynced = 0;
+  const double write_start = options.progress ? options.progress->seconds() : 0;
   run_ordered<Block>(
       thread_count(options.threads),
       [&](Block& b) {
@@ -185,6 +187,13 @@ CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, cons
         put<uint32_t>(index, b.crc_stored);
         put<uint32_t>(index, b.crc_raw);
         file.write(b.stored);
+        if (options.progress && options.progress->due())
+          options.progress->report(
+              fmt::format("writing {}: block {} of {} ({:.0f}%) | ETA {}", path, b.index + 1, block_count,
+                          100.0 * double(b.index + 1) / double(block_count),
+                          format_eta(eta_seconds(double(b.index + 1), double(block_count),
+                                                 options.progress->seconds() - write_start))),
+              true);
         if ((unsynced += b.stored.size()) >= kWritebackBytes) {
           file.start_writeback();  // the disk works while the next blocks compress
           unsynced = 0;

@@ -16,6 +16,8 @@
 
 namespace tfm {
 
+class Progress;
+
 // Version 2: ids 2 bytes wide when the vocabulary allows, lengths 2 bytes,
 // and the shell order of batcher.h (version 1 sorted by target length).
 inline constexpr uint32_t kCorpusVersion = 2;
@@ -30,6 +32,7 @@ struct CorpusMeta {
 
 struct CorpusWriteOptions {
   int threads = 0;  // blocks compressed at once; 0: every core
+  Progress* progress = nullptr;  // blocks written of all, after each
 };
 
 // What write_corpus wrote.

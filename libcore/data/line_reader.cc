@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -22,6 +23,12 @@ struct LineReader::Gzip {
   ~Gzip() { inflateEnd(&z); }
 };
 
+int64_t input_size(const std::string& path) {
+  struct stat st;
+  const int rc = path == "-" ? ::fstat(STDIN_FILENO, &st) : ::stat(path.c_str(), &st);
+  return rc == 0 && S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : -1;
+}
+
 LineReader::LineReader(const std::string& path) : path_(path) {
   if (path == "-") {
     fd_ = STDIN_FILENO;
@@ -31,6 +38,8 @@ LineReader::LineReader(const std::string& path) : path_(path) {
     if (fd_ < 0) fail("cannot open {}: {}", path, std::strerror(errno));
     owns_fd_ = true;
   }
+  struct stat st;
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<int64_t>(st.st_size);
   // Detect gzip from the first two bytes.
   while (raw_.size() < 2 && !eof_) {
     char tmp[2];
@@ -43,6 +52,7 @@ LineReader::LineReader(const std::string& path) : path_(path) {
     }
     if (n == 0) eof_ = true;
     raw_.append(tmp, static_cast<size_t>(n));
+    read_ += n;
   }
   if (raw_.size() == 2 && static_cast<unsigned char>(raw_[0]) == 0x1f &&
       static_cast<unsigned char>(raw_[1]) == 0x8b) {
@@ -101,9 +111,15 @@ bool LineReader::fill() {
       fail("cannot read {}: {}", path_, std::strerror(errno));
     }
     dest.resize(old + static_cast<size_t>(n));
+    read_ += n;
     if (n == 0) eof_ = true;
     if (!gz_ && n > 0) return true;
   }
+}
+
+int64_t LineReader::position() const {
+  if (gz_) return read_ - static_cast<int64_t>(raw_.size());
+  return read_ - static_cast<int64_t>(buf_.size() - pos_);
 }
 
 bool LineReader::take_line(std::string& line, bool at_end) {

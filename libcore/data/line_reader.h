@@ -13,6 +13,10 @@
 
 namespace tfm::data {
 
+// The bytes of `path` ("-": stdin) when it is a regular file, else -1;
+// reads nothing.
+int64_t input_size(const std::string& path);
+
 class LineReader {
  public:
   // Opens `path` ("-" is stdin); throws Error naming it when it cannot.
@@ -38,6 +42,11 @@ class LineReader {
   const std::string& path() const { return path_; }
   // Lines returned so far (the 1-based number of the last one).
   int64_t line_number() const { return line_number_; }
+  // For progress: the bytes of the input (compressed, for gzip) when it is
+  // a regular file, else -1; and how far into them the lines returned so
+  // far reach (gzip: the bytes inflated so far, a read ahead).
+  int64_t size() const { return size_; }
+  int64_t position() const;
 
  private:
   bool fill();  // more bytes into buf_; false at the end
@@ -53,6 +62,8 @@ class LineReader {
   std::string buf_;  // decoded bytes not yet returned
   size_t pos_ = 0;   // start of the unreturned part of buf_
   int64_t line_number_ = 0;
+  int64_t size_ = -1;
+  int64_t read_ = 0;  // bytes read from fd_
 };
 
 }  // namespace tfm::data

@@ -12,6 +12,7 @@
 
 #include "libcore/data/line_reader.h"
 #include "libcore/data/pipeline.h"
+#include "libcore/progress.h"
 #include "libcore/error.h"
 
 namespace tfm {
@@ -234,6 +235,13 @@ std::optional<Fatal> tokenize_all(TextPairs& out, const PieceTable& table, const
   return fatal;
 }
 
+// How far reading has come (called by the one thread taking a chunk).
+void report(Progress* progress, const data::LineReader& in) {
+  if (progress && progress->due())
+    progress->report(reading_text(in.path(), in.line_number(), in.position(), in.size(), progress->seconds()),
+                     true);
+}
+
 [[noreturn]] void throw_fatal(const TextPairs& out, const Fatal& f) {
   throw Error(std::string(f.what), out.where(f.at));
 }
@@ -262,6 +270,7 @@ TextPairs read_text_pairs(const std::string& src_path, const std::string& tgt_pa
         c.first_line = src.line_number() + 1;
         const size_t n = src.next_block(c.src, o.chunk_lines);
         if (tgt.next_block(c.tgt, n > 0 ? n : 1) != n) mismatch();
+        report(o.progress, src);
         return n > 0;
       });
   if (fatal) {
@@ -278,7 +287,9 @@ TextPairs read_tsv_pairs(const std::string& path, const PieceTable& table,
   out.src_path = out.tgt_path = in.path();
   const std::optional<Fatal> fatal = tokenize_all(out, table, filter, o, true, [&](Chunk& c) {
     c.first_line = in.line_number() + 1;
-    return in.next_block(c.src, o.chunk_lines) > 0;
+    const bool more = in.next_block(c.src, o.chunk_lines) > 0;
+    report(o.progress, in);
+    return more;
   });
   if (fatal) throw_fatal(out, *fatal);
   return out;

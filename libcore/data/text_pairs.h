@@ -19,6 +19,8 @@
 
 namespace tfm {
 
+class Progress;
+
 struct TextFilter {
   int32_t max_len = 250;
   double max_ratio = 9;
@@ -28,6 +30,7 @@ struct TextFilter {
 struct TextReadOptions {
   int threads = 0;            // 0: every core
   size_t chunk_lines = 8192;  // lines tokenized as one piece of work
+  Progress* progress = nullptr;  // lines and bytes of the source read, after each chunk
 };
 
 struct FilterCounts {

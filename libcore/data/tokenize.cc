@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cerrno>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -18,6 +21,7 @@
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
 #include "libcore/model/batch.h"
+#include "libcore/progress.h"
 
 // Exported by libsentencepiece but not declared in its public headers:
 // 0 info, 1 warning, 2 error.
@@ -47,24 +51,38 @@ class FilesIterator : public sentencepiece::SentenceIterator {
         if (!reader_) {
           if (next_input_ == inputs_.size()) {
             done_ = true;
+            reading_done_ = true;
             return;
           }
           reader_.emplace(inputs_[next_input_++]);
         }
         if (reader_->next(line_)) {
           ++lines_;
+          if ((lines_ & 1023) == 0) {
+            shared_lines_ = lines_;
+            shared_bytes_ = done_bytes_ + std::max<int64_t>(0, reader_->position());
+          }
           return;
         }
+        done_bytes_ += std::max<int64_t>(0, reader_->position());
+        shared_lines_ = lines_;
+        shared_bytes_ = done_bytes_;
         reader_.reset();
       }
     } catch (const Error& e) {
       error_ = e;
       done_ = true;
+      reading_done_ = true;
     }
   }
 
   const std::optional<Error>& error() const { return error_; }
   int64_t lines() const { return lines_; }
+  // For another thread's progress line: lines and bytes read so far (every
+  // 1024 lines), and whether the reading has ended.
+  int64_t shared_lines() const { return shared_lines_; }
+  int64_t shared_bytes() const { return shared_bytes_; }
+  bool reading_done() const { return reading_done_; }
 
  private:
   const std::vector<std::string>& inputs_;
@@ -73,8 +91,54 @@ class FilesIterator : public sentencepiece::SentenceIterator {
   std::string line_;
   bool done_ = false;
   int64_t lines_ = 0;
+  int64_t done_bytes_ = 0;  // of the inputs read to their end
+  std::atomic<int64_t> shared_lines_ = 0, shared_bytes_ = 0;
+  std::atomic<bool> reading_done_ = false;
   std::optional<Error> error_;
 };
+
+// The bytes of every input when all are regular files, else -1.
+int64_t total_size(const std::vector<std::string>& inputs) {
+  int64_t total = 0;
+  for (const std::string& path : inputs) {
+    const int64_t size = input_size(path);
+    if (size < 0) return -1;
+    total += size;
+  }
+  return total;
+}
+
+// Runs `job` while a thread reports on `progress` at once and then every
+// 100 ms, with the text `text()` gives (when one is due).
+template <typename Text, typename Job>
+void with_ticker(Progress* progress, Text text, Job job) {
+  if (progress == nullptr || progress->quiet()) return job();
+  std::mutex m;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread ticker([&] {
+    std::unique_lock lock(m);
+    do
+      if (progress->due()) progress->report(text(), true);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop; }));
+  });
+  auto join = [&] {
+    {
+      std::lock_guard lock(m);
+      stop = true;
+    }
+    cv.notify_all();
+    ticker.join();
+  };
+  try {
+    job();
+  } catch (...) {
+    join();
+    throw;
+  }
+  join();
+  progress->end_live();
+}
 
 std::string join(const std::vector<std::string>& items, char sep) {
   std::string out;
@@ -108,6 +172,7 @@ void train_vocab(const std::vector<std::string>& inputs, const TrainOptions& o) 
   TFM_REQUIRE(o.character_coverage > 0 && o.character_coverage <= 1,
               "--character-coverage must be in (0, 1], got {}", o.character_coverage);
   for (const std::string& path : inputs) LineReader check(path == "-" ? "-" : path);
+  const int64_t size = total_size(inputs);
 
   std::unordered_map<std::string, std::string> args = {
       {"model_type", o.model_type},
@@ -136,7 +201,16 @@ void train_vocab(const std::vector<std::string>& inputs, const TrainOptions& o) 
   const auto start = std::chrono::steady_clock::now();
   FilesIterator lines(inputs);
   std::string model;
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
+  sentencepiece::util::Status status;
+  // SentencePiece reads every line first (their count and bytes shown),
+  // then trains without a word until it is done (the time shown).
+  const auto text = [&] {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!lines.reading_done())
+      return reading_text("reading", lines.shared_lines(), lines.shared_bytes(), size, s);
+    return fmt::format("training on {} lines: {}", lines.shared_lines(), format_eta(s));
+  };
+  with_ticker(o.progress, text, [&] { status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model); });
   if (lines.error()) throw *lines.error();
   if (!status.ok()) {
     // "./src/trainer_interface.cc(660) [check] Vocabulary size too high ...": the sentence only.
@@ -190,6 +264,7 @@ void tokenize_stream(const Vocab& vocab, const std::vector<std::string>& inputs,
   std::vector<std::string> lines, results;
   for (const std::string& path : paths) {
     LineReader reader(path);
+    const auto file_start = std::chrono::steady_clock::now();
     for (;;) {
       lines.clear();
       const int64_t first_line = reader.line_number() + 1;
@@ -229,8 +304,14 @@ void tokenize_stream(const Vocab& vocab, const std::vector<std::string>& inputs,
       if (error)
         throw Error(error->what(), fmt::format("{}:{}", reader.path(), first_line + int64_t(good)));
       if (std::fflush(out) != 0) fail("cannot write the output: {}", std::strerror(errno));
+      if (o.progress && o.progress->due()) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - file_start).count();
+        o.progress->report(reading_text(reader.path(), reader.line_number(), reader.position(), reader.size(), s),
+                           true);
+      }
     }
   }
+  if (o.progress) o.progress->end_live();
 }
 
 }  // namespace tfm::data

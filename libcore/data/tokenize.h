@@ -9,6 +9,10 @@
 
 #include "libcore/data/vocab.h"
 
+namespace tfm {
+class Progress;
+}
+
 namespace tfm::data {
 
 struct TrainOptions {
@@ -21,6 +25,7 @@ struct TrainOptions {
   std::vector<std::string> user_symbols;
   int threads = 0;                  // 0: every core
   bool verbose = false;             // let SentencePiece log
+  Progress* progress = nullptr;     // lines read, then the time training has taken
 };
 
 // Trains one model from all `inputs` (plain or gzip; "-" is stdin) with the
@@ -35,6 +40,7 @@ struct StreamOptions {
   bool ids = false;          // ids instead of pieces (output of encode, input of decode)
   int threads = 0;           // 0: every core
   size_t chunk_lines = 4096; // lines encoded in parallel at a time
+  Progress* progress = nullptr;  // lines and bytes of each input done, after every chunk
 };
 
 // The filter: each line of `inputs` ("-" or none: stdin) in turn, one output

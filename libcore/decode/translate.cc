@@ -12,6 +12,7 @@
 #include "libcore/data/line_reader.h"
 #include "libcore/json.h"
 #include "libcore/log.h"
+#include "libcore/progress.h"
 
 namespace tfm {
 
@@ -213,14 +214,22 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
   const size_t window = o.batch_size == 1 ? 1 : static_cast<size_t>(std::max<int64_t>(1024, 32 * o.batch_size));
   TranslateTotals totals;
   int64_t number = 0;  // input lines so far, over all inputs
-  auto last_report = start;
+  // For the ETA: the bytes of every input (-1: one is not a file), of those
+  // done, and of the window being translated.
+  int64_t total_bytes = 0, done_bytes = 0;
+  for (const std::string& path : paths) {
+    const int64_t size = data::input_size(path);
+    total_bytes = size < 0 || total_bytes < 0 ? -1 : total_bytes + size;
+  }
   std::vector<std::string> lines;
   for (const std::string& path : paths) {
     data::LineReader reader(path);
     for (;;) {
       lines.clear();
+      const int64_t window_begin = done_bytes + std::max<int64_t>(0, reader.position());
       const size_t n = reader.next_chunk(lines, window);
       if (n == 0) break;
+      const int64_t window_end = done_bytes + std::max<int64_t>(0, reader.position());
       const int64_t first_line = reader.line_number() - static_cast<int64_t>(n) + 1;
       std::vector<Item> items(n);
       std::optional<Error> error;
@@ -266,6 +275,8 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
         ++totals.sentences;
       }
       write_ready();
+      int64_t window_tokens = 0, tokens_done = 0;  // source tokens of the window, and of it translated
+      for (int64_t l : lengths) window_tokens += l;
       for (const std::vector<size_t>& indices : length_batches(lengths, o.max_tokens, o.batch_size)) {
         std::vector<SearchRequest> batch;
         for (size_t i : indices) {
@@ -278,21 +289,33 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
           text[at] = format(items[at], nbest[b]);
           done[at] = true;
           totals.tokens += nbest[b].empty() ? 0 : static_cast<int64_t>(nbest[b][0].tokens.size());
+          tokens_done += lengths[indices[b]];
         }
         totals.sentences += static_cast<int64_t>(indices.size());
         write_ready();
-        const auto now = Clock::now();
-        if (now - last_report > std::chrono::seconds(30)) {
-          const double s = std::chrono::duration<double>(now - start).count();
-          log::info("{} sentences, {} tokens, {:.1f} tokens/s", totals.sentences, totals.tokens,
-                    static_cast<double>(totals.tokens) / s);
-          last_report = now;
+        if (o.progress && o.progress->due()) {
+          const double s = std::chrono::duration<double>(Clock::now() - start).count();
+          const double rate = s > 0 ? static_cast<double>(totals.tokens) / s : 0;
+          std::string text = fmt::format("{} sentences", totals.sentences);
+          if (total_bytes >= 0) {  // the bytes read, the window's counted by its tokens translated
+            const double at = static_cast<double>(window_begin) +
+                              static_cast<double>(window_end - window_begin) *
+                                  static_cast<double>(tokens_done) / static_cast<double>(std::max<int64_t>(1, window_tokens));
+            text += fmt::format(" ({:.0f}%) | {:.0f} tokens/s | ETA {}",
+                                total_bytes > 0 ? 100 * at / static_cast<double>(total_bytes) : 100.0, rate,
+                                format_eta(eta_seconds(at, static_cast<double>(total_bytes), s)));
+          } else {
+            text += fmt::format(" | {:.0f} tokens/s", rate);
+          }
+          o.progress->report(text, true);
         }
       }
       number += static_cast<int64_t>(n);
       if (error) throw *error;
     }
+    done_bytes += std::max<int64_t>(0, reader.position());
   }
+  if (o.progress) o.progress->end_live();
   totals.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return totals;
 }

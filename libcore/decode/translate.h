@@ -31,6 +31,8 @@
 
 namespace tfm {
 
+class Progress;
+
 struct TranslateOptions {
   BeamSearchOptions search;
   double max_len_a = 1.0;        // output tokens at most a * |x| + b (eos not counted)
@@ -43,6 +45,9 @@ struct TranslateOptions {
   bool detok = false;            // write text (SentencePiece's decoding)
   bool scores = false;           // the hypothesis's score before it
   bool json = false;             // JSON lines with tokens, scores (and attention)
+  // Sentences done, tokens/s and the ETA (by the bytes of the inputs read,
+  // when they are files), after every batch.
+  Progress* progress = nullptr;
 };
 
 // The decoder limits that hold every batch a Translator with these options

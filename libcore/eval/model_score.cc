@@ -12,6 +12,7 @@
 #include "libcore/json.h"
 #include "libcore/log.h"
 #include "libcore/model/model_io.h"
+#include "libcore/progress.h"
 
 namespace tfm::eval {
 
@@ -125,8 +126,10 @@ double ModelScores::perplexity() const {
   return tokens > 0 ? std::exp(-log_prob / static_cast<double>(tokens)) : 1.0;
 }
 
-ModelScores score_pairs(Transformer& model, const Pairs& pairs, const ScoringPlan& plan) {
+ModelScores score_pairs(Transformer& model, const Pairs& pairs, const ScoringPlan& plan,
+                        Progress* progress) {
   ModelScores out;
+  int64_t sentences = 0, tokens = 0;
   out.sentences.resize(pairs.src.size());
   const int64_t V = model.config().vocab_size;
   const DType dtype = model.param_dtype();
@@ -155,8 +158,21 @@ ModelScores score_pairs(Transformer& model, const Pairs& pairs, const ScoringPla
         s.token_log_probs.push_back(v);
         s.log_prob += v;
       }
+      tokens += b.tgt_lengths[k];
+    }
+    sentences += static_cast<int64_t>(batch.size());
+    if (progress && progress->due()) {
+      const double secs = progress->seconds();
+      progress->report(fmt::format("{} of {} sentences ({:.0f}%) | {:.0f} tokens/s | ETA {}", sentences,
+                                   pairs.src.size(), 100.0 * static_cast<double>(sentences) /
+                                                         static_cast<double>(pairs.src.size()),
+                                   secs > 0 ? static_cast<double>(tokens) / secs : 0.0,
+                                   format_eta(eta_seconds(static_cast<double>(sentences),
+                                                          static_cast<double>(pairs.src.size()), secs))),
+                       true);
     }
   }
+  if (progress) progress->end_live();
   // Summed in input order, so the totals do not depend on the batching.
   for (const SentenceScore& s : out.sentences) {
     out.log_prob += s.log_prob;
@@ -175,7 +191,7 @@ ModelScores score_with_model(const std::string& checkpoint, const ModelScoreOpti
              pairs.src.size(), plan.batches.size(), plan.limits.max_tokens, plan.limits.max_len,
              o.device.str());
   const std::unique_ptr<Transformer> model = load_model(checkpoint, plan.limits, o.device);
-  return score_pairs(*model, pairs, plan);
+  return score_pairs(*model, pairs, plan, o.progress);
 }
 
 std::string format_model_corpus(const ModelScores& s, const FormatOptions& f) {

@@ -17,6 +17,10 @@
 #include "libcore/eval/score.h"
 #include "libcore/model/transformer.h"
 
+namespace tfm {
+class Progress;
+}
+
 namespace tfm::eval {
 
 // Sentence pairs as token ids, without bos/eos.
@@ -50,7 +54,9 @@ struct ModelScores {
 };
 
 // Scores every pair with `model`, whose limits must cover plan.limits.
-ModelScores score_pairs(Transformer& model, const Pairs& pairs, const ScoringPlan& plan);
+// `progress`: sentences and target tokens scored, after every batch.
+ModelScores score_pairs(Transformer& model, const Pairs& pairs, const ScoringPlan& plan,
+                        Progress* progress = nullptr);
 
 // The whole job of tfm-score -m: reads the pairs (pieces mapped with the
 // checkpoint's own tokenizer, or ids), plans the batches, builds the model
@@ -60,6 +66,7 @@ struct ModelScoreOptions {
   bool ids = false;                  // token ids instead of pieces
   int64_t max_tokens = 2048;         // padded tokens a side of a batch
   Device device = Device::cpu();
+  Progress* progress = nullptr;      // see score_pairs
 };
 ModelScores score_with_model(const std::string& checkpoint, const ModelScoreOptions& o);
 

@@ -9,6 +9,7 @@
 
 #include "libcore/error.h"
 #include "libcore/log.h"
+#include "libcore/progress.h"
 
 namespace tfm::io {
 namespace fs = std::filesystem;
@@ -229,6 +230,9 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
   report.tensors = static_cast<int64_t>(ref.tensors.size());
 
   std::vector<double> acc(static_cast<size_t>(report.elements));  // (sum of every tensor's numel)
+  Progress* progress = options.progress;
+  const double all = static_cast<double>(report.elements) * static_cast<double>(inputs.size());
+  double added = 0;  // elements summed so far, over all inputs
   for (size_t k = 0; k < inputs.size(); ++k) {
     Summer sum(acc, k + 1);
     stream_checkpoint_tensors(inputs[k], [&](const TensorInfo& t, uint64_t offset,
@@ -239,6 +243,12 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
           t.shape != ref.tensors[it->second].shape)
         fail("{} changed while being averaged (tensor '{}')", inputs[k], t.name);
       sum.piece(base[it->second], t.dtype, offset, bytes);
+      added += static_cast<double>(bytes.size() / dtype_size(t.dtype));
+      if (progress && progress->due())
+        progress->report(fmt::format("checkpoint {} of {}: {} | {:.0f}% | ETA {}", k + 1, inputs.size(),
+                                     inputs[k], 100 * added / all,
+                                     format_eta(eta_seconds(added, all, progress->seconds()))),
+                         true);
     });
     log::debug("{}: added ({} of {})", inputs[k], k + 1, inputs.size());
   }
@@ -280,7 +290,9 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
     TFM_REQUIRE(!sections.empty(), "{}, the newest input, holds no training state to keep",
                 report.newest);
   }
+  if (progress) progress->report(fmt::format("writing {}", output));
   write_checkpoint(output, ref.config, tokenizer, tensors, sections, options.write);
+  if (progress) progress->end_live();
   return report;
 }
 

@@ -25,6 +25,10 @@
 
 #include "libcore/io/checkpoint.h"
 
+namespace tfm {
+class Progress;
+}
+
 namespace tfm::io {
 
 // The section in which tfm-train stores its state as "key = value" text;
@@ -49,6 +53,7 @@ struct AverageOptions {
   // last one given among equals) verbatim; Error if it has none.
   bool keep_state = false;
   CheckpointWriteOptions write;
+  Progress* progress = nullptr;  // the inputs' parameters summed so far, then the writing
 };
 
 struct AverageReport {

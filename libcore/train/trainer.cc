@@ -95,7 +95,7 @@ class Trainer {
  public:
   explicit Trainer(const TrainRequest& request)
       : req_(request), comm_(dist::Comm::world()),
-        progress_(isatty(STDERR_FILENO) == 1 && speaks(), request.quiet || !speaks()) {
+        progress_(request.quiet || !speaks() ? Progress::Mode::quiet : Progress::mode_for(false)) {
     if (comm_.rank() > 0) {
       log::set_program(fmt::format("tfm-train (rank {})", comm_.rank()));
       log::set_level(log::Level::error);  // rank 0 says what every rank would

@@ -53,19 +53,6 @@ std::string maps_json(const SentenceAttention& s, Stack stack, int digits) {
   return out + "]";
 }
 
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // Characters a label takes, counting a UTF-8 sequence as one.
 int64_t glyphs(std::string_view s) {
@@ -84,6 +71,20 @@ std::string replace_once(std::string text, std::string_view what, std::string_vi
 }
 
 }  // namespace
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
 
 void check_view(const View& v, int64_t layers, int64_t heads, int64_t sentences) {
   TFM_REQUIRE(v.layer >= 0 && v.layer < layers, "--layer {}: the model has layers 1 to {}", v.layer + 1, layers);

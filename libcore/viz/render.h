@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libcore/viz/attention.h"
@@ -40,6 +41,9 @@ std::string attention_svg(const SentenceAttention& s, const View& v);
 // `title` heads the page (the checkpoint's name).
 std::string attention_page(const std::vector<SentenceAttention>& sentences, const View& v,
                            const std::string& title);
+
+// Text for an XML attribute or element (& < > " escaped); the SVG writers'.
+std::string xml_escape(std::string_view s);
 
 // The page template as compiled in (viz_page.cc, generated from
 // share/attnviz/page.html).

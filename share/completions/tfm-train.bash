@@ -1,6 +1,19 @@
 # bash completion for tfm-train
 _tfm_train() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  # tfm-train plot [-o FILE.svg] [--title TEXT] LOG
+  if [ "${COMP_WORDS[1]:-}" = plot ] && [ "$COMP_CWORD" -gt 1 ]; then
+    case "$prev" in
+      -o|--output) mapfile -t COMPREPLY < <(compgen -f -X '!*.svg' -- "$cur"); return ;;
+      --title) COMPREPLY=(); return ;;
+    esac
+    if [[ "$cur" == -* ]]; then
+      mapfile -t COMPREPLY < <(compgen -W "--output --title --help -o -h" -- "$cur")
+    else
+      mapfile -t COMPREPLY < <(compgen -f -X '!*.json' -- "$cur")
+    fi
+    return
+  fi
   case "$prev" in
     -m|--vocab) mapfile -t COMPREPLY < <(compgen -f -X '!*.@(model|bin)' -- "$cur"); return ;;
     --dev) mapfile -t COMPREPLY < <(compgen -f -X '!*.tfmb' -- "$cur"); return ;;
@@ -28,7 +41,7 @@ _tfm_train() {
       --quiet --verbose
       --version --help -m -o -q -v -h" -- "$cur")
   else
-    mapfile -t COMPREPLY < <(compgen -f -X '!*.tfmb' -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -f -X '!*.tfmb' -- "$cur"; [ "$COMP_CWORD" -eq 1 ] && compgen -W "plot" -- "$cur")
   fi
 }
 complete -o filenames -F _tfm_train tfm-train

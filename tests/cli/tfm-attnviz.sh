@@ -153,7 +153,7 @@ if [ -n "${TFM_BUILD:-}" ]; then
   cmake --install "$TFM_BUILD" --prefix "$TMP/prefix" >"$TMP/install.log" 2>&1 || fail "cmake --install: $(tail -3 "$TMP/install.log")"
   (cd / && "$TMP/prefix/bin/tfm-attnviz" -q -m "$M" -i "$TMP/three.txt") | cmp -s - "$TMP/page.html" ||
     fail "the installed tfm-attnviz writes another page"
-  [ -f "$TMP/prefix/share/tfm/completions/tfm-attnviz.bash" ] || fail "cmake --install: no completion"
+  [ -f "$TMP/prefix/share/bash-completion/completions/tfm-attnviz" ] || fail "cmake --install: no completion"
 fi
 
 # --svg: the paper's view of one stack, layer and heads, as XML.

@@ -65,12 +65,15 @@ done
 "$TFM_BIN/tfm-tok" -m "$TMP/ck/checkpoint_6.bin" "$TMP/text" | cmp -s - "$TMP/tok" \
   || fail "a checkpoint does not embed the vocabulary"
 
-# -q: nothing on stderr. A terminal: a live line redrawn in place.
+# -q: nothing on stderr. A terminal: a live line redrawn in place (at most 5
+# times a second, so the first update's at least), erased before the last line.
 run $P $FAST -q -m "$M" -o "$TMP/q" "$T" --max-steps 2
 expect_rc 0 "-q"
 [ -s "$TMP/err" ] && fail "-q: stderr not silent: $(cat "$TMP/err")"
 script -qec "'$TFM_BIN/$P' $FAST -m '$M' -o '$TMP/tty' '$T' --max-steps 3" /dev/null >"$TMP/tty.out" 2>&1
-grep -q $'\r.*update 3 | epoch' "$TMP/tty.out" || fail "a terminal: no live line: $(head -c 600 "$TMP/tty.out")"
+grep -q $'\rtfm-train: update [1-3] | epoch' "$TMP/tty.out" || fail "a terminal: no live line: $(head -c 600 "$TMP/tty.out")"
+grep -q $'\r\e\\[Ktfm-train: done (--max-steps reached): update 3' "$TMP/tty.out" \
+  || fail "a terminal: the live line is not erased before the last line: $(tail -c 300 "$TMP/tty.out")"
 
 # ---- resume ----
 # The options come from the checkpoint (--valid-every 3), the corpora from

@@ -30,10 +30,13 @@ W="$TMP/work/multi30k-ende"
 summary=$(tail -n 1 "$TMP/out")
 echo "$summary"
 [ "$summary" = "$(tail -n 1 "$W/results.txt")" ] || fail "the summary line is not the results file's last line"
-bleu=$(sed -n 's/^multi30k-ende: BLEU \([0-9.]*\) on test2016 (1000 lines) | 400 updates in .* on cpu | .*results.txt$/\1/p' <<<"$summary")
+bleu=$(sed -n 's/^multi30k-ende: BLEU \([0-9.]*\) on test2016 (1000 lines) | 400 updates in .* on cpu | .*results.txt, curves in .*curve.svg$/\1/p' <<<"$summary")
 [ -n "$bleu" ] || fail "no BLEU in the summary line: $summary"
 grep -q '^ *BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|' "$W/results.txt" || fail "no sacreBLEU line in results.txt"
 grep -q "checkpoints of updates 200, 300, 400$" "$W/results.txt" || fail "not the last 3 checkpoints: $(grep averaged "$W/results.txt")"
+# The learning curves beside results.txt: tfm-train plot's SVG, 4 training records, 1 validation.
+grep -q '^<svg xmlns="http://www.w3.org/2000/svg"' "$W/curve.svg" || fail "no curve.svg beside results.txt"
+[ "$(grep -c '<circle' "$W/curve.svg")" -ge 5 ] || fail "curve.svg: $(grep -c '<circle' "$W/curve.svg") points for 5 records"
 [ "$(wc -l <"$W/test.hyp")" = 1000 ] || fail "test.hyp has $(wc -l <"$W/test.hyp") lines, not 1000"
 python3 -c "import sys; sys.exit(not float(sys.argv[1]) > float(sys.argv[2]))" "$bleu" "$FLOOR" \
   || fail "BLEU $bleu is not above $FLOOR"

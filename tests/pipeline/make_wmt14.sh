@@ -73,7 +73,7 @@ for task in wmt14-ende wmt14-enfr; do
   cmp -s "$W/text/test.tgt" <(head -n "$segs" "$S/wmt14/newstest2014-full/newstest2014.en-$l.$l") \
     || fail "$task: the test reference is not newstest2014's first $segs lines"
   # Every step.
-  for f in spm.model train.tfmb dev.tfmb train.done model.bin test.hyp results.txt; do
+  for f in spm.model train.tfmb dev.tfmb train.done model.bin test.hyp results.txt curve.svg; do
     [ -s "$W/$f" ] || fail "$task: no $f"
   done
   [ "$(wc -l <"$W/test.hyp")" = "$segs" ] || fail "$task: test.hyp has $(wc -l <"$W/test.hyp") lines, not $segs"
