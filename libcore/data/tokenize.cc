@@ -53,6 +53,7 @@ class FilesIterator : public sentencepiece::SentenceIterator {
         }
         if (reader_->next(line_)) {
           ++lines_;
+          if (line_.find_first_not_of(" \t\r") != std::string::npos) ++text_lines_;
           return;
         }
         reader_.reset();
@@ -65,6 +66,7 @@ class FilesIterator : public sentencepiece::SentenceIterator {
 
   const std::optional<Error>& error() const { return error_; }
   int64_t lines() const { return lines_; }
+  int64_t text_lines() const { return text_lines_; }  // lines that are not blank
 
  private:
   const std::vector<std::string>& inputs_;
@@ -72,7 +74,7 @@ class FilesIterator : public sentencepiece::SentenceIterator {
   std::optional<LineReader> reader_;
   std::string line_;
   bool done_ = false;
-  int64_t lines_ = 0;
+  int64_t lines_ = 0, text_lines_ = 0;
   std::optional<Error> error_;
 };
 
@@ -139,10 +141,16 @@ void train_vocab(const std::vector<std::string>& inputs, const TrainOptions& o) 
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
   if (lines.error()) throw *lines.error();
   if (!status.ok()) {
+    if (lines.text_lines() == 0)
+      fail("cannot train the model: the input ({}) holds no text, only {} empty line{}",
+           join(inputs, ' '), lines.lines(), lines.lines() == 1 ? "" : "s");
     // "./src/trainer_interface.cc(660) [check] Vocabulary size too high ...": the sentence only.
     std::string_view why = status.error_message();
     if (const size_t cut = why.find("] "); why.rfind("./", 0) == 0 && cut != why.npos)
       why.remove_prefix(cut + 2);
+    if (why.empty())
+      fail("cannot train the model: SentencePiece's trainer failed without a reason (status code {})",
+           static_cast<int>(status.code()));
     fail("cannot train the model: {}", why);
   }
 
