@@ -15,7 +15,7 @@ echo "(TOP (S (NP (DT a)) (VP (VB b))))" >"$TMP/trees"
 commands=$(cat <<CMDS
 tfm-score -r $TMP/src -i $TMP/hyp
 tfm-score -r $TMP/src -i $TMP/hyp --json
-tfm-score -r $TMP/src -i $TMP/hyp --metrics bleu chrf ter -sl
+tfm-score -r $TMP/src -i $TMP/hyp --metrics chrf -sl
 tfm-score -m $TMP/m.bin $TMP/src $TMP/src
 tfm-score -m $TMP/m.bin $TMP/src $TMP/src --json
 tfm-batch info $T
