@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   app.add_option("--target", o.target, "The target of the sentence, forced instead of decoded");
   app.add_option("--target-file", o.target_file, "Targets, one a line for each source line");
   app.add_option("--max-sentences", o.max_sentences, "Read at most this many lines")
-      ->default_val(32)->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->default_val(32)->check(tfm::Range(int64_t{1}, int64_t{1} << 20));
   auto* output = "Output";
   app.add_option("-o,--output", o.output, "Where to write (default '-': stdout)")->group(output);
   app.add_flag("--svg", o.svg, "One SVG figure: --stack, --layer, --heads of --sentence")->group(output);
@@ -132,13 +132,13 @@ int main(int argc, char** argv) {
       ->default_val(1)->check(CLI::PositiveNumber)->group(output);
   auto* decoding = "Decoding (sentences without a target)";
   app.add_option("-b,--beam", search.beam_size, "Beam size; 1 is greedy search")
-      ->default_val(4)->check(CLI::Range(int64_t{1}, int64_t{1} << 10))->group(decoding);
+      ->default_val(4)->check(tfm::Range(int64_t{1}, int64_t{1} << 10))->group(decoding);
   app.add_option("--alpha", search.alpha, "Length penalty exponent (0: none)")
-      ->default_val(0.6)->check(CLI::Range(0.0, 1e6))->group(decoding);
+      ->default_val(0.6)->check(tfm::Range(0.0, 1e6))->group(decoding);
   app.add_option("--max-len-a", o.attention.max_len_a, "Output tokens at most a * |source| + b")
-      ->default_val(1.0)->check(CLI::Range(0.0, 1e6))->group(decoding);
+      ->default_val(1.0)->check(tfm::Range(0.0, 1e6))->group(decoding);
   app.add_option("--max-len-b", o.attention.max_len_b, "Output tokens at most a * |source| + b")
-      ->default_val(50.0)->check(CLI::Range(0.0, 1e6))->group(decoding);
+      ->default_val(50.0)->check(tfm::Range(0.0, 1e6))->group(decoding);
   tfm::add_device_option(app, o.device);
 
   app.callback([&] {

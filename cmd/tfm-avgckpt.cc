@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-state", o.average.keep_state,
                "Keep the newest checkpoint's training state (step, Adam's moments) verbatim");
   app.add_option("--zstd-level", o.average.write.zstd_level, "Compression level of the output, 1..19 (default 3)")
-      ->check(CLI::Range(1, 19));
+      ->check(tfm::Range(1, 19));
 
   app.callback([&] {
     if (*last) {

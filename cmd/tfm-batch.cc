@@ -126,7 +126,7 @@ void info(const InfoOptions& o) {
   }
   std::printf("file:        %s (format version %u, %llu bytes)\n", o.file.c_str(), c.version(),
               static_cast<unsigned long long>(c.file_bytes()));
-  std::printf("vocabulary:  %s (%lld pieces)\n", c.meta().fingerprint.c_str(),
+  std::printf("vocabulary:  %s (%lld pieces)\n", tfm::printable(c.meta().fingerprint).c_str(),
               static_cast<long long>(c.meta().vocab_size));
   std::printf("pairs:       %zu\n", c.size());
   std::printf("tokens:      %lld source, %lld target\n", static_cast<long long>(c.src_tokens()),
@@ -158,21 +158,21 @@ int main(int argc, char** argv) {
       ->expected(0, 2);
   app.add_option("--tsv", o.tsv, "Read SOURCE<TAB>TARGET lines from FILE instead of SRC TGT");
   app.add_option("--max-len", o.max_len, "Skip pairs with a side longer than N tokens")
-      ->default_val(250)->check(CLI::Range(1, tfm::kCorpusMaxLen));
+      ->default_val(250)->check(tfm::Range(1, tfm::kCorpusMaxLen));
   app.add_option("--max-ratio", o.max_ratio, "Skip pairs whose length ratio exceeds R either way")
-      ->default_val(9)->check(CLI::Range(1.0, 1e9));
+      ->default_val(9)->check(tfm::Range(1.0, 1e9));
   app.add_option("--max-tokens", o.max_tokens,
                  "Batch budget per side, padding counted (sentences x longest)")
-      ->default_val(25000)->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+      ->default_val(25000)->check(tfm::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--threads", o.threads, "Threads to use (default 0: every core)")
-      ->default_val(0)->check(CLI::Range(0, 1024));
+      ->default_val(0)->check(tfm::Range(0, 1024));
   app.add_flag("--strict", o.strict, "Invalid UTF-8 is an error (FILE:LINE), not a skipped line");
   app.add_flag("--json", o.json, "Print the summary as one JSON object on stdout");
   CLI::App* info_cmd = app.add_subcommand("info", "Describe a .tfmb file: counts, lengths, batches");
   info_cmd->add_option("file", io.file, "The .tfmb file")->required();
   info_cmd->add_flag("--json", io.json, "Print one JSON object instead of text");
   info_cmd->add_option("--max-tokens", io.max_tokens, "Re-pack with N tokens per side for the stats")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+      ->check(tfm::Range(int64_t{1}, int64_t{1} << 40));
   app.callback([&] {
     if (info_cmd->parsed()) {
       for (const char* build_only : {"--model", "--output", "files", "--tsv", "--max-len",

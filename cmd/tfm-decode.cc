@@ -54,8 +54,9 @@ void decode(Options& o) {
   tfm::TranslateOptions& t = o.translate;
   if (o.attention) {
     const int64_t layers = model->config().layers;
-    TFM_REQUIRE(o.attention_layer <= layers, "--attention-layer {} is past the model's {} layers",
-                o.attention_layer, layers);
+    if (o.attention_layer > layers)
+      throw tfm::UsageError(fmt::format("--attention-layer {} is past the model's {} layers",
+                                        o.attention_layer, layers));
     t.search.attention_layer = static_cast<int>(o.attention_layer > 0 ? o.attention_layer - 1 : layers - 1);
   }
   tfm::Progress progress(o.common.quiet);
@@ -78,30 +79,30 @@ int main(int argc, char** argv) {
       "Translate source sentences with a tfm checkpoint: pieces (or ids) in, one sentence a\n"
       "line, translations out in the same order. FILE... or stdin to stdout."};
   tfm::add_common_options(app, o.common);
-  app.set_config("--config", "", "Read options from an INI or TOML file (KEY = VALUE, long names)");
+  tfm::add_config_option(app, "Read options from an INI or TOML file (KEY = VALUE, long names)");
   app.add_option("-m,--model", o.model, "The checkpoint (default: $TFM_MODEL)");
   app.add_option("FILE", o.files, "Input files, plain or gzip (default or '-': stdin)");
   app.add_flag("--ids", t.ids, "Read and write ids instead of pieces");
   app.add_flag("--detok", t.detok, "Write text, decoded by the checkpoint's SentencePiece model");
   auto* search = "Search";
   app.add_option("-b,--beam", t.search.beam_size, "Beam size; 1 is greedy search")
-      ->default_val(4)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(search);
+      ->default_val(4)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(search);
   app.add_option("--alpha", t.search.alpha, "Length penalty exponent (0: none)")
-      ->default_val(0.6)->check(CLI::Range(0.0, 1e6))->group(search);
+      ->default_val(0.6)->check(tfm::Range(0.0, 1e6))->group(search);
   app.add_option("--length-penalty", o.length_penalty,
                  "gnmt: ((5 + |Y|) / 6)^alpha (the paper's); plain: |Y|^alpha")
       ->default_val("gnmt")->check(CLI::IsMember({"gnmt", "plain"}))->group(search);
   app.add_option("--max-len-a", t.max_len_a, "Output tokens at most a * |source| + b")
-      ->default_val(1.0)->check(CLI::Range(0.0, 1e6))->group(search);
+      ->default_val(1.0)->check(tfm::Range(0.0, 1e6))->group(search);
   app.add_option("--max-len-b", t.max_len_b, "Output tokens at most a * |source| + b")
-      ->default_val(50.0)->check(CLI::Range(0.0, 1e6))->group(search);
+      ->default_val(50.0)->check(tfm::Range(0.0, 1e6))->group(search);
   app.add_option("--early-stopping", o.early_stopping,
                  "bound: stop once no hypothesis can still enter the n-best (exact); beam: once "
                  "--beam hypotheses have ended; never")
       ->default_val("bound")->check(CLI::IsMember({"bound", "beam", "never"}))->group(search);
   auto* output = "Output";
   app.add_option("-n,--n-best", t.search.n_best, "Hypotheses per sentence, best first (<= --beam)")
-      ->default_val(1)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(output);
+      ->default_val(1)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(output);
   app.add_flag("--scores", t.scores, "Write each hypothesis's score before it (SCORE<TAB>)")->group(output);
   app.add_flag("--json", t.json, "One JSON object a line: tokens, scores, log-probabilities")->group(output);
   app.add_flag("--attention", o.attention,
@@ -113,11 +114,11 @@ int main(int argc, char** argv) {
                "With --attention: every head instead of their mean")->group(output);
   auto* batching = "Batching and limits";
   app.add_option("--max-tokens", t.max_tokens, "Source tokens of a batch, padding counted")
-      ->default_val(8192)->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group(batching);
+      ->default_val(8192)->check(tfm::Range(int64_t{1}, int64_t{1} << 30))->group(batching);
   app.add_option("--batch-size", t.batch_size, "Sentences of a batch; 1 answers each line at once")
-      ->default_val(256)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
+      ->default_val(256)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
   app.add_option("--max-input-len", t.max_input_len, "Longer lines are an error (FILE:LINE)")
-      ->default_val(1024)->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
+      ->default_val(1024)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
   app.add_flag("--truncate", t.truncate, "Cut longer lines to --max-input-len, with a warning")
       ->group(batching);
   tfm::add_device_option(app, o.device);

@@ -98,14 +98,15 @@ int main(int argc, char** argv) {
   app.add_option("-s,--smooth-method", o.smooth, "BLEU smoothing: exp, floor, add-k, none (default exp)")
       ->check(parsed_by(ev::parse_smoothing, "METHOD"));
   app.add_option("--smooth-value", o.smooth_value,
-                 "Value for floor (default 0.1) and add-k (default 1) (-sv)");
+                 "Value for floor (default 0.1) and add-k (default 1) (-sv)")
+      ->check(tfm::Range(0.0, 1e9));
   app.add_flag("--sentence-level", o.score.sentence_level, "One score per segment (-sl; one metric)");
   app.add_option("--chrf-char-order", o.score.chrf.char_order, "chrF character n-gram order (default 6)")
-      ->check(CLI::Range(1, 1000));
+      ->check(tfm::Range(1, 1000));
   app.add_option("--chrf-word-order", o.score.chrf.word_order, "chrF word n-gram order; 2 is chrF++ (default 0)")
-      ->check(CLI::Range(0, 1000));
+      ->check(tfm::Range(0, 1000));
   app.add_option("--chrf-beta", o.score.chrf.beta, "chrF: weight of recall over precision (default 2)")
-      ->check(CLI::Range(0, 1000));
+      ->check(tfm::Range(0, 1000));
   app.add_flag("--chrf-whitespace", o.score.chrf.whitespace, "chrF: keep whitespace in character n-grams");
   app.add_flag("--chrf-lowercase", o.score.chrf.lowercase, "Lowercased chrF");
   app.add_flag("--chrf-eps-smoothing", o.score.chrf.eps_smoothing,
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
   app.add_flag("-b,--score-only", o.format.score_only, "Print the numbers alone, one a line");
   app.add_option("-w,--width", o.format.width,
                  "Decimals of the scores (default 1, parseval 2; the last one counts)")
-      ->check(CLI::Range(0, 17))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      ->check(tfm::Range(0, 17))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("--json", o.format.json, "Print JSON: one object per score (an array for several)");
   app.add_option("-m,--model", o.model, "Score with this checkpoint (forced decoding) instead of references");
   app.add_option("--src", o.scoring.src, "-m: source pieces, one sentence a line ('-': stdin)");

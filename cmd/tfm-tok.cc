@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   train->add_option("--character-coverage", o.train.character_coverage,
                     "Share of characters the model covers (0.9995 is typical for CJK)")
       ->default_val(1.0)
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(tfm::Range(0.0, 1.0));
   train->add_option("--max-sentences", o.train.max_sentences,
                     "Train on a random sample of this many lines (default 0: all)")
       ->default_val(0)

@@ -21,8 +21,7 @@ int main(int argc, char** argv) {
       "warm-up schedule, label smoothing, dropout. Checkpoints go to -o DIR by time and by\n"
       "steps; --resume continues a run exactly. SIGINT/SIGTERM end the step, write a\n"
       "checkpoint and exit 0."};
-  app.set_config("--config", "", "Read options from an INI file, as --dump-config writes it");
-  app.allow_config_extras(CLI::config_extras_mode::error);
+  tfm::add_config_option(app, "Read options from an INI file, as --dump-config writes it");
   tfm::add_common_options(app, common);
   app.add_option("train", r.train, "The training corpus (.tfmb)")->type_name("TRAIN.tfmb");
   app.add_option("-m,--vocab", r.vocab,
@@ -56,6 +55,8 @@ int main(int argc, char** argv) {
     if (dump || *plot_cmd) return;
     if (r.train.empty()) throw CLI::RequiredError("TRAIN.tfmb");
     if (r.output.empty() && r.resume.empty()) throw CLI::RequiredError("-o/--output");
+    // A new run embeds its vocabulary; a resumed one has it in its checkpoint.
+    if (r.vocab.empty() && r.resume.empty()) throw CLI::RequiredError("-m/--vocab");
   });
   return tfm::run_program("tfm-train", app, argc, argv, common, [&] {
     if (*plot_cmd) {

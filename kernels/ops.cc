@@ -5,6 +5,7 @@
 #include <cmath>
 #include <initializer_list>
 
+#include "kernels/cpu/blas.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops {
@@ -777,6 +778,14 @@ void update_control(const TensorView& sums, double loss_scale, double max_norm,
     case DeviceType::cuda:
       TFM_CUDA_DISPATCH(update_control(sums, loss_scale, max_norm, next, retry, control, stream));
   }
+}
+
+size_t library_memory_bytes(Device device) {
+  return device.is_cpu() ? cpu::blas_buffer_bytes() : 0;
+}
+
+void check_library_memory(Device device) {
+  if (device.is_cpu()) cpu::check_blas_memory();
 }
 
 }  // namespace tfm::ops

@@ -332,4 +332,17 @@ void update_control(const TensorView& sums, double loss_scale, double max_norm,
                     const TensorView& control, const Stream& stream);
 inline constexpr int64_t kUpdateControlSize = 5;
 
+// ------------------------------------------------ memory outside the plans
+// Memory an op's library takes for itself, beside tfm's memory plans: on
+// the CPU, OpenBLAS maps a GEMM buffer of 128 MiB for each thread that runs
+// GEMMs, on its first one, and keeps it. 0 on CUDA (the workspaces of
+// cuBLAS and cuBLASLt are planned).
+size_t library_memory_bytes(Device device);
+// Makes sure, before the first op, that that memory can still be had:
+// OpenBLAS retries a failed mmap forever, so a process short of address
+// space (ulimit -v) would hang in its first GEMM, deaf to SIGTERM. Maps and
+// unmaps that much (and a margin for the threads' stacks) once; Error "out
+// of memory: ..." saying how much is missing otherwise.
+void check_library_memory(Device device);
+
 }  // namespace tfm::ops

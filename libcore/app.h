@@ -2,10 +2,15 @@
 // one place where errors become exit codes (DESIGN.md, "Conventions"):
 //   0  success, and -h/--help (usage on stdout)
 //   1  bad input or a failure: one line "tfm-NAME: error: WHAT (WHERE)"
-//   2  bad usage: an unknown option or a bad value, with a pointer to --help
+//   2  bad usage: an unknown option, a bad value (NaN included) or a bad
+//      environment (OMP_NUM_THREADS), one line that points to --help
+// What a program writes on stdout is checked at its end: a write error
+// (a full disk, /dev/full) is an error line and exit 1, never a silent loss;
+// a closed pipe (| head) ends the program quietly, as SIGPIPE does.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <functional>
 #include <string>
@@ -24,6 +29,25 @@ void add_common_options(CLI::App& app, CommonOptions& options);
 
 // Adds --device auto|cpu|cuda[:N] (default auto), validated while parsing.
 void add_device_option(CLI::App& app, std::string& device);
+
+// --config FILE (CLI11 INI/TOML): a key that names no option is a usage error,
+// as on the command line.
+void add_config_option(CLI::App& app, const std::string& help);
+
+// CLI11's Range, but NaN is outside every range (CLI::Range lets it through:
+// every comparison with NaN is false).
+template <typename T>
+CLI::Validator Range(T lo, T hi) {
+  CLI::Validator v(
+      [lo, hi](std::string& text) -> std::string {
+        T value{};
+        if (!CLI::detail::lexical_cast(text, value) || !(value >= lo && value <= hi))
+          return fmt::format("Value {} not in range {} to {}", text, lo, hi);
+        return {};
+      },
+      fmt::format("{} in [{} - {}]", CLI::detail::type_name<T>(), lo, hi));
+  return v;
+}
 
 // Parses argv into `app`, applies the common options, runs `body` and maps
 // what it throws to the exit codes above. `name` is the program's name

@@ -13,6 +13,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #if !defined(__CUDACC__)
@@ -38,6 +39,52 @@ class ReportedError : public Error {
  public:
   using Error::Error;
 };
+
+// A bad option value found after parsing (it needed a file to judge):
+// main prints it as a usage error and exits 2 (app.h).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Text from a file (a section or tensor name, a fingerprint, a key) made
+// safe to echo in a message: control characters, backslashes and bytes that
+// are not UTF-8 become \xNN escapes, so a name can neither split the error
+// line nor garble the terminal.
+inline std::string printable(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  const auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f || c == '\\') escape(c); else out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence (no overlongs, no surrogates) is kept whole.
+    const size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && n >= 3) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0) && !(c == 0xf0 && c1 < 0x90) &&
+           !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (!ok) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
 
 #if !defined(__CUDACC__)
 // Throws Error(fmt::format(...)). For checks on user-visible arguments:

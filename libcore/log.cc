@@ -37,7 +37,15 @@ void write(Level l, std::string_view message) {
   if (l == Level::warn) line += "warning: ";
   if (l == Level::error) line += "error: ";
   if (l == Level::debug) line += "debug: ";
-  line += message;
+  // One line whatever the message holds: a control character in it (a
+  // newline in a name read from a file) is written as an escape.
+  for (const char c : message) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
+      line += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      line += c;
+    }
+  }
   line += '\n';
   // One write(2) per line: atomic for pipes up to PIPE_BUF, never interleaved
   // within a line by stdio buffering.

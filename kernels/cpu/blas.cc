@@ -1,8 +1,12 @@
 #include "kernels/cpu/blas.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <mutex>
 
@@ -142,6 +146,49 @@ const Blas& blas() {
   static Blas instance;
   std::call_once(once, [] { instance = load(); });
   return instance;
+}
+
+namespace {
+
+// OpenBLAS's BUFFER_SIZE on x86-64 (common_x86_64.h: 32 << 22), mapped with
+// a page more (memory.c, alloc_mmap).
+constexpr size_t kBlasBuffer = (size_t{32} << 22) + 4096;
+// The threads that start with the first GEMM need stacks and heaps too.
+constexpr size_t kMargin = size_t{64} << 20;
+
+std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); }
+
+// "ulimit -v 976.6 MiB" for the limits in force, or "".
+std::string limits_text() {
+  std::string out;
+  for (const auto& [resource, name] : {std::pair{RLIMIT_AS, "ulimit -v"}, {RLIMIT_DATA, "ulimit -d"}}) {
+    rlimit r{};
+    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, mib(static_cast<double>(r.rlim_cur)));
+  }
+  return out;
+}
+
+}  // namespace
+
+size_t blas_buffer_bytes() {
+  return static_cast<size_t>(std::max(1, blas().threads)) * kBlasBuffer;
+}
+
+void check_blas_memory() {
+  const size_t need = blas_buffer_bytes();
+  void* p = mmap(nullptr, need + kMargin, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED) {
+    munmap(p, need + kMargin);
+    return;
+  }
+  const int err = errno;
+  const std::string limits = limits_text();
+  fail("out of memory: OpenBLAS needs {} for its GEMM buffers ({} thread{} x 128 MiB, outside "
+       "tfm's plan) and cannot have it{}: {}; use fewer threads (OMP_NUM_THREADS) or a smaller "
+       "model, or raise the limit",
+       mib(static_cast<double>(need)), std::max(1, blas().threads), blas().threads > 1 ? "s" : "",
+       limits.empty() ? "" : fmt::format(" under the process's limits ({})", limits), std::strerror(err));
 }
 
 }  // namespace tfm::ops::cpu

@@ -10,6 +10,7 @@
 // dlopen. A core the user set in OPENBLAS_CORETYPE is respected as given.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace tfm::ops::cpu {
@@ -37,6 +38,12 @@ struct Blas {
 // Loads OpenBLAS on first call (thread-safe) and returns it. Throws Error
 // with an install hint when no OpenBLAS can be loaded.
 const Blas& blas();
+
+// OpenBLAS's GEMM buffers: one of 128 MiB (and a page) for each of its
+// threads, mapped on first use and kept (ops::library_memory_bytes).
+size_t blas_buffer_bytes();
+// Error unless that much address space (and a margin) can be mapped now.
+void check_blas_memory();
 
 // The OpenBLAS core name that fits this CPU's features ("Cooperlake",
 // "SkylakeX", "Haswell", "Zen"), or "" when OpenBLAS's own choice is best.

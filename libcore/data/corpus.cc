@@ -19,6 +19,7 @@
 #include "libcore/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/io/checkpoint_format.h"
+#include "libcore/io/read_file.h"
 
 namespace tfm {
 
@@ -229,24 +230,8 @@ CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, cons
 
 // ---- reading ----
 
-namespace {
-
-std::string read_whole(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail("cannot read {}: {}", path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail("cannot read {}: it is not a regular file", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read {}: {}", path, std::strerror(errno));
-  std::string bytes(size_t(st.st_size), '\0');
-  in.read(bytes.data(), std::streamsize(bytes.size()));
-  if (size_t(in.gcount()) != bytes.size()) fail("{} is truncated: it shrank while being read", path);
-  return bytes;
-}
-
-}  // namespace
-
 Corpus Corpus::read(const std::string& path) {
-  const std::string file = read_whole(path);
+  const std::string file = io::read_file(path);
   const auto* p = reinterpret_cast<const unsigned char*>(file.data());
   const size_t have = file.size();
   if (have == 0) fail("{} is empty, not a tfm corpus (.tfmb)", path);
@@ -363,8 +348,13 @@ Corpus Corpus::read(const std::string& path) {
   for (uint32_t i = 0; i < batch_count; ++i) {
     const unsigned char* e = p + kHeaderBytes + kIndexEntry * block_count + kBatchEntry * i;
     const BatchRange r{get<uint32_t>(e), get<uint32_t>(e + 4)};
-    if (r.first != expect || r.count == 0 || r.count > pairs - expect)
-      corrupt(path, "batch {} does not start where batch {} ends", i, i == 0 ? 0 : i - 1);
+    if (r.first != expect)
+      corrupt(path, "batch {} starts at pair {}, not at pair {} {}", i, r.first, expect,
+              i == 0 ? "(the first)" : fmt::format("(where batch {} ends)", i - 1));
+    if (r.count == 0) corrupt(path, "batch {} is empty", i);
+    if (r.count > pairs - expect)
+      corrupt(path, "batch {} runs past the last pair: {} pairs from pair {} of {}", i, r.count,
+              r.first, pairs);
     const BatchCost cost = batch_cost(c.lengths_, r);
     if (r.count > 1 && (uint64_t(cost.src) > max_tokens || uint64_t(cost.tgt) > max_tokens))
       corrupt(path, "batch {} holds more than its max tokens of {}", i, max_tokens);

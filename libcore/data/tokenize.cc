@@ -62,6 +62,7 @@ class FilesIterator : public sentencepiece::SentenceIterator {
             shared_lines_ = lines_;
             shared_bytes_ = done_bytes_ + std::max<int64_t>(0, reader_->position());
           }
+          if (line_.find_first_not_of(" \t\r") != std::string::npos) ++text_lines_;
           return;
         }
         done_bytes_ += std::max<int64_t>(0, reader_->position());
@@ -83,6 +84,7 @@ class FilesIterator : public sentencepiece::SentenceIterator {
   int64_t shared_lines() const { return shared_lines_; }
   int64_t shared_bytes() const { return shared_bytes_; }
   bool reading_done() const { return reading_done_; }
+  int64_t text_lines() const { return text_lines_; }  // lines that are not blank
 
  private:
   const std::vector<std::string>& inputs_;
@@ -90,10 +92,10 @@ class FilesIterator : public sentencepiece::SentenceIterator {
   std::optional<LineReader> reader_;
   std::string line_;
   bool done_ = false;
-  int64_t lines_ = 0;
   int64_t done_bytes_ = 0;  // of the inputs read to their end
   std::atomic<int64_t> shared_lines_ = 0, shared_bytes_ = 0;
   std::atomic<bool> reading_done_ = false;
+  int64_t lines_ = 0, text_lines_ = 0;
   std::optional<Error> error_;
 };
 
@@ -213,10 +215,16 @@ void train_vocab(const std::vector<std::string>& inputs, const TrainOptions& o) 
   with_ticker(o.progress, text, [&] { status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model); });
   if (lines.error()) throw *lines.error();
   if (!status.ok()) {
+    if (lines.text_lines() == 0)
+      fail("cannot train the model: the input ({}) holds no text, only {} empty line{}",
+           join(inputs, ' '), lines.lines(), lines.lines() == 1 ? "" : "s");
     // "./src/trainer_interface.cc(660) [check] Vocabulary size too high ...": the sentence only.
     std::string_view why = status.error_message();
     if (const size_t cut = why.find("] "); why.rfind("./", 0) == 0 && cut != why.npos)
       why.remove_prefix(cut + 2);
+    if (why.empty())
+      fail("cannot train the model: SentencePiece's trainer failed without a reason (status code {})",
+           static_cast<int>(status.code()));
     fail("cannot train the model: {}", why);
   }
 

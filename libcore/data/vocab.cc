@@ -9,20 +9,13 @@
 
 #include "libcore/error.h"
 #include "libcore/io/checkpoint.h"
+#include "libcore/io/read_file.h"
 
 namespace tfm {
 
 namespace {
 
 // The first bytes of every tfm checkpoint (man/tfm.7, "CHECKPOINT FORMAT").
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open {}: {}", path, std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail("cannot read {}: {}", path, std::strerror(errno));
-  return bytes;
-}
 
 // FNV-1a, 64 bits: stable across builds and platforms, unlike std::hash.
 uint64_t fnv1a(uint64_t h, std::string_view bytes) {
@@ -52,7 +45,7 @@ Vocab Vocab::load(const std::string& path) {
     if (tokenizer.empty()) fail("{} is a tfm checkpoint without a tokenizer", path);
     return from_bytes(std::move(tokenizer), path);
   }
-  return from_bytes(read_whole_file(path), path);
+  return from_bytes(io::read_file(path), path);
 }
 
 Vocab Vocab::from_bytes(std::string bytes, std::string_view origin) {

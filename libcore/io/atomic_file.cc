@@ -1,8 +1,12 @@
 #include "libcore/io/atomic_file.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -42,6 +46,41 @@ void AtomicFile::write_at(uint64_t offset, const void* data, size_t n) {
   }
 }
 
+void AtomicFile::append_file(const std::string& path) {
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) fail("cannot read {}: {}", path, std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{in};
+  struct stat st {};
+  if (::fstat(in, &st) != 0) fail("cannot read {}: {}", path, std::strerror(errno));
+  const auto bytes = static_cast<uint64_t>(st.st_size);
+  if (pos_ == 0 && ::ioctl(fd_, FICLONE, in) == 0) {  // shares the blocks: no copy at all
+    pos_ = bytes;
+    return;
+  }
+  uint64_t done = 0;
+  while (done < bytes) {
+    loff_t from = static_cast<loff_t>(done), to = static_cast<loff_t>(pos_);
+    const ssize_t n = ::copy_file_range(in, &from, fd_, &to, bytes - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // not here (another file system, an old kernel): plain copy below
+    done += static_cast<uint64_t>(n);
+    pos_ += static_cast<uint64_t>(n);
+  }
+  std::string buf(std::min<uint64_t>(bytes - done, uint64_t{4} << 20), '\0');
+  while (done < bytes) {
+    const ssize_t n = ::pread(in, buf.data(), std::min<uint64_t>(buf.size(), bytes - done),
+                              static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot read {}: {}", path, std::strerror(errno));
+    if (n == 0) fail("{} is truncated: it shrank while being read", path);
+    write(buf.data(), static_cast<size_t>(n));
+    done += static_cast<uint64_t>(n);
+  }
+}
+
 void AtomicFile::start_writeback() {
 #ifdef SYNC_FILE_RANGE_WRITE
   if (pos_ > written_back_)
@@ -70,6 +109,12 @@ void AtomicFile::commit() {
 void write_file_atomic(const std::string& path, std::string_view content) {
   AtomicFile file(path);
   file.write(content);
+  file.commit();
+}
+
+void copy_file_atomic(const std::string& from, const std::string& to) {
+  AtomicFile file(to);
+  file.append_file(from);
   file.commit();
 }
 

@@ -13,6 +13,8 @@ namespace tfm::io {
 
 // Writes `content` to `path` atomically; throws Error naming the path.
 void write_file_atomic(const std::string& path, std::string_view content);
+// Copies the file `from` to `to` atomically (AtomicFile::append_file).
+void copy_file_atomic(const std::string& from, const std::string& to);
 
 // The same for a file written in pieces (a header filled in last, blocks
 // streamed as they are made). Nothing appears at `path` before commit(); the
@@ -30,6 +32,10 @@ class AtomicFile {
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
   // Overwrites or extends at `offset`; pos() is unchanged.
   void write_at(uint64_t offset, const void* data, size_t n);
+  // Appends the whole of the file at `path`: a reflink (FICLONE) where the
+  // file system shares blocks, copy_file_range otherwise, plain reads and
+  // writes where neither works.
+  void append_file(const std::string& path);
   // Asks the kernel to start writing what is there to disk, so that the
   // fsync in commit() has less left to wait for. Optional; never fails.
   void start_writeback();

@@ -10,6 +10,7 @@
 #include "libcore/error.h"
 #include "libcore/log.h"
 #include "libcore/progress.h"
+#include "libcore/model/model_check.h"
 
 namespace tfm::io {
 namespace fs = std::filesystem;
@@ -49,7 +50,7 @@ int64_t step_of_state(std::string_view text, const std::string& path) {
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos || trim(line.substr(0, eq)) != "step") continue;
     if (const auto step = parse_step(trim(line.substr(eq + 1)))) return *step;
-    fail("{}: its training state has a step that is not a count: '{}'", path, line);
+    fail("{}: its training state has a step that is not a count: '{}'", path, printable(line));
   }
   fail("{}: its training state has no step", path);
 }
@@ -93,14 +94,14 @@ void check_same_model(const std::string& ref_path, const CheckpointInfo& ref,
     fail("{} holds another vocabulary (embedded tokenizer) than {}", path, ref_path);
   for (const TensorInfo& r : ref.tensors) {
     const TensorInfo* t = info.find(r.name);
-    if (t == nullptr) fail("{} has no tensor '{}', which {} has", path, r.name, ref_path);
+    if (t == nullptr) fail("{} has no tensor '{}', which {} has", path, printable(r.name), ref_path);
     if (t->dtype != r.dtype || t->shape != r.shape)
-      fail("{}: tensor '{}' is {} {}, but {} {} in {}", path, r.name, dtype_name(t->dtype),
+      fail("{}: tensor '{}' is {} {}, but {} {} in {}", path, printable(r.name), dtype_name(t->dtype),
            t->shape.str(), dtype_name(r.dtype), r.shape.str(), ref_path);
   }
   for (const TensorInfo& t : info.tensors)
     if (ref.find(t.name) == nullptr)
-      fail("{} has a tensor '{}' that {} does not have", path, t.name, ref_path);
+      fail("{} has a tensor '{}' that {} does not have", path, printable(t.name), ref_path);
 }
 
 double load(DType dtype, const std::byte* p) {
@@ -179,7 +180,8 @@ std::vector<std::string> newest_checkpoints(const std::string& dir, int64_t n) {
   std::vector<std::string> files;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
        it.increment(ec))
-    if (it->is_regular_file() && is_checkpoint(it->path().string()))
+    if (it->is_regular_file() && it->path().filename().string().find(".tmp.") == std::string::npos &&
+        is_checkpoint(it->path().string()))
       files.push_back(it->path().string());
   if (ec) fail("cannot list {}: {}", dir, ec.message());
   std::sort(files.begin(), files.end());
@@ -208,7 +210,10 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
                                   const std::string& output, const AverageOptions& options) {
   TFM_REQUIRE(!inputs.empty(), "no checkpoints to average");
   std::vector<CheckpointInfo> infos;
-  for (const std::string& path : inputs) infos.push_back(read_checkpoint_info(path));
+  for (const std::string& path : inputs) {
+    infos.push_back(read_checkpoint_info(path));
+    if (options.check_model) checked_model_config(path, infos.back());
+  }
   const std::string& ref_path = inputs[0];
   const CheckpointInfo& ref = infos[0];
   const std::string tokenizer = read_checkpoint_tokenizer(ref_path);
@@ -222,7 +227,7 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
   for (const TensorInfo& t : ref.tensors) {
     TFM_REQUIRE(t.dtype != DType::i32,
                 "{}: tensor '{}' holds integers (i32); only floating-point tensors can be averaged",
-                ref_path, t.name);
+                ref_path, printable(t.name));
     index.emplace(t.name, base.size());
     base.push_back(static_cast<uint64_t>(report.elements));
     report.elements += t.shape.numel();
@@ -241,7 +246,7 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
       const auto it = index.find(t.name);
       if (it == index.end() || t.dtype != ref.tensors[it->second].dtype ||
           t.shape != ref.tensors[it->second].shape)
-        fail("{} changed while being averaged (tensor '{}')", inputs[k], t.name);
+        fail("{} changed while being averaged (tensor '{}')", inputs[k], printable(t.name));
       sum.piece(base[it->second], t.dtype, offset, bytes);
       added += static_cast<double>(bytes.size() / dtype_size(t.dtype));
       if (progress && progress->due())

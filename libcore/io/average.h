@@ -45,13 +45,18 @@ std::optional<int64_t> checkpoint_step(const std::string& path);
 // regular file that starts with the checkpoint magic counts, except those
 // without a step; files of one step (checkpoint_last.bin and checkpoint_best.bin
 // beside the numbered one) count once, by the numbered name when there is
-// one. Error when fewer than `n` are there.
+// one. Temporary files of a writer (NAME.tmp.PID.N) never count. Error when
+// fewer than `n` are there.
 std::vector<std::string> newest_checkpoints(const std::string& dir, int64_t n);
 
 struct AverageOptions {
   // Copy the optional sections of the newest input (the greatest step; the
   // last one given among equals) verbatim; Error if it has none.
   bool keep_state = false;
+  // Check every input as a model checkpoint (checked_model_config in
+  // libcore/model/model_io.h: configuration, tensor table, vocabulary).
+  // Off only for files that hold no model (the unit tests' hand-made ones).
+  bool check_model = true;
   CheckpointWriteOptions write;
   Progress* progress = nullptr;  // the inputs' parameters summed so far, then the writing
 };

@@ -97,7 +97,7 @@ class InFile {
     }
     if (!S_ISREG(st.st_mode)) {
       ::close(fd_);
-      fail("cannot read {}: it is not a regular file", path);
+      fail("cannot read {}: it is {}", path, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     }
     size_ = static_cast<uint64_t>(st.st_size);
   }
@@ -182,21 +182,21 @@ Layout read_layout(const InFile& f) {
     s.crc_stored = c.get_le<uint32_t>();
     s.crc_raw = c.get_le<uint32_t>();
     if (kind < 1 || kind > 5)
-      fail("{} has a section '{}' of kind {}, which this tfm does not know", path, s.name, kind);
+      fail("{} has a section '{}' of kind {}, which this tfm does not know", path, printable(s.name), kind);
     s.kind = static_cast<SectionKind>(kind);
-    if (!names.insert(s.name).second) corrupt(path, "two sections are named '{}'", s.name);
+    if (!names.insert(s.name).second) corrupt(path, "two sections are named '{}'", printable(s.name));
     const bool reserved = is_reserved(s.name);
     if (reserved != (s.kind != SectionKind::extra) ||
         (reserved && s.name != kReserved[kind - 1]))
-      corrupt(path, "section '{}' has kind {}, which does not go with its name", s.name, kind);
+      corrupt(path, "section '{}' has kind {}, which does not go with its name", printable(s.name), kind);
     if (s.codec != kCodecStored && s.codec != kCodecZstd)
       fail("{} has a section '{}' compressed with codec {}, which this tfm does not know", path,
-           s.name, s.codec);
+           printable(s.name), s.codec);
     if (s.offset != next || s.stored > dir_offset - next)
-      corrupt(path, "section '{}' does not lie right after the one before it", s.name);
+      corrupt(path, "section '{}' does not lie right after the one before it", printable(s.name));
     next += s.stored;
     if (s.codec == kCodecStored ? s.raw != s.stored : s.raw / kZstdMaxRatio > s.stored)
-      corrupt(path, "section '{}' claims {} bytes, more than its {} stored bytes can hold", s.name,
+      corrupt(path, "section '{}' claims {} bytes, more than its {} stored bytes can hold", printable(s.name),
               s.raw, s.stored);
     layout.sections.push_back(std::move(s));
   }
@@ -262,15 +262,15 @@ void stream_section(const InFile& f, const Section& s, const Sink& sink) {
     }
     trailing = frame_done && in.pos < in.size;
   }
-  if (crc_stored != s.crc_stored) corrupt(path, "section '{}' fails its checksum", s.name);
+  if (crc_stored != s.crc_stored) corrupt(path, "section '{}' fails its checksum", printable(s.name));
   if (zerr)
-    corrupt(path, "section '{}' cannot be decompressed (zstd: {})", s.name, ZSTD_getErrorName(zerr));
-  if (trailing) corrupt(path, "section '{}' has bytes after its zstd frame", s.name);
-  if (s.codec == kCodecZstd && !frame_done) corrupt(path, "section '{}' ends inside its zstd frame", s.name);
+    corrupt(path, "section '{}' cannot be decompressed (zstd: {})", printable(s.name), ZSTD_getErrorName(zerr));
+  if (trailing) corrupt(path, "section '{}' has bytes after its zstd frame", printable(s.name));
+  if (s.codec == kCodecZstd && !frame_done) corrupt(path, "section '{}' ends inside its zstd frame", printable(s.name));
   if (too_long || raw != s.raw)
-    corrupt(path, "section '{}' does not decompress to the {} bytes its directory says", s.name,
+    corrupt(path, "section '{}' does not decompress to the {} bytes its directory says", printable(s.name),
             s.raw);
-  if (crc_raw != s.crc_raw) corrupt(path, "section '{}' fails its checksum", s.name);
+  if (crc_raw != s.crc_raw) corrupt(path, "section '{}' fails its checksum", printable(s.name));
 }
 
 std::string read_bytes(const InFile& f, const Section& s) {
@@ -293,10 +293,10 @@ std::vector<TensorInfo> parse_table(const std::string& path, const std::string& 
     t.name = c.name();
     const uint8_t code = c.get_le<uint8_t>(), rank = c.get_le<uint8_t>();
     const std::optional<DType> dtype = dtype_from_code(code);
-    if (!dtype) corrupt(path, "tensor '{}' has unknown dtype code {}", t.name, code);
+    if (!dtype) corrupt(path, "tensor '{}' has unknown dtype code {}", printable(t.name), code);
     t.dtype = *dtype;
     if (rank > Shape::kMaxRank)
-      corrupt(path, "tensor '{}' has rank {}, over the limit of {}", t.name, rank, Shape::kMaxRank);
+      corrupt(path, "tensor '{}' has rank {}, over the limit of {}", printable(t.name), rank, Shape::kMaxRank);
     std::array<int64_t, Shape::kMaxRank> dims{};
     uint64_t need = dtype_size(t.dtype);
     bool overflow = false;
@@ -307,16 +307,16 @@ std::vector<TensorInfo> parse_table(const std::string& path, const std::string& 
     }
     t.offset = c.get_le<uint64_t>();
     t.bytes = c.get_le<uint64_t>();
-    if (overflow) corrupt(path, "tensor '{}' has a shape too large for any file", t.name);
+    if (overflow) corrupt(path, "tensor '{}' has a shape too large for any file", printable(t.name));
     t.shape = make_shape(dims.data(), rank);
     if (need != t.bytes)
-      corrupt(path, "tensor '{}' is {} {}, which takes {} bytes, but the table says {}", t.name,
+      corrupt(path, "tensor '{}' is {} {}, which takes {} bytes, but the table says {}", printable(t.name),
               dtype_name(t.dtype), t.shape.str(), need, t.bytes);
     if (!names.insert(t.name).second)
-      corrupt(path, "tensor '{}' appears twice in its tensor table", t.name);
-    if (t.offset < end) corrupt(path, "tensor '{}' overlaps the tensor before it", t.name);
+      corrupt(path, "tensor '{}' appears twice in its tensor table", printable(t.name));
+    if (t.offset < end) corrupt(path, "tensor '{}' overlaps the tensor before it", printable(t.name));
     if (t.offset > data_bytes || t.bytes > data_bytes - t.offset)
-      corrupt(path, "tensor '{}' lies beyond the {} bytes of tensor data", t.name, data_bytes);
+      corrupt(path, "tensor '{}' lies beyond the {} bytes of tensor data", printable(t.name), data_bytes);
     end = t.offset + t.bytes;
     out.push_back(std::move(t));
   }
@@ -440,7 +440,7 @@ void read_checkpoint_tensors(const std::string& path,
         spans[i] = dest(t);
         if (!spans[i].empty() && spans[i].size() != t.bytes)
           fail("cannot read {}: tensor '{}' has {} bytes, but its destination holds {}", path,
-               t.name, t.bytes, spans[i].size());
+               printable(t.name), t.bytes, spans[i].size());
       },
       [&](size_t i, const char* p, size_t n) {
         if (spans[i].empty()) return;
@@ -471,7 +471,7 @@ namespace {
 const Section& extra_section(const Layout& layout, const std::string& path, std::string_view name) {
   for (const Section& s : layout.sections)
     if (s.kind == SectionKind::extra && s.name == name) return s;
-  fail("{} has no section named '{}'", path, name);
+  fail("{} has no section named '{}'", path, printable(name));
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ void for_each_key_value(std::string_view text, std::string_view source,
     if (line.empty() || line.front() == '[') continue;  // blank, or an INI section header
     const size_t eq = line.find('=');
     try {
-      if (eq == std::string_view::npos) fail("expected 'key = value', got '{}'", line);
+      if (eq == std::string_view::npos) fail("expected 'key = value', got '{}'", printable(line));
       set(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
     } catch (const Error& e) {
       throw Error(e.what(), fmt::format("{}:{}", source, line_no));
@@ -38,7 +38,7 @@ int64_t parse_int(std::string_view what, std::string_view v, int64_t lo, int64_t
   int64_t x = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
   if (ec != std::errc() || end != v.data() + v.size() || v.empty())
-    fail("{} must be an integer, got '{}'", what, v);
+    fail("{} must be an integer, got '{}'", what, printable(v));
   if (x < lo || x > hi) fail("{} must be in [{}, {}], got {}", what, lo, hi, x);
   return x;
 }
@@ -47,7 +47,7 @@ uint64_t parse_uint(std::string_view what, std::string_view v) {
   uint64_t x = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
   if (ec != std::errc() || end != v.data() + v.size() || v.empty())
-    fail("{} must be a non-negative integer, got '{}'", what, v);
+    fail("{} must be a non-negative integer, got '{}'", what, printable(v));
   return x;
 }
 
@@ -55,7 +55,7 @@ double parse_double(std::string_view what, std::string_view v, double lo, double
   double x = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
   if (ec != std::errc() || end != v.data() + v.size() || v.empty() || !std::isfinite(x))
-    fail("{} must be a number, got '{}'", what, v);
+    fail("{} must be a number, got '{}'", what, printable(v));
   if (x < lo || x > hi) fail("{} must be in [{}, {}], got {}", what, lo, hi, x);
   return x;
 }
@@ -63,7 +63,7 @@ double parse_double(std::string_view what, std::string_view v, double lo, double
 bool parse_bool(std::string_view what, std::string_view v) {
   if (v == "true" || v == "1" || v == "yes") return true;
   if (v == "false" || v == "0" || v == "no") return false;
-  fail("{} must be true or false, got '{}'", what, v);
+  fail("{} must be true or false, got '{}'", what, printable(v));
 }
 
 }  // namespace tfm::io

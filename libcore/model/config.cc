@@ -54,13 +54,18 @@ void ModelConfig::set(std::string_view key, std::string_view v) {
   else if (key == "d_v") d_v = parse_int(key, v, 1, 1 << 16);
   else if (key == "dropout") dropout = parse_float(key, v, 0, 0.99);
   else if (key == "attention_dropout") attention_dropout = parse_float(key, v, 0, 0.99);
-  else if (key == "label_smoothing") label_smoothing = parse_float(key, v, 0, 1);
+  else if (key == "label_smoothing") {
+    // Below 1: at 1 the target is the uniform distribution and nothing is learned.
+    const float x = parse_float(key, v, 0, 1);
+    if (x >= 1) fail("config: label_smoothing must be in [0, 1), got {}", x);
+    label_smoothing = x;
+  }
   else if (key == "learned_positions") learned_positions = parse_bool(key, v);
   else if (key == "max_positions") max_positions = parse_int(key, v, 1, 1 << 20);
   else if (key == "share_embeddings") share_embeddings = parse_bool(key, v);
   else if (key == "pre_norm") pre_norm = parse_bool(key, v);
   else if (key == "layer_norm_eps") layer_norm_eps = parse_float(key, v, 1e-12, 1);
-  else fail("config: unknown key '{}'", key);
+  else fail("config: unknown key '{}'", printable(key));
 }
 
 void ModelConfig::parse(std::string_view text, std::string_view source) {

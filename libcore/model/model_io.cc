@@ -30,11 +30,7 @@ void save_model(const std::string& path, const Transformer& model, std::string_v
 }
 
 ModelConfig read_model_config(const std::string& path) {
-  const io::CheckpointInfo info = io::read_checkpoint_info(path);
-  ModelConfig c;
-  c.parse(info.config, path + " (config)");
-  c.validate();
-  return c;
+  return checked_model_config(path, io::read_checkpoint_info(path));
 }
 
 void load_parameters(const std::string& path, Transformer& model) {
@@ -48,14 +44,14 @@ void load_parameters(const std::string& path, Transformer& model) {
   for (size_t id = 0; id < layout.entries().size(); ++id) wanted[layout.entries()[id].name] = static_cast<int>(id);
   for (const io::TensorInfo& t : info.tensors) {
     const auto it = wanted.find(t.name);
-    TFM_REQUIRE(it != wanted.end(), "{} has a tensor '{}' that the model does not have", path, t.name);
+    TFM_REQUIRE(it != wanted.end(), "{} has a tensor '{}' that the model does not have", path, printable(t.name));
     const ParamEntry& e = layout.entry(it->second);
     TFM_REQUIRE(t.shape == e.shape && t.dtype == model.param_dtype(),
-                "{}: tensor '{}' is {} {} but the model needs {} {}", path, t.name,
+                "{}: tensor '{}' is {} {} but the model needs {} {}", path, printable(t.name),
                 dtype_name(t.dtype), t.shape.str(), dtype_name(model.param_dtype()), e.shape.str());
   }
   for (const ParamEntry& e : layout.entries())
-    TFM_REQUIRE(info.find(e.name), "{} has no tensor '{}'", path, e.name);
+    TFM_REQUIRE(info.find(printable(e.name)), "{} has no tensor '{}'", path, printable(e.name));
 
   Tensor staging;
   TensorView flat = model.params();

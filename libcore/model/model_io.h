@@ -9,6 +9,7 @@
 #include <string>
 
 #include "libcore/io/checkpoint.h"
+#include "libcore/model/model_check.h"
 #include "libcore/model/transformer.h"
 
 namespace tfm {
@@ -17,7 +18,8 @@ namespace tfm {
 void save_model(const std::string& path, const Transformer& model, std::string_view tokenizer = {},
                 std::span<const io::NamedSection> sections = {});
 
-// The configuration a checkpoint was written with.
+// The configuration a checkpoint was written with, checked by
+// checked_model_config (model_check.h).
 ModelConfig read_model_config(const std::string& path);
 
 // Builds the model the checkpoint describes, with `limits` on `device`

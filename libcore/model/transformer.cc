@@ -150,6 +150,13 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
   plan_ = std::make_unique<Plan>(config_, limits_, dtype_, param_dtype_, layout_.total(),
                                  device.is_cuda() ? limits_.max_tokens * 5 / 4 : limits_.max_tokens);
   memory_ = std::make_unique<PlannedMemory>(plan_->mem, device);
+  // What the op layer's libraries take beside the plan (OpenBLAS's GEMM
+  // buffers), checked now rather than found missing in the first GEMM.
+  try {
+    ops::check_library_memory(device);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}; the plan needs {}", e.what(), plan_->mem.report()));
+  }
   if (limits_.inference) return;
   if (!config_.learned_positions) {
     Tensor table = sinusoid_table(limits_.max_len, config_.d_model, param_dtype_);
@@ -183,7 +190,12 @@ TensorView Transformer::weights() const {
   return plan_->shadow >= 0 ? memory_->view(plan_->shadow) : params();
 }
 
-std::string Transformer::memory_report() const { return plan_->mem.report(); }
+std::string Transformer::memory_report() const {
+  const size_t outside = ops::library_memory_bytes(device());
+  if (outside == 0) return plan_->mem.report();
+  return fmt::format("{}; beside the plan, OpenBLAS's GEMM buffers {}", plan_->mem.report(),
+                     format_bytes(outside));
+}
 size_t Transformer::memory_bytes() const { return plan_->mem.total(); }
 
 void Transformer::init(uint64_t seed) { init_parameters(layout_, config_, params(), seed, *stream_); }

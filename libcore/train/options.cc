@@ -158,7 +158,10 @@ double parse_duration(std::string_view what, std::string_view text) {
   std::string units_seen;
   for (const char* p = t.data(), *end = t.data() + t.size(); p != end;) {
     double x = 0;
-    const auto [next, ec] = std::from_chars(p, end, x, std::chars_format::fixed);
+    // general, not fixed: format_duration writes 7.5e+99s or 5e-05s for
+    // values past fmt's plain range, and the text must read back (found by
+    // tests/fuzz/fuzz_config).
+    const auto [next, ec] = std::from_chars(p, end, x, std::chars_format::general);
     if (ec != std::errc() || !(x >= 0) || !std::isfinite(x)) bad();
     p = next;
     if (p == end) {  // plain seconds, only as the whole text

@@ -187,8 +187,8 @@ class Trainer {
     ModelConfig resumed_config;
     if (!req_.resume.empty()) {
       resume_path_ = CheckpointDir::resume_path(req_.resume);
+      resumed_config = read_model_config(resume_path_);  // the checkpoint checked as a model first
       resumed = read_state(resume_path_);
-      resumed_config = read_model_config(resume_path_);
       check_model_overrides(resumed_config, req_.overrides, resume_path_);
     }
     opt_ = apply(resumed ? resumed->options : TrainOptions{}, req_.overrides);
@@ -199,7 +199,7 @@ class Trainer {
     setup_vocab(resumed.has_value());
     if (!req_.dev.empty()) {
       dev_ = std::make_unique<BatchSource>(req_.dev, opt_.max_tokens);
-      check_vocab(dev_->meta().fingerprint, req_.dev, vocab_fingerprint_, vocab_origin_);
+      check_corpus_vocab(*dev_, req_.dev);
     }
 
     config_ = resumed ? resumed_config : requested_model(req_.overrides);
@@ -249,21 +249,34 @@ class Trainer {
     describe(resumed.has_value());
   }
 
-  // The checkpoint directory (rank 0's alone): refused when it holds
-  // another run, or a later part of the one resumed.
+  // The checkpoint directory (rank 0's alone; checkpoint_dir.h): locked
+  // for this run, refused when it holds another run, or a later part of the
+  // one resumed (a checkpoint past the one resumed, whichever file says so:
+  // continuing would overwrite it, and --keep-last delete older ones).
   void open_run_dir(const std::optional<TrainState>& resumed) {
     dir_ = std::make_unique<CheckpointDir>(output_dir());
-    if (dir_->has_last() && !(resumed && same_directory(resume_path_, dir_->dir())))
+    const bool here = resumed && same_directory(resume_path_, dir_->dir());
+    if (!here && dir_->has_last())
       fail("{} already holds a run ({}): resume it with --resume {}, or train into another -o",
            dir_->dir(), dir_->last(), dir_->dir());
-    if (resumed && dir_->has_last()) {
-      // Resuming an earlier checkpoint of this run would write over the later ones.
-      const int64_t last_step = read_state(dir_->last()).step;
-      if (last_step > resumed->step)
-        fail("{} holds the run up to update {}, past the update {} of {}: continuing here would "
-             "overwrite its later checkpoints; resume into another -o",
-             dir_->dir(), last_step, resumed->step, resume_path_);
-    }
+    if (!here && dir_->holds_run())
+      fail("{} already holds checkpoints of a run (no checkpoint_last.bin): resume one with "
+           "--resume {}/checkpoint_N.bin, or train into another -o",
+           dir_->dir(), dir_->dir());
+    if (!here) return;
+    const CheckpointDir::Newest newest = dir_->newest();
+    if (newest.step > resumed->step)
+      fail("{} holds the run up to update {} ({}), past update {} of {}: continuing here would "
+           "overwrite its later checkpoints; resume from {} to continue the run, or branch from "
+           "update {} into another -o DIR",
+           dir_->dir(), newest.step, newest.path, resumed->step, resume_path_, newest.path,
+           resumed->step);
+    // Killed between writing checkpoint_last.bin and copying it to its
+    // numbered name: the copy is made now.
+    std::error_code ec;
+    if (std::filesystem::equivalent(resume_path_, dir_->last(), ec) &&
+        !std::filesystem::exists(dir_->numbered(resumed->step), ec))
+      dir_->commit(resumed->step, 0);
   }
 
   void check_resume_options(const TrainState& s) {
@@ -293,7 +306,17 @@ class Trainer {
                           const std::string& want, const std::string& origin) {
     TFM_REQUIRE(fingerprint == want,
                 "vocabulary mismatch: {} was made with vocabulary {}, but {} is {}", what,
-                fingerprint, origin, want);
+                printable(fingerprint), origin, want);
+  }
+
+  // A corpus and the vocabulary it must come from: the fingerprint, and the
+  // size its header gives (which sizes the model).
+  void check_corpus_vocab(const BatchSource& corpus, const std::string& what) const {
+    check_vocab(corpus.meta().fingerprint, what, vocab_fingerprint_, vocab_origin_);
+    TFM_REQUIRE(corpus.meta().vocab_size == vocab_size_,
+                "vocabulary mismatch: {} says its vocabulary ({}) has {} pieces, but {} has {}",
+                what, printable(corpus.meta().fingerprint), corpus.meta().vocab_size,
+                vocab_origin_, vocab_size_);
   }
 
   // The tokenizer embedded in every checkpoint: the checkpoint's own when
@@ -318,7 +341,8 @@ class Trainer {
                 req_.train, train_->meta().fingerprint);
     if (vocab_origin_.empty()) vocab_origin_ = req_.vocab;
     vocab_fingerprint_ = given->fingerprint();
-    check_vocab(train_->meta().fingerprint, req_.train, vocab_fingerprint_, vocab_origin_);
+    vocab_size_ = given->size();
+    check_corpus_vocab(*train_, req_.train);
     tokenizer_ = given->bytes();
   }
 
@@ -702,9 +726,10 @@ class Trainer {
     return opt_.early_stop > 0 && st_.stale_validations >= opt_.early_stop;
   }
 
-  void write_checkpoint(const std::string& path, const char* why) {
+  // Writes `file` (`path` unless given), logged as `path`.
+  void write_checkpoint(const std::string& path, const char* why, const std::string& file = {}) {
     st_.elapsed = elapsed();
-    save_checkpoint(path, *model_, tokenizer_, st_);
+    save_checkpoint(file.empty() ? path : file, *model_, tokenizer_, st_);
     JsonWriter j;
     j.begin_object().field("event", "checkpoint").field("step", st_.step).field("path", path)
         .field("why", why).end_object();
@@ -716,8 +741,10 @@ class Trainer {
       saved_step_ = st_.step;
       return;
     }
+    // checkpoint_last.bin first, then its numbered name (checkpoint_dir.h):
+    // a kill between the two never leaves a numbered checkpoint newer than it.
     const std::string path = dir_->numbered(st_.step);
-    write_checkpoint(path, why);
+    write_checkpoint(path, why, dir_->last());
     dir_->commit(st_.step, opt_.keep_last);
     saved_step_ = st_.step;
     last_checkpoint_ = path;
@@ -733,6 +760,7 @@ class Trainer {
   dist::Comm& comm_;
   Progress progress_;
   std::string resume_path_, vocab_origin_, vocab_fingerprint_, tokenizer_;
+  int64_t vocab_size_ = 0;
   TrainOptions opt_;
   ModelConfig config_;
   std::unique_ptr<BatchSource> train_, dev_;

@@ -36,7 +36,11 @@ int main(int argc, char** argv) {
     bool eos = false;
     for (int i = 2; i < argc; ++i) {
       if (std::strcmp(argv[i], "--tokenizer") == 0 && i + 1 < argc) {
-        tokenizer = Vocab::load(argv[++i]).bytes();
+        // The model's vocabulary is the tokenizer's (every reader checks
+        // that they agree); a later vocab_size=N overrides it.
+        const Vocab vocab = Vocab::load(argv[++i]);
+        tokenizer = vocab.bytes();
+        c.vocab_size = vocab.size();
       } else if (std::strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
         seed = std::strtoull(argv[++i], nullptr, 10);
       } else if (std::strcmp(argv[i], "--eos-logit") == 0 && i + 1 < argc) {

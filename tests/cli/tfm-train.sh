@@ -166,7 +166,11 @@ bad() {  # bad DESCRIPTION EXPECTED-TEXT ARGS...
   expect_one_error_line $P "$what"
   grep -qF -- "$text" "$TMP/err" || fail "$what: no '$text' in: $(cat "$TMP/err")"
 }
-bad "no vocabulary" "needs the vocabulary" $FAST -o "$TMP/x1" "$T"
+# No -m for a new run: bad usage (exit 2), as any required option.
+run $P $FAST -o "$TMP/x1" "$T"
+expect_rc 2 "no vocabulary"
+expect_one_error_line $P "no vocabulary"
+grep -qF -- "-m/--vocab is required" "$TMP/err" || fail "no vocabulary: $(cat "$TMP/err")"
 bad "another vocabulary" "vocabulary mismatch" $FAST -m "$TMP/spm2.model" -o "$TMP/x2" "$T"
 bad "a dev corpus of another vocabulary" "vocabulary mismatch: $TMP/other.tfmb" $FAST -m "$M" -o "$TMP/x3" "$T" --dev "$TMP/other.tfmb"
 bad "a missing corpus" "cannot read $TMP/none.tfmb" $FAST -m "$M" -o "$TMP/x4" "$TMP/none.tfmb"
@@ -226,12 +230,14 @@ rc=$?
 chmod u+w "$TMP/ro"
 expect_rc 1 "an unwritable checkpoint directory"
 expect_one_error_line $P "an unwritable checkpoint directory"
-grep -q "cannot write $TMP/ro/checkpoint_4.bin" "$TMP/err" || fail "unwritable: $(cat "$TMP/err")"
+# Refused before any update: the run's lock cannot be made there.
+grep -q "cannot lock the run directory $TMP/ro" "$TMP/err" || fail "unwritable: $(cat "$TMP/err")"
 cmp -s "$TMP/before.bin" "$TMP/ro/checkpoint_last.bin" || fail "unwritable: the last checkpoint changed"
 (trap '' XFSZ; ulimit -f 64; exec "$TFM_BIN/$P" $FAST --resume "$TMP/ro" "$T" --max-steps 4 </dev/null >"$TMP/out" 2>"$TMP/err")
 rc=$?
 expect_rc 1 "a full disk"
-grep -q "cannot write $TMP/ro/checkpoint_4.bin: File too large" "$TMP/err" || fail "full disk: $(cat "$TMP/err")"
+# checkpoint_last.bin is written first (checkpoint_dir.h).
+grep -q "cannot write $TMP/ro/checkpoint_last.bin: File too large" "$TMP/err" || fail "full disk: $(cat "$TMP/err")"
 cmp -s "$TMP/before.bin" "$TMP/ro/checkpoint_last.bin" || fail "full disk: the last checkpoint changed"
 ls "$TMP"/ro/*tmp* 2>/dev/null && fail "full disk: a temporary file is left"
 

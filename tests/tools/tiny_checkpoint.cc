@@ -2,12 +2,17 @@
 // will make real ones; these need to be made in a blink):
 //
 //   tiny_checkpoint OUT [--seed N] [--tokenizer SPM] [--step N] [--set KEY=VALUE]...
+//                  [--raw-config LINE] [--extra-tensor NAME]
 //
 // The tiny preset with its parameters drawn from --seed (default 1). With
 // --tokenizer the SentencePiece model is embedded and sets vocab_size. With
 // --step the file carries a training state as tfm-train writes it: a
 // "training_state" section whose "step" line is N, and "adam.m"/"adam.v"
 // sections (here: bytes that name the step, enough to see them copied).
+// The last two make files that are whole (every checksum right) but wrong,
+// for the readers' checks: --raw-config appends LINE to the configuration
+// text as it is (no range checks: "heads = 0"), --extra-tensor adds a tensor
+// the model does not have, named NAME as it is (a newline included).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -28,7 +33,7 @@ int main(int argc, char** argv) {
     ModelConfig config = ModelConfig::preset("tiny");
     uint64_t seed = 1;
     long step = -1;
-    std::string tokenizer;
+    std::string tokenizer, raw_config, extra_tensor;
     for (int i = 2; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
       if (flag == "--seed") {
@@ -39,6 +44,10 @@ int main(int argc, char** argv) {
         config.vocab_size = v.size();
       } else if (flag == "--step") {
         step = std::stol(value);
+      } else if (flag == "--raw-config") {
+        raw_config += value + "\n";
+      } else if (flag == "--extra-tensor") {
+        extra_tensor = value;
       } else if (flag == "--set") {
         const size_t eq = value.find('=');
         TFM_REQUIRE(eq != std::string::npos, "--set takes KEY=VALUE, not {}", value);
@@ -53,6 +62,16 @@ int main(int argc, char** argv) {
     const std::string m = fmt::format("adam.m of step {}", step), v = fmt::format("adam.v of step {}", step);
     const io::NamedSection sections[] = {{io::kTrainingStateSection, state}, {"adam.m", m}, {"adam.v", v}};
     save_model(argv[1], model, tokenizer, step >= 0 ? std::span(sections) : std::span<const io::NamedSection>());
+    if (!raw_config.empty() || !extra_tensor.empty()) {
+      io::Checkpoint c = io::read_checkpoint(argv[1]);
+      c.config += raw_config;
+      if (!extra_tensor.empty()) {
+        io::CheckpointTensor t{extra_tensor, DType::f32, Shape{2}, {}};
+        t.data.resize(8);
+        c.tensors.push_back(std::move(t));
+      }
+      io::write_checkpoint(argv[1], c);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tiny_checkpoint: error: %s\n", e.what());
     return 1;

@@ -53,6 +53,13 @@ std::vector<float> awkward(size_t n, uint32_t seed) {
   return v;
 }
 
+// These files hold no model: averaging checks them as files alone.
+const AverageOptions kSynthetic = [] {
+  AverageOptions o;
+  o.check_model = false;
+  return o;
+}();
+
 Checkpoint model_like(uint32_t seed) {
   Checkpoint c;
   c.config = "layers = 2\nd_model = 8\n";
@@ -75,7 +82,7 @@ TEST_CASE("average: k copies of one checkpoint are that checkpoint, bit for bit"
   for (int k : {1, 2, 3, 5, 7, 10, 13, 20, 31}) {
     INFO("k = " << k);
     const std::vector<std::string> inputs(static_cast<size_t>(k), dir.file("a.bin"));
-    const AverageReport r = average_checkpoints(inputs, dir.file("avg.bin"));
+    const AverageReport r = average_checkpoints(inputs, dir.file("avg.bin"), kSynthetic);
     CHECK(r.tensors == 5);
     CHECK(r.elements == 37 * 29 + 1 + 3 + 4);
     const Checkpoint got = read_checkpoint(dir.file("avg.bin"));
@@ -117,7 +124,7 @@ TEST_CASE("average: two known checkpoints give the hand-computed mean", "[averag
   b.tensors.push_back(tensor_of<float>("w", Shape{2, 3}, {2.0f, -0.0f, 0.2f, 3e38f, 2e-45f, 5.0f}));
   write_checkpoint(dir.file("a.bin"), a);
   write_checkpoint(dir.file("b.bin"), b);
-  average_checkpoints({dir.file("a.bin"), dir.file("b.bin")}, dir.file("avg.bin"));
+  average_checkpoints({dir.file("a.bin"), dir.file("b.bin")}, dir.file("avg.bin"), kSynthetic);
   const Checkpoint got = read_checkpoint(dir.file("avg.bin"));
   REQUIRE(got.tensors.size() == 2);
   CHECK(got.tensors[0].name == "w");  // the first input's order
@@ -153,7 +160,7 @@ TEST_CASE("average: pieces that split elements add up as whole ones", "[average]
   b.tensors.push_back(tensor_of<float>("big", Shape{static_cast<int64_t>(n)}, y));
   write_checkpoint(dir.file("a.bin"), a);
   write_checkpoint(dir.file("b.bin"), b);
-  average_checkpoints({dir.file("a.bin"), dir.file("b.bin")}, dir.file("avg.bin"));
+  average_checkpoints({dir.file("a.bin"), dir.file("b.bin")}, dir.file("avg.bin"), kSynthetic);
   const std::vector<float> got = values_of<float>(read_checkpoint(dir.file("avg.bin")).tensors[1]);
   size_t bad = 0;
   for (size_t i = 0; i < n; ++i)
@@ -168,7 +175,7 @@ TEST_CASE("average: mismatches are one Error naming the file and what differs", 
   auto refused = [&](Checkpoint other, const std::string& name) {
     write_checkpoint(dir.file(name), other);
     const std::string e =
-        error_of([&] { average_checkpoints({dir.file("a.bin"), dir.file(name)}, dir.file("out.bin")); });
+        error_of([&] { average_checkpoints({dir.file("a.bin"), dir.file(name)}, dir.file("out.bin"), kSynthetic); });
     CHECK_FALSE(std::filesystem::exists(dir.file("out.bin")));
     return e;
   };
@@ -193,14 +200,38 @@ TEST_CASE("average: mismatches are one Error naming the file and what differs", 
   c = model_like(2);
   c.tensors[0].dtype = DType::i32;
   write_checkpoint(dir.file("ints.bin"), c);
-  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("ints.bin")}, dir.file("out.bin")); }),
+  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("ints.bin")}, dir.file("out.bin"), kSynthetic); }),
              Contains("ints.bin: tensor 'embed' holds integers"));
   // Torn and foreign files: the reader's sentences, naming the file.
   std::filesystem::copy_file(dir.file("a.bin"), dir.file("torn.bin"));
   std::filesystem::resize_file(dir.file("torn.bin"), std::filesystem::file_size(dir.file("a.bin")) - 10);
-  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("a.bin"), dir.file("torn.bin")}, dir.file("out.bin")); }),
+  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("a.bin"), dir.file("torn.bin")}, dir.file("out.bin"), kSynthetic); }),
              Contains("torn.bin is truncated"));
   CHECK_FALSE(std::filesystem::exists(dir.file("out.bin")));
+}
+
+TEST_CASE("average: every input is checked as a model checkpoint first", "[average]") {
+  test::TempDir dir;
+  // Checksummed files whose configuration does not describe their tensors.
+  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("x.bin")}, dir.file("avg.bin")); }),
+             Contains("cannot read"));
+  write_checkpoint(dir.file("synthetic.bin"), model_like(1));
+  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("synthetic.bin")}, dir.file("avg.bin")); }),
+             Contains("synthetic.bin has a tensor 'embed' that its configuration's model does not have"));
+  Transformer model(ModelConfig::preset("tiny"), ModelLimits{64, 16, 64}, Device::cpu());
+  model.init(3);
+  save_model(dir.file("m.bin"), model);
+  Checkpoint c = read_checkpoint(dir.file("m.bin"));
+  c.config += "vocab_size = 5\n";  // the embedding still has 64 rows
+  write_checkpoint(dir.file("v5.bin"), c);
+  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("m.bin"), dir.file("v5.bin")}, dir.file("avg.bin")); }),
+             Contains("v5.bin: tensor 'embed.weight' is (64, 32), but its configuration (vocab_size = 5"));
+  c = read_checkpoint(dir.file("m.bin"));
+  c.config += "heads = 0\n";
+  write_checkpoint(dir.file("h0.bin"), c);
+  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("h0.bin")}, dir.file("avg.bin")); }),
+             Contains("heads must be in [1, 1024], got 0"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("avg.bin")));
 }
 
 TEST_CASE("average: the training state is dropped, or kept from the newest input", "[average]") {
@@ -211,10 +242,11 @@ TEST_CASE("average: the training state is dropped, or kept from the newest input
   write_checkpoint(dir.file("a.bin"), a);
   write_checkpoint(dir.file("b.bin"), b);
   const std::vector<std::string> in = {dir.file("a.bin"), dir.file("b.bin")};  // newest first
-  average_checkpoints(in, dir.file("avg.bin"));
+  average_checkpoints(in, dir.file("avg.bin"), kSynthetic);
   CHECK(read_checkpoint(dir.file("avg.bin")).sections.empty());
   AverageOptions keep;
   keep.keep_state = true;
+  keep.check_model = false;
   const AverageReport r = average_checkpoints(in, dir.file("avg.bin"), keep);
   CHECK(r.newest == dir.file("a.bin"));
   CHECK(r.sections == std::vector<std::string>{kTrainingStateSection, "adam.m"});

@@ -142,3 +142,14 @@ TEST_CASE("resuming checks the model options against the checkpoint's model", "[
   big.preset = "big";
   REQUIRE_THROWS_WITH(check_model_overrides(have, big, "ck.bin"), Contains("d_ff = 2048 (asked: 4096)"));
 }
+
+TEST_CASE("durations print back as they parse, past fmt's plain notation", "[train]") {
+  // Found by tests/fuzz/fuzz_config: --dump-config wrote 7.777777777777778e+99s,
+  // which --config could not read.
+  for (const double seconds : {0.5, 90.0, 5e-05, 7.777777777777778e+99, 1e300, 36000.0}) {
+    INFO(seconds);
+    CHECK(tfm::train::parse_duration("t", tfm::train::format_duration(seconds)) == seconds);
+  }
+  CHECK_THROWS(tfm::train::parse_duration("t", "2e"));
+  CHECK_THROWS(tfm::train::parse_duration("t", "infs"));
+}

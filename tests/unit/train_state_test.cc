@@ -3,6 +3,8 @@
 // lose nothing, and a clear error for what cannot be resumed.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -85,7 +87,7 @@ TEST_CASE("a training checkpoint restores parameters and Adam's moments bit for 
   copy(am, test::random(am.shape(), DType::f32, 6));
   copy(av, test::random(av.shape(), DType::f32, 7, 0.0f, 1.0f));
   const TrainState s = sample_state();
-  save_checkpoint(path, a, "spm bytes", s);
+  save_checkpoint(path, a, "", s);  // an embedded tokenizer must be a real one (model_check.h)
 
   CHECK(read_state(path) == s);
   Transformer b(c, limits, Device::cpu());
@@ -100,12 +102,12 @@ TEST_CASE("a training checkpoint restores parameters and Adam's moments bit for 
     CHECK(same_bytes(layout.view(am, static_cast<int>(id)), layout.view(bm, static_cast<int>(id))));
     CHECK(same_bytes(layout.view(av, static_cast<int>(id)), layout.view(bv, static_cast<int>(id))));
   }
-  CHECK(io::read_checkpoint_tokenizer(path) == "spm bytes");
+  CHECK(io::read_checkpoint_tokenizer(path).empty());
   // The same file still loads as a plain model (tfm-decode's view of it).
   CHECK(load_model(path, limits, Device::cpu())->config() == c);
 
   // A model written without training state cannot be resumed.
-  save_model(dir.file("model.bin"), a, "spm bytes");
+  save_model(dir.file("model.bin"), a, "");
   REQUIRE_THROWS_WITH(read_state(dir.file("model.bin")), Contains("holds no training state"));
   // Moments of another model are refused.
   ModelConfig other = c;
@@ -114,12 +116,12 @@ TEST_CASE("a training checkpoint restores parameters and Adam's moments bit for 
   REQUIRE_THROWS_WITH(load_checkpoint(path, wrong), Contains("another configuration"));
 }
 
-TEST_CASE("the checkpoint directory keeps the newest and links the last", "[train]") {
+TEST_CASE("the checkpoint directory keeps the newest and copies the last", "[train]") {
   const test::TempDir tmp;
   const CheckpointDir dir(tmp.file("run/sub"));  // created with its parents
   CHECK_FALSE(dir.has_last());
   for (int64_t step : {10, 20, 30, 40}) {
-    std::FILE* f = std::fopen(dir.numbered(step).c_str(), "w");
+    std::FILE* f = std::fopen(dir.last().c_str(), "w");  // the last is written first
     REQUIRE(f);
     std::fprintf(f, "%lld", static_cast<long long>(step));
     std::fclose(f);
@@ -131,9 +133,37 @@ TEST_CASE("the checkpoint directory keeps the newest and links the last", "[trai
   CHECK(fs::exists(dir.numbered(30)));
   CHECK(fs::exists(dir.numbered(40)));
   CHECK(dir.has_last());
-  CHECK(fs::equivalent(dir.last(), dir.numbered(40)));
+  // A copy, not a link: writing over the last leaves the numbered one.
+  CHECK_FALSE(fs::equivalent(dir.last(), dir.numbered(40)));
+  std::FILE* f = std::fopen(dir.last().c_str(), "w");
+  std::fputs("rolled back", f);
+  std::fclose(f);
+  CHECK(fs::file_size(dir.numbered(40)) == 2);
   CHECK(CheckpointDir::resume_path(tmp.file("run/sub")) == dir.last());
   CHECK(CheckpointDir::resume_path(dir.numbered(30)) == dir.numbered(30));
   REQUIRE_THROWS_WITH(CheckpointDir::resume_path(tmp.file("run")), Contains("no checkpoint_last.bin"));
   REQUIRE_THROWS_WITH(CheckpointDir::resume_path(tmp.file("nope.bin")), Contains("no such file"));
+}
+
+TEST_CASE("a run directory has one writer, and its dead writers' temporaries go", "[train]") {
+  namespace fs = std::filesystem;
+  const test::TempDir tmp;
+  // A temporary file of a process that is gone (pid 0x3ffffff0 is never
+  // running here), and one of this process, which stays.
+  const std::string dead = tmp.file("run/checkpoint_7.bin.tmp.1073741808.0");
+  const std::string mine = tmp.file("run/checkpoint_8.bin.tmp." + std::to_string(::getpid()) + ".0");
+  fs::create_directories(tmp.file("run"));
+  for (const std::string& f : {dead, mine}) std::fclose(std::fopen(f.c_str(), "w"));
+  {
+    const CheckpointDir dir(tmp.file("run"));
+    CHECK_FALSE(fs::exists(dead));
+    CHECK(fs::exists(mine));
+    CHECK_FALSE(dir.holds_run());
+    // flock(2) locks are per open file: a second CheckpointDir of this
+    // process is refused as another process would be.
+    REQUIRE_THROWS_WITH(CheckpointDir(tmp.file("run/")),
+                        Contains("is in use: another process (pid " + std::to_string(::getpid()) + ")"));
+  }
+  const CheckpointDir again(tmp.file("run"));  // released with the first
+  CHECK(again.newest().step == -1);
 }

@@ -87,11 +87,13 @@ TEST_CASE("a model survives the trip through a checkpoint", "[train]") {
   limits.max_len = 8;
   Transformer a(c, limits, Device::cpu());
   a.init(9);
-  save_model(path, a, "tokenizer bytes");
+  // No tokenizer: an embedded one must be a SentencePiece model of
+  // vocab_size pieces (checked_model_config), which this test has not.
+  save_model(path, a, "");
   std::string tokenizer;
   auto b = load_model(path, limits, Device::cpu(), &tokenizer);
   CHECK(b->config() == c);
-  CHECK(tokenizer == "tokenizer bytes");
+  CHECK(tokenizer.empty());
   const HostBatch batch = HostBatch::from_pairs({{5, 6, 7}}, {{8, 9}});
   CHECK(a.evaluate(batch).loss == b->evaluate(batch).loss);
 

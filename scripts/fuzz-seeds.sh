@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The seed corpora of the fuzz targets (tests/fuzz/): valid files made by
+# the built programs, nothing downloaded.
+#
+#   scripts/fuzz-seeds.sh BIN OUT     BIN: the folder of tfm-tok, tfm-batch, tfm-train, tfm-avgckpt
+#
+# OUT/spm.model (TFM_FUZZ_SPM of fuzz_pieces), and OUT/checkpoint/,
+# OUT/tfmb/, OUT/pieces/, OUT/config/ with a few small valid inputs each.
+set -euo pipefail
+bin=$1
+out=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1
+mkdir -p "$out"/{checkpoint,tfmb,pieces,config}
+
+python3 - "$tmp" <<'PY'
+import random, sys
+r = random.Random(7)
+words = "a b c d e f g h i j k l the cat sat on mat".split()
+src = [[r.choice(words) for _ in range(r.randint(1, 12))] for _ in range(400)]
+open(sys.argv[1] + "/src", "w").write("".join(" ".join(s) + "\n" for s in src))
+open(sys.argv[1] + "/tgt", "w").write("".join(" ".join(reversed(s)) + "\n" for s in src))
+PY
+"$bin/tfm-tok" train -q -o "$out/spm.model" --vocab-size 40 "$tmp/src" "$tmp/tgt"
+"$bin/tfm-tok" -m "$out/spm.model" "$tmp/src" >"$tmp/src.tok"
+"$bin/tfm-tok" -m "$out/spm.model" "$tmp/tgt" >"$tmp/tgt.tok"
+
+# Pieces: TSV lines as tfm-batch --tsv reads them (the first byte is the
+# target's mode byte), some with unknown pieces, blanks and long lines.
+paste "$tmp/src.tok" "$tmp/tgt.tok" | head -40 >"$tmp/tsv"
+for i in 0 1 2 3; do
+  { printf "\\x$(printf %02x $((i * 37 + 5)))"; sed -n "$((i * 10 + 1)),$((i * 10 + 10))p" "$tmp/tsv"; } >"$out/pieces/seed$i"
+done
+{ printf '\x00'; printf '▁a ▁b\t▁x ▁y ▁zz\n\t\n▁the\t▁cat\n'; } >"$out/pieces/unknown"
+
+# Corpora: two budgets, a short one.
+"$bin/tfm-batch" -q -m "$out/spm.model" -o "$out/tfmb/train.tfmb" "$tmp/src.tok" "$tmp/tgt.tok" --max-tokens 200
+"$bin/tfm-batch" -q -m "$out/spm.model" -o "$out/tfmb/wide.tfmb" "$tmp/src.tok" "$tmp/tgt.tok" --max-tokens 4000
+head -3 "$tmp/src.tok" >"$tmp/s3"
+head -3 "$tmp/tgt.tok" >"$tmp/t3"
+"$bin/tfm-batch" -q -m "$out/spm.model" -o "$out/tfmb/three.tfmb" "$tmp/s3" "$tmp/t3" --max-tokens 50
+
+# Checkpoints: a training's (with its state) and an average (without),
+# of a model small enough to fuzz quickly.
+small=(--preset tiny --layers 1 --d-model 8 --d-ff 8 --heads 2 --d-k 4 --d-v 4 --max-positions 64)
+"$bin/tfm-train" -q -m "$out/spm.model" -o "$tmp/run" "$out/tfmb/three.tfmb" "${small[@]}" \
+  --max-steps 1 --save-every 0 --warmup 1
+cp "$tmp/run/checkpoint_1.bin" "$out/checkpoint/trained.bin"
+"$bin/tfm-avgckpt" -q -o "$out/checkpoint/average.bin" "$tmp/run/checkpoint_1.bin"
+"$bin/tfm-train" -q -m "$out/spm.model" -o "$tmp/run2" "$out/tfmb/three.tfmb" "${small[@]}" \
+  --learned-positions --pre-norm --max-steps 1 --save-every 0 --warmup 1
+cp "$tmp/run2/checkpoint_1.bin" "$out/checkpoint/prenorm.bin"
+
+# Configurations: what --dump-config writes, for each preset, split into
+# the model's part (keys spelled as checkpoints spell them: d_model) and
+# the training knobs' part.
+for preset in tiny base big; do
+  "$bin/tfm-train" --preset "$preset" --dump-config >"$tmp/$preset.ini"
+  sed -n '/^# Training/,$p' "$tmp/$preset.ini" >"$out/config/$preset-train.ini"
+  sed '/^# Training/,$d' "$tmp/$preset.ini" | awk -F' = ' '/ = /{gsub("-", "_", $1); print $1 " = " $2; next} {print}' \
+    >"$out/config/$preset-model.ini"
+done
+printf 'layers = 2\nd_model = 32\n[model]\n# a comment\nlabel_smoothing = 0.1\nsave-every = 1h30m\n' \
+  >"$out/config/mixed.ini"
+echo "fuzz-seeds: $(find "$out" -type f | wc -l) files in $out"
