@@ -10,7 +10,8 @@
 //
 // The order of element (i, j): eight lanes, lane l the products of
 // k = l (mod 8) added in order by fused multiply-adds; the lanes added by a
-// fixed tree ((0+4) + (2+6)) + ((1+5) + (3+7)); the k % 8 last products
+// fixed tree ((0+1) + (2+3)) + ((4+5) + (6+7)) (what two rounds of AVX's
+// pairwise adds and one of halves give, eight elements at once); the k % 8 last products
 // fused onto that in order; then alpha, beta C and the bias. AVX2 computes
 // it eight lanes to a register, the portable path lane by lane with
 // std::fma: both give the same bits on every x86-64 (and any other CPU).
@@ -49,13 +50,19 @@ struct Epilogue {
   }
 };
 
-// The lanes' tree and the tail, shared by both paths: `lane` holds the
-// eight lane sums of the whole vectors.
+// The k % 8 last products, fused onto the lanes' sum in order.
 template <typename T>
-T finish(const T* lane, const T* a, const T* b, int64_t k0, int64_t k) {
-  T s = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+T tail(T s, const T* a, const T* b, int64_t k0, int64_t k) {
   for (int64_t p = k0; p < k; ++p) s = std::fma(a[p], b[p], s);
   return s;
+}
+
+// The lanes' tree and the tail: `lane` holds the eight lane sums of the
+// whole vectors.
+template <typename T>
+T finish(const T* lane, const T* a, const T* b, int64_t k0, int64_t k) {
+  return tail(((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7])),
+              a, b, k0, k);
 }
 
 // Rows [i0, i1) x columns [j0, j1), lane by lane.
@@ -95,13 +102,41 @@ template <int R, int C>
     for (int r = 0; r < R; ++r)
       for (int q = 0; q < C; ++q) acc[r][q] = _mm256_fmadd_ps(x[r], w[q], acc[r][q]);
   }
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) {
-      alignas(32) float lane[kLanes];
-      _mm256_store_ps(lane, acc[r][q]);
-      float* cp = c + (i + r) * s.ldc + j + q;
-      *cp = e.apply(finish(lane, ar[r], br[q], k8, s.k), cp, j + q);
+  if constexpr (R == 2 && C == 4) {
+    // The eight trees at once: pairwise adds twice, then the halves.
+    const __m256 t0 = _mm256_hadd_ps(acc[0][0], acc[0][1]), t1 = _mm256_hadd_ps(acc[0][2], acc[0][3]);
+    const __m256 t2 = _mm256_hadd_ps(acc[1][0], acc[1][1]), t3 = _mm256_hadd_ps(acc[1][2], acc[1][3]);
+    const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    const __m256 sums = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+    if (k8 == s.k) {  // no tail: the epilogue as apply() does it, four columns at once
+      const __m128 half[2] = {_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1)};
+      for (int r = 0; r < 2; ++r) {
+        float* cp = c + (i + r) * s.ldc + j;
+        __m128 v = half[r];
+        if (e.alpha != 1.0f) v = _mm_mul_ps(_mm_set1_ps(e.alpha), v);
+        if (e.beta != 0.0f) v = _mm_add_ps(v, _mm_mul_ps(_mm_set1_ps(e.beta), _mm_loadu_ps(cp)));
+        if (e.bias) v = _mm_add_ps(v, _mm_loadu_ps(e.bias + j));
+        if (e.relu) v = _mm_max_ps(_mm_setzero_ps(), v);  // v < 0 ? 0 : v, as std::max(v, 0)
+        _mm_storeu_ps(cp, v);
+      }
+      return;
     }
+    alignas(32) float sum[8];
+    _mm256_store_ps(sum, sums);
+    for (int r = 0; r < 2; ++r)
+      for (int q = 0; q < 4; ++q) {
+        float* cp = c + (i + r) * s.ldc + j + q;
+        *cp = e.apply(tail(sum[r * 4 + q], ar[r], br[q], k8, s.k), cp, j + q);
+      }
+  } else {
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < C; ++q) {
+        alignas(32) float lane[kLanes];
+        _mm256_store_ps(lane, acc[r][q]);
+        float* cp = c + (i + r) * s.ldc + j + q;
+        *cp = e.apply(finish(lane, ar[r], br[q], k8, s.k), cp, j + q);
+      }
+  }
 }
 
 template <int R>
