@@ -412,6 +412,7 @@ class Trainer {
   struct InFlight {
     QueuedUpdate update;
     StepConfig config;
+    int64_t epoch;  // of the update's batches (st_.epoch may be past it when it is read)
   };
 
   TrainResult loop() {
@@ -448,7 +449,7 @@ class Trainer {
       st_.micro_batches += static_cast<int64_t>(ids.size());
       ++queued_;
       if (flight) stop = finish(*flight, /*current=*/false);
-      flight = InFlight{queued, sc};
+      flight = InFlight{queued, sc, st_.epoch};
       if (stop) break;
     }
     if (flight) {  // the last update queued: read it, and what follows it runs
@@ -538,7 +539,7 @@ class Trainer {
     window_.tokens += r.sums.tokens;
     window_.grad_norm += r.grad_norm;
     ++window_.updates;
-    report(st_.step == f.config.step ? f.config.lr : f.config.retry_lr);
+    report(st_.step == f.config.step ? f.config.lr : f.config.retry_lr, f.epoch);
     if (!current) return std::nullopt;
     std::optional<StopReason> stop;
     if (dev_ && st_.step % opt_.valid_every == 0 && validate()) stop = StopReason::early_stop;
@@ -652,8 +653,9 @@ class Trainer {
   }
 
   // The live line after every update; a line and a log record every
-  // --log-every updates, over the updates since the last one.
-  void report(double lr) {
+  // --log-every updates, over the updates since the last one. `epoch`: the
+  // update's own (the next one may have begun another when this is read).
+  void report(double lr, int64_t epoch) {
     const bool periodic = st_.step % opt_.log_every == 0;
     if (!periodic && !progress_.live()) return;
     const Window& w = window_;
@@ -665,7 +667,7 @@ class Trainer {
     std::string text = fmt::format(
         "update {} | epoch {} | loss {:.3f} | ppl {:.2f} | lr {:.3g} | gnorm {:.3f} | {:.0f} tok/s | "
         "mem {} | ETA {}",
-        st_.step, st_.epoch, loss, std::exp(nll), lr, gnorm, tok_s, format_bytes(memory_bytes()),
+        st_.step, epoch, loss, std::exp(nll), lr, gnorm, tok_s, format_bytes(memory_bytes()),
         format_eta(eta()));
     if (scaler_->dynamic())
       text += fmt::format(" | scale {} | overflows {}", scaler_->scale(), st_.overflow_steps);
@@ -673,7 +675,7 @@ class Trainer {
     if (!periodic) return;
     if (!progress_.live()) progress_.line(text);
     JsonWriter j;
-    j.begin_object().field("event", "train").field("step", st_.step).field("epoch", st_.epoch)
+    j.begin_object().field("event", "train").field("step", st_.step).field("epoch", epoch)
         .field("loss", w.loss / tokens).field("nll", nll).field("ppl", std::exp(nll))
         .field("lr", lr).field("grad_norm", gnorm).field("tokens", w.tokens)
         .field("tokens_per_s", tok_s).field("loss_scale", scaler_->scale())
