@@ -11,8 +11,9 @@
 // The order of element (i, j): eight lanes, lane l the products of
 // k = l (mod 8) added in order by fused multiply-adds; the lanes added by a
 // fixed tree ((0+1) + (2+3)) + ((4+5) + (6+7)) (what two rounds of AVX's
-// pairwise adds and one of halves give, eight elements at once); the k % 8 last products
-// fused onto that in order; then alpha, beta C and the bias. AVX2 computes
+// pairwise adds and one of halves give, eight elements at once); the k % 8
+// last products fused onto that in order; then alpha, beta C and the bias
+// (and ReLU). AVX2 computes
 // it eight lanes to a register, the portable path lane by lane with
 // std::fma: both give the same bits on every x86-64 (and any other CPU).
 // B's rows are read as they lie (a weight matrix (N, K)): nothing is
