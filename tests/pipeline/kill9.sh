@@ -1,10 +1,12 @@
 # pipeline: kill -9 at random moments of a training that writes a
-# checkpoint every update (issue 19). After each of 20 kills every
+# checkpoint every update (issue 19). After each of up to 20 kills every
 # checkpoint left in the run directory loads whole, and the next start
 # resumes (or, before the first checkpoint, starts again); temporary files
 # of the killed writers are gone at the end; and the run, finished, holds
 # bit for bit the parameters, Adam moments and training state of the same
-# run never interrupted.
+# run never interrupted. The moments of the kills scale with the time of
+# the uninterrupted run, so that a fast machine is killed as often as a
+# slow one; a start that finishes the run before its kill ends the kills.
 source "$(dirname "$0")/common.bash"
 PYTHON=/usr/bin/python3  # numpy and zstandard for the checkpoint reader (Debian's)
 [ -x "$PYTHON" ] || PYTHON=python3
@@ -25,9 +27,15 @@ for side in src tgt; do "$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/$side" >"$T
 ARGS=("$TMP/train.tfmb" --preset tiny --warmup 20 --max-steps "$STEPS" --save-every 0 --save-every-steps 1
       --keep-last 0 --log-every 1000)
 
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 start=$SECONDS
+run_ms=$(now_ms)
 "$TFM_BIN/tfm-train" -q -m "$TMP/spm.model" -o "$TMP/a" "${ARGS[@]}" || fail "the uninterrupted run"
+run_ms=$(( $(now_ms) - run_ms ))
 per_run=$((SECONDS - start))
+# A kill comes 50 ms plus up to a KILLSth of the run after its start: on
+# average the KILLS kills go through about half of the run.
+window_ms=$(( run_ms / KILLS + 1 ))
 
 # Every checkpoint file in the directory reads whole and as a model (the
 # averaging of one reads every byte under its checksums).
@@ -49,17 +57,28 @@ for k in $(seq "$KILLS"); do
     "$TFM_BIN/tfm-train" -q -m "$TMP/spm.model" -o "$TMP/b" "${ARGS[@]}" 2>>"$TMP/b.err" &
   fi
   pid=$!
-  # 0.2 to 1.2 s: inside the setup, an update or a checkpoint's write.
-  sleep "0.$((RANDOM % 10 + 2))"
-  [ $((RANDOM % 5)) -eq 0 ] && sleep 0.5
-  kill -9 "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null || true
-  step=$(ls "$TMP/b" 2>/dev/null | sed -n 's/^checkpoint_\([0-9]*\)\.bin$/\1/p' | sort -n | tail -1)
-  killed_at+=("${step:-none}")
+  # Inside the setup, an update or a checkpoint's write.
+  ms=$(( 50 + (RANDOM * 32768 + RANDOM) % window_ms ))
+  sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+  kill -9 "$pid" 2>/dev/null || true
+  status=0
+  wait "$pid" 2>/dev/null || status=$?
+  step=$(find "$TMP/b" -maxdepth 1 -name 'checkpoint_*.bin' -printf '%f\n' 2>/dev/null \
+           | sed -n 's/^checkpoint_\([0-9]*\)\.bin$/\1/p' | sort -n | tail -1)
   check_all "$k"
+  if [ "$status" -ne 137 ]; then  # it ended before its kill: finished, or failed
+    [ "$status" -eq 0 ] && [ "$step" = "$STEPS" ] \
+      || fail "start $k ended by itself with exit code $status at checkpoint ${step:-none}: $(tail -3 "$TMP/b.err")"
+    break
+  fi
+  killed_at+=("${step:-none}")
 done
-tmps=$(ls "$TMP/b" | grep -c '\.tmp\.' || true)
-echo "kill9: $KILLS kills, the newest checkpoint after each: ${killed_at[*]}; $tmps temporary files left by them"
+kills=${#killed_at[@]}
+# Too few kills could come from an uninterrupted run slowed by a neighbour
+# (its time sets the kills' window): a quarter of them still tests.
+[ "$kills" -ge $((KILLS / 4)) ] || fail "only $kills of $KILLS starts were killed before the run finished"
+tmps=$(find "$TMP/b" -maxdepth 1 -name '*.tmp.*' | wc -l)
+echo "kill9: $kills kills, the newest checkpoint after each: ${killed_at[*]}; $tmps temporary files left by them"
 
 "$TFM_BIN/tfm-train" -q --resume "$TMP/b" "${ARGS[@]}" 2>>"$TMP/b.err" || fail "the last resume: $(tail -3 "$TMP/b.err")"
 check_all end
