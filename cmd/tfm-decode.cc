@@ -32,14 +32,19 @@ struct Options {
   int attention_layer = 0;  // 1-based; 0: the last
 };
 
-// auto: bf16 on a GPU (tensor cores), fp32 on the CPU.
+// auto: bf16 on a GPU (tensor cores), fp32 on the CPU. int8 computes in
+// f32 between matrix products whose weights are 8-bit (CPU only).
 tfm::DType compute_dtype(const std::string& precision, tfm::Device device) {
   if (precision == "auto") return device.is_cuda() ? tfm::DType::bf16 : tfm::DType::f32;
+  if (precision == "int8") {
+    TFM_REQUIRE(device.is_cpu(), "--precision int8 is for the CPU; on a GPU use bf16 or fp16");
+    return tfm::DType::f32;
+  }
   const tfm::DType dtype = precision == "bf16" ? tfm::DType::bf16
                            : precision == "fp16" ? tfm::DType::f16
                                                  : tfm::DType::f32;
   TFM_REQUIRE(dtype == tfm::DType::f32 || device.is_cuda(),
-              "--precision {} needs a GPU (--device cuda); the CPU decodes in fp32", precision);
+              "--precision {} needs a GPU (--device cuda); the CPU decodes in fp32 or int8", precision);
   return dtype;
 }
 
@@ -49,6 +54,7 @@ void decode(Options& o) {
   limits.inference = true;
   std::string tokenizer;
   auto model = tfm::load_model(o.model, limits, device, &tokenizer, compute_dtype(o.precision, device));
+  if (o.precision == "int8") model->quantize_int8();
   std::unique_ptr<tfm::Vocab> vocab;
   if (!tokenizer.empty()) vocab = std::make_unique<tfm::Vocab>(tfm::Vocab::from_bytes(tokenizer, o.model));
   tfm::TranslateOptions& t = o.translate;
@@ -122,8 +128,10 @@ int main(int argc, char** argv) {
   app.add_flag("--truncate", t.truncate, "Cut longer lines to --max-input-len, with a warning")
       ->group(batching);
   tfm::add_device_option(app, o.device);
-  app.add_option("--precision", o.precision, "auto (bf16 on a GPU, fp32 on the CPU), fp32, or bf16 / fp16 on a GPU")
-      ->default_val("auto")->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16"}));
+  app.add_option("--precision", o.precision,
+                 "auto (bf16 on a GPU, fp32 on the CPU), fp32, int8 on the CPU (8-bit weights), or "
+                 "bf16 / fp16 on a GPU")
+      ->default_val("auto")->check(CLI::IsMember({"auto", "fp32", "int8", "bf16", "fp16"}));
 
   app.callback([&] {
     if (o.model.empty()) {

@@ -35,7 +35,7 @@ struct Options {
   tfm::eval::ScoreOptions score;
   tfm::eval::FormatOptions format;
   // -m: model scores
-  std::string model, device;
+  std::string model, device, precision = "fp32";
   std::vector<std::string> files;
   tfm::eval::ModelScoreOptions scoring;
 };
@@ -47,7 +47,8 @@ const char* const kMetricOptions[] = {
     "--smooth-value", "--chrf-char-order", "--chrf-word-order", "--chrf-beta", "--chrf-whitespace",
     "--chrf-lowercase", "--chrf-eps-smoothing", "--ter-case-sensitive", "--ter-normalized",
     "--ter-no-punct", "--paper-bleu"};
-const char* const kModelOptions[] = {"--src", "--tgt", "--ids", "--device", "--max-tokens", "FILES"};
+const char* const kModelOptions[] = {"--src", "--tgt", "--ids", "--device", "--precision", "--max-tokens",
+                                     "FILES"};
 
 // sacreBLEU's multi-letter short options, spelled as CLI11 wants them.
 const std::pair<const char*, const char*> kAliases[] = {
@@ -130,6 +131,8 @@ int main(int argc, char** argv) {
                  "-m: padded tokens a side of a batch (default 2048)")
       ->check(CLI::PositiveNumber);
   tfm::add_device_option(app, o.device);
+  app.add_option("--precision", o.precision, "-m: fp32 (default), or int8 on the CPU (8-bit weights)")
+      ->default_val("fp32")->check(CLI::IsMember({"fp32", "int8"}));
 
   app.callback([&] {
     const bool model = !o.model.empty();
@@ -169,6 +172,9 @@ int main(int argc, char** argv) {
   return tfm::run_program("tfm-score", app, static_cast<int>(args.size()), args.data(), o.common, [&] {
     if (!o.model.empty()) {
       o.scoring.device = tfm::select_device(tfm::parse_device(o.device));
+      o.scoring.int8 = o.precision == "int8";
+      if (o.scoring.int8 && !o.scoring.device.is_cpu())
+        throw tfm::UsageError("--precision int8 is for the CPU (--device cpu)");
       tfm::Progress progress(o.common.quiet);
       o.scoring.progress = &progress;
       const ev::ModelScores scores = ev::score_with_model(o.model, o.scoring);

@@ -102,6 +102,14 @@ template <typename T>
 void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const T* bias,
                         const GemmOptions& o, bool simd = true);
 bool gemm_row_invariant_simd();  // the CPU runs gemm_row_invariant's AVX2 path
+// int8 (cpu/gemm_int8.cc): y = act(x W^T + bias) for x (m, K) f32 with row
+// pitch ldx, y with ldy; simd false: the portable path, the same bits.
+void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
+               const float* bias, bool relu, bool simd = true);
+bool gemm_int8_simd();  // the CPU runs gemm_int8's AVX2 path
+// One row of n values into q (ld bytes, zero past n); returns its scale (ops.h,
+// quantize_int8). simd false: the portable path, the same bits.
+float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool simd = true);
 }  // namespace tfm::ops::cpu
 
 namespace tfm::ops::cuda {

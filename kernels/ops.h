@@ -278,6 +278,34 @@ void extend_history(const TensorView& prev, const TensorView& parents, int64_t t
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse, const Stream& stream);
 
+// ---------------------------------------------------------------------- int8
+// Inference with 8-bit weights on the CPU (tfm-decode and tfm-score
+// --precision int8; libcore/model/int8.h quantizes the model's). A matrix
+// quantized by rows: row j is values[j, :] * scales[j], the values in
+// [-127, 127], each row padded with zeros to ld, a multiple of kInt8RowAlign.
+constexpr int64_t kInt8RowAlign = 32;
+struct Int8Matrix {
+  const int8_t* values = nullptr;  // (rows, ld)
+  const float* scales = nullptr;   // (rows)
+  int64_t rows = 0, cols = 0, ld = 0;
+};
+inline int64_t int8_ld(int64_t cols) { return (cols + kInt8RowAlign - 1) / kInt8RowAlign * kInt8RowAlign; }
+
+// The rows of w (R, C), f32 on the CPU, into values (R * ld) and scales (R):
+//   scales[j] = max_p |w[j, p]| / 127
+//   values[j, p] = round(w[j, p] * 127 / max_p |w[j, p]|)   (to nearest, ties to even)
+// A zero row gets scale 0, a row with an inf or NaN scale NaN; padding is 0.
+void quantize_int8(const TensorView& w, int8_t* values, int64_t ld, float* scales);
+
+// y = act(x W^T + bias), x quantized by rows on the way as W is:
+//   y[i, j] = float(sum_p qx[i, p] qw[j, p]) * (sx[i] * sw[j]) + bias[j]   (then ReLU)
+// the sum exact in int32, the rest in f32 in that order. x (M, K) f32 on
+// the CPU; w (N, K), K < 2^17; y (M, N) f32 =; bias (N) f32, optional. A
+// row of y depends on its row of x alone, bit for bit (any M, any thread
+// count, with AVX2 or without): batch invariance, as row_invariant's GEMM.
+void gemm_int8(const TensorView& x, const Int8Matrix& w, const TensorView& y, const Stream& stream,
+               const TensorView& bias = {}, bool relu = false);
+
 // ----------------------------------------------------------------- optimizer
 
 struct AdamOptions {

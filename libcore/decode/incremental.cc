@@ -173,6 +173,7 @@ TensorView IncrementalDecoder::gemm_view(int id, int64_t rows, int64_t cols) con
 model::Blocks IncrementalDecoder::blocks() const {
   model::Blocks m{model_.stream(), model_.config(), model_.layout(), model_.weights(), {}, {}};
   m.row_invariant = true;
+  m.int8 = model_.int8_weights();
   return m;
 }
 
@@ -420,9 +421,7 @@ void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
     y = feed_forward(w.ffn, w.ffn_norm, y_b, N);
   }
   if (c.pre_norm) y = final_norm(L.decoder_norm, y, N);
-  ops::GemmOptions tb = m.gemm();
-  tb.trans_b = true;
-  ops::gemm(y, model_.weight(L.tgt_embed), gemm_view(i.logits, N, c.vocab_size), tb, st);
+  model::output_projection(m, y, model_.weight(L.tgt_embed), gemm_view(i.logits, N, c.vocab_size));
 }
 
 void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids) {

@@ -191,6 +191,7 @@ ModelScores score_with_model(const std::string& checkpoint, const ModelScoreOpti
              pairs.src.size(), plan.batches.size(), plan.limits.max_tokens, plan.limits.max_len,
              o.device.str());
   const std::unique_ptr<Transformer> model = load_model(checkpoint, plan.limits, o.device);
+  if (o.int8) model->quantize_int8();
   return score_pairs(*model, pairs, plan, o.progress);
 }
 

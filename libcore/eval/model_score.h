@@ -66,6 +66,7 @@ struct ModelScoreOptions {
   bool ids = false;                  // token ids instead of pieces
   int64_t max_tokens = 2048;         // padded tokens a side of a batch
   Device device = Device::cpu();
+  bool int8 = false;                 // 8-bit weights (CPU; Transformer::quantize_int8)
   Progress* progress = nullptr;      // see score_pairs
 };
 ModelScores score_with_model(const std::string& checkpoint, const ModelScoreOptions& o);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "libcore/model/int8.h"
+
 namespace tfm::model {
 
 TensorView prefix(const TensorView& buffer, Shape shape) {
@@ -30,10 +32,24 @@ Linear joined(const Blocks& m, LinearIds first, LinearIds last) {
 
 void linear_forward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& y,
                     bool relu) {
+  if (m.int8) {
+    ops::gemm_int8(x, m.int8->find(w.w), y, m.stream, w.b, relu);
+    return;
+  }
   ops::GemmOptions o = m.gemm();
   o.trans_b = true;
   o.relu = relu;
   ops::gemm(x, w.w, y, o, m.stream, w.b);
+}
+
+void output_projection(const Blocks& m, const TensorView& y, const TensorView& E, const TensorView& logits) {
+  if (m.int8) {
+    ops::gemm_int8(y, m.int8->find(E), logits, m.stream);
+    return;
+  }
+  ops::GemmOptions o = m.gemm();
+  o.trans_b = true;
+  ops::gemm(y, E, logits, o, m.stream);
 }
 
 void linear_backward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& dy,

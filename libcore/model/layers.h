@@ -9,6 +9,8 @@
 
 namespace tfm::model {
 
+class Int8Weights;
+
 // Everything a block needs to run: the stream, the parameter and gradient
 // buffers, and the workspace it may overwrite.
 struct Workspace {
@@ -28,6 +30,7 @@ struct Blocks {
   Workspace ws;
   bool tf32 = false;  // f32 GEMMs may use TF32 tensor cores (CUDA; --precision tf32)
   bool row_invariant = false;  // the decoder's GEMMs: each row alone (ops.h, gemm)
+  const Int8Weights* int8 = nullptr;  // x W^T in int8 (inference on the CPU; int8.h)
 
   TensorView p(int id) const { return layout.view(params, id); }
   TensorView g(int id) const { return layout.view(grads, id); }
@@ -56,6 +59,9 @@ Linear joined(const Blocks& m, LinearIds first, LinearIds last);
 // y = x W^T + b (then ReLU)                       x (R, in), y (R, out) =
 void linear_forward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& y,
                     bool relu = false);
+// logits = y E^T: the output projection, tied to the target embedding
+// E (V, D) as the layers' weights are (in int8 with Blocks::int8).   y (R, D), logits (R, V) =
+void output_projection(const Blocks& m, const TensorView& y, const TensorView& E, const TensorView& logits);
 // dW += dy^T x, db += sum_R dy; dx = dy W (+= when dx_beta is 1; no dx when empty)
 void linear_backward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& dy,
                      const TensorView& dx, float dx_beta);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/ops.h"
+#include "libcore/model/int8.h"
 #include "libcore/model/layers.h"
 
 namespace tfm {
@@ -191,10 +192,17 @@ TensorView Transformer::weights() const {
 }
 
 std::string Transformer::memory_report() const {
+  std::string report = plan_->mem.report();
+  if (int8_) report += fmt::format("; int8 weights {}", format_bytes(int8_->bytes()));
   const size_t outside = ops::library_memory_bytes(device());
-  if (outside == 0) return plan_->mem.report();
-  return fmt::format("{}; beside the plan, OpenBLAS's GEMM buffers {}", plan_->mem.report(),
-                     format_bytes(outside));
+  if (outside == 0) return report;
+  return fmt::format("{}; beside the plan, OpenBLAS's GEMM buffers {}", report, format_bytes(outside));
+}
+
+void Transformer::quantize_int8() {
+  TFM_REQUIRE(device_.is_cpu() && dtype_ == DType::f32,
+              "int8 inference runs on the CPU from f32 parameters (on a GPU: --precision bf16)");
+  int8_ = std::make_unique<model::Int8Weights>(layout_, params());
 }
 size_t Transformer::memory_bytes() const { return plan_->mem.total(); }
 
@@ -328,7 +336,7 @@ class Pass {
  public:
   Pass(const ModelConfig& c, const ParamLayout& layout, const Transformer::Plan& plan,
        const PlannedMemory& mem, const Stream& stream, const TensorView& positions,
-       const BatchShape& shape, const TrainStep& step)
+       const BatchShape& shape, const TrainStep& step, const model::Int8Weights* int8)
       : c_(c), L_(layout), plan_(plan), mem_(mem), st_(stream), positions_(positions),
         B_(shape.B), S_(shape.S), T_(shape.T), Ns_(shape.Ns), Nt_(shape.Nt), Sa_(shape.Sa),
         Ta_(shape.Ta), step_(step),
@@ -337,9 +345,15 @@ class Pass {
            mem.view(plan.grads),
            {mem.view(plan.proj), mem.view(plan.scores), mem.view(plan.split), mem.view(plan.dq),
             mem.view(plan.dk), mem.view(plan.dv), mem.view(plan.dprobs), mem.view(plan.dproj)},
-           step.tf32} {}
+           step.tf32} {
+    m_.int8 = int8;
+  }
 
   TensorView v(int id, Shape s) const { return prefix(mem_.view(id), s); }
+  // logits = y E^T, the output projection of decoder output rows y.
+  void logits(const TensorView& y, const TensorView& out) const {
+    model::output_projection(m_, y, m_.p(L_.tgt_embed), out);
+  }
   float p_drop() const { return step_.dropout ? c_.dropout : 0.0f; }
   float p_attn() const { return step_.dropout ? c_.attention_dropout : 0.0f; }
   RngKey key(uint32_t site_id) const { return {step_.seed, site_id, step_.rng_step}; }
@@ -639,11 +653,13 @@ class Pass {
 }  // namespace
 
 void Transformer::forward(const TrainStep& step) {
-  Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step).forward();
+  Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
+           int8_.get()).forward();
 }
 
 void Transformer::backward(const TrainStep& step) {
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step);
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
+           int8_.get());
   pass.backward(prefix(memory_->view(plan_->g_dec), {Nt_, config_.d_model}));
 }
 
@@ -653,7 +669,9 @@ void Transformer::backward(const TrainStep& step) {
 // copy), which flows into the decoder output's gradient (g_dec) and into the
 // embedding's gradient.
 void Transformer::output_loss(const TrainStep& step, bool with_grads, const TensorView& sums) {
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step);
+  TFM_REQUIRE(!with_grads || !int8_, "a model quantized to int8 is for inference: it does not train");
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
+           int8_.get());
   const TensorView y = pass.decoder_output();
   const TensorView E = weight(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
   const TensorView targets = prefix(memory_->view(plan_->tgt_out), {Nt_});
@@ -662,10 +680,7 @@ void Transformer::output_loss(const TrainStep& step, bool with_grads, const Tens
   for (int64_t r0 = 0; r0 < R; r0 += chunk) {
     const int64_t n = std::min(chunk, R - r0);
     const TensorView logits = prefix(memory_->view(plan_->logits), {n, config_.vocab_size});
-    ops::GemmOptions tb;
-    tb.trans_b = true;
-    tb.tf32 = step.tf32;
-    ops::gemm(rows(y, r0, n), E, logits, tb, *stream_);
+    pass.logits(rows(y, r0, n), logits);
     const TensorView t = TensorView(static_cast<int32_t*>(targets.data()) + r0, DType::i32, {n}, device_);
     // d loss / d logits, written by the loss in the compute dtype of the two
     // GEMMs that read it (in place when that is the logits' own).
@@ -784,7 +799,8 @@ TensorView Transformer::encode(const HostBatch& batch) {
   step.dropout = false;
   upload(batch);
   const TensorView packed =
-      Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step)
+      Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
+           int8_.get())
           .encode();
   // Back to the padded layout callers index by (sentence, position).
   const TensorView out = prefix(memory_->view(plan_->padded), {B_ * S_, config_.d_model});
@@ -810,7 +826,8 @@ Tensor Transformer::log_probs(const HostBatch& batch) {
   step.dropout = false;
   upload(batch);
   forward(step);
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step);
+  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
+           int8_.get());
   const TensorView y = pass.decoder_output();  // packed rows
   const int64_t V = config_.vocab_size, chunk = memory_->view(plan_->logits).dim(0);
   // Host row of packed row r: sentence i's rows go to i * T + t.
@@ -824,9 +841,7 @@ Tensor Transformer::log_probs(const HostBatch& batch) {
   for (int64_t r0 = 0; r0 < Nt_; r0 += chunk) {
     const int64_t n = std::min(chunk, Nt_ - r0);
     const TensorView logits = prefix(memory_->view(plan_->logits), {n, V});
-    ops::GemmOptions tb;
-    tb.trans_b = true;
-    ops::gemm(rows(y, r0, n), weight(layout_.tgt_embed), logits, tb, *stream_);
+    pass.logits(rows(y, r0, n), logits);
     ops::log_softmax(logits, logits, *stream_);
     copy(rows(staging.view(), 0, n), logits, *stream_);
     auto* to = static_cast<char*>(out.view().data());

@@ -27,6 +27,10 @@
 
 namespace tfm {
 
+namespace model {
+class Int8Weights;
+}
+
 struct ModelLimits {
   int64_t max_tokens = 4096;  // padded tokens on each side of a batch: B*S and B*T
   int64_t max_len = 256;      // longest sentence on either side (S, T; positions too)
@@ -126,6 +130,14 @@ class Transformer {
   // pass below does it itself; a decoder calls it once after loading.
   void refresh_weights();
 
+  // Inference on the CPU with 8-bit weights from now on (--precision int8):
+  // quantizes the matrices of the f32 parameters (model/int8.h), which the
+  // forward passes (evaluate, log_probs, encode) and decoders
+  // (IncrementalDecoder) then multiply by; training passes refuse. Call it
+  // after the parameters are loaded: later changes to them are not seen.
+  void quantize_int8();
+  const model::Int8Weights* int8_weights() const { return int8_.get(); }
+
   // "parameters 240.6 MiB, gradients 240.6 MiB, optimizer 481.3 MiB,
   // activations ..., workspace ..., total ..."
   std::string memory_report() const;
@@ -207,6 +219,7 @@ class Transformer {
   int64_t update_tokens_ = 0;  // target tokens since zero_grads()
   std::unique_ptr<HostStaging> staging_;    // batch uploads (training models)
   std::unique_ptr<HostReadback> readback_;  // updates' sums on their way to the host
+  std::unique_ptr<model::Int8Weights> int8_;  // quantize_int8()'s
 };
 
 }  // namespace tfm

@@ -162,7 +162,14 @@ awk '{NF = (NF > 20 ? 20 : NF)} 1' "$TMP/in13" | decode -m "$M" --max-input-len 
 decode -m "$M" --device cpu "$TMP/in13" | cmp -s - "$TMP/best" || fail "--device cpu"
 decode -m "$M" --precision fp32 "$TMP/in13" | cmp -s - "$TMP/best" || fail "--precision fp32"
 decode -m "$M" --precision auto --device cpu "$TMP/in13" | cmp -s - "$TMP/best" || fail "--precision auto: not fp32 on the CPU"
-for bad in "--device cuda" "--precision bf16 --device cpu"; do
+# int8: 8-bit weights, the same output at any batch size (integer sums), and
+# a translation that stays mostly that of fp32 (the random tiny model's margins are thin).
+decode -m "$M" --precision int8 "$TMP/in13" >"$TMP/int8" || fail "--precision int8"
+[ "$(wc -l <"$TMP/int8")" -eq "$(wc -l <"$TMP/best")" ] || fail "--precision int8: not a line per input"
+decode -m "$M" --precision int8 --batch-size 1 "$TMP/in13" | cmp -s - "$TMP/int8" || fail "--precision int8: --batch-size 1 changes the output"
+"$TFM_BIN/tfm-decode" -m "$M" --precision int8 "$TMP/in13" 2>&1 >/dev/null | grep -q "int8 weights" \
+  || fail "--precision int8: the memory report does not name the int8 weights"
+for bad in "--device cuda" "--precision bf16 --device cpu" "--precision int8 --device cuda"; do
   # shellcheck disable=SC2086
   run tfm-decode -m "$M" $bad "$TMP/in"
   expect_rc 1 "$bad"

@@ -190,6 +190,19 @@ run $P $M "$TMP/src.pc" "$TMP/tgt.pc" --device cpu; cmp -s "$TMP/out" "$TMP/corp
 # shellcheck disable=SC2086
 run $P $M "$TMP/src.pc" "$TMP/tgt.pc" --device cuda
 [ "$rc" -eq 0 ] || { expect_rc 1 "--device cuda"; expect_one_error_line $P "--device cuda"; }
+# --precision int8: 8-bit weights; a perplexity near fp32's, and the GPU refused.
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" --precision int8 --json
+expect_rc 0 "--precision int8"
+python3 - "$TMP/out" "$TMP/corpus" <<'PY' || fail "--precision int8: perplexity far from fp32's"
+import json, re, sys
+int8 = json.load(open(sys.argv[1]))["perplexity"]
+fp32 = float(re.match(r"PPL = ([0-9.]+)", open(sys.argv[2]).read()).group(1))
+sys.exit(0 if int8 != fp32 and abs(int8 / fp32 - 1) < 0.05 else 1)
+PY
+# shellcheck disable=SC2086
+run $P $M "$TMP/src.pc" "$TMP/tgt.pc" --precision int8 --device cuda
+expect_rc 1 "--precision int8 --device cuda"; expect_one_error_line $P "--precision int8 --device cuda"
 # -sl: a total and one log-probability per target token, eos included, in input order.
 # shellcheck disable=SC2086
 run $P $M "$TMP/src.pc" "$TMP/tgt.pc" -sl -w 6
@@ -259,7 +272,8 @@ for bad in "$M" "$M $TMP/src.pc" "$M $TMP/src.pc $TMP/tgt.pc --src $TMP/src.pc" 
   "$M $TMP/src.pc $TMP/tgt.pc --metrics chrf" "$M $TMP/src.pc $TMP/tgt.pc -i $H" \
   "$M $TMP/src.pc $TMP/tgt.pc -tok none" "$M $TMP/src.pc $TMP/tgt.pc --max-tokens 0" \
   "$M $TMP/src.pc $TMP/tgt.pc --device gpu" "-r $R0 -i $H --src $TMP/src.pc" "-r $R0 -i $H --ids" \
-  "-r $R0 -i $H --max-tokens 5" "-r $R0 -i $H --device cpu" "-r $R0 -i $H $TMP/src.pc"; do
+  "-r $R0 -i $H --max-tokens 5" "-r $R0 -i $H --device cpu" "-r $R0 -i $H $TMP/src.pc" \
+  "-r $R0 -i $H --precision int8" "$M $TMP/src.pc $TMP/tgt.pc --precision bf16"; do
   # shellcheck disable=SC2086
   run $P $bad
   expect_rc 2 "'$bad'"; expect_one_error_line $P "'$bad'"

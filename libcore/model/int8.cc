@@ -1,0 +1,63 @@
+#include "libcore/model/int8.h"
+
+#include <algorithm>
+
+#include "libcore/error.h"
+
+namespace tfm::model {
+
+Int8Weights::Int8Weights(const ParamLayout& layout, const TensorView& params)
+    : base_(static_cast<const float*>(params.data())) {
+  TFM_REQUIRE(params.device().is_cpu() && params.dtype() == DType::f32,
+              "int8 weights are made from f32 parameters on the CPU, not {} on {}", dtype_name(params.dtype()),
+              params.device().str());
+  for (int id = 0; id < static_cast<int>(layout.entries().size()); ++id) {
+    const ParamEntry& e = layout.entry(id);
+    const bool looked_up = id == layout.src_pos || id == layout.tgt_pos ||
+                           (id == layout.src_embed && id != layout.tgt_embed);
+    if (e.shape.rank() == 2 && !looked_up) matrices_.push_back({e.offset, e.shape[0], e.shape[1], 0, 0});
+  }
+  // In offset order, so that the quantized rows of a group lie side by side
+  // as its f32 rows do.
+  std::sort(matrices_.begin(), matrices_.end(), [](const Matrix& a, const Matrix& b) { return a.offset < b.offset; });
+  int64_t values = 0, scales = 0;
+  for (Matrix& m : matrices_) {
+    m.value_offset = values;
+    m.scale_offset = scales;
+    values += m.rows * ops::int8_ld(m.cols);
+    scales += m.rows;
+  }
+  values_.resize(static_cast<size_t>(values));
+  scales_.resize(static_cast<size_t>(scales));
+  for (const Matrix& m : matrices_) {
+    const TensorView w(const_cast<float*>(base_) + m.offset, DType::f32, {m.rows, m.cols}, Device::cpu());
+    ops::quantize_int8(w, values_.data() + m.value_offset, ops::int8_ld(m.cols), scales_.data() + m.scale_offset);
+  }
+}
+
+ops::Int8Matrix Int8Weights::find(const TensorView& w) const {
+  const int64_t offset = static_cast<const float*>(w.data()) - base_;
+  const int64_t rows = w.rank() == 2 ? w.dim(0) : -1, cols = w.rank() == 2 ? w.dim(1) : -1;
+  // The matrix that holds the view's first row.
+  auto it = std::upper_bound(matrices_.begin(), matrices_.end(), offset,
+                             [](int64_t o, const Matrix& m) { return o < m.offset; });
+  TFM_REQUIRE(it != matrices_.begin() && rows >= 0, "internal: {} is not a quantized weight", w.str());
+  --it;
+  const Matrix& first = *it;
+  const int64_t row0 = (offset - first.offset) / std::max<int64_t>(first.cols, 1);
+  TFM_REQUIRE(first.cols == cols && offset == first.offset + row0 * cols && row0 < first.rows,
+              "internal: {} at element {} is not rows of a quantized weight", w.str(), offset);
+  // Its rows, then those of the matrices right after it in the same group.
+  int64_t covered = first.rows - row0;
+  for (auto next = it + 1; covered < rows; ++next) {
+    const Matrix& prev = *(next - 1);
+    TFM_REQUIRE(next != matrices_.end() && next->cols == cols && next->offset == prev.offset + prev.rows * cols,
+                "internal: {} runs past the quantized weights it starts in", w.str());
+    covered += next->rows;
+  }
+  const int64_t ld = ops::int8_ld(cols);
+  return {values_.data() + first.value_offset + row0 * ld, scales_.data() + first.scale_offset + row0, rows, cols,
+          ld};
+}
+
+}  // namespace tfm::model

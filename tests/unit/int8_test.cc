@@ -1,0 +1,281 @@
+// int8 inference on the CPU (ops.h, "int8"; libcore/model/int8.h): the
+// quantization's values, the GEMM's exact integer sums and its float
+// epilogue against the formula written out here, the AVX2 path against the
+// portable one, a row's bits at any row count and position, and the model:
+// the incremental decoder in int8 against the full forward in int8, both
+// near fp32, and beam search batch-invariant in int8 as in fp32.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/detail.h"
+#include "kernels/ops.h"
+#include "libcore/decode/incremental.h"
+#include "libcore/decode/search.h"
+#include "libcore/model/int8.h"
+#include "libcore/model/transformer.h"
+#include "tests/support.h"
+
+using namespace tfm;
+
+namespace {
+
+struct Quantized {
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+  int64_t rows, cols, ld;
+  ops::Int8Matrix matrix() const { return {values.data(), scales.data(), rows, cols, ld}; }
+};
+
+Quantized quantize(const Tensor& w) {
+  Quantized q{{}, {}, w.shape()[0], w.shape()[1], ops::int8_ld(w.shape()[1])};
+  q.values.assign(static_cast<size_t>(q.rows * q.ld), 99);  // padding must come back 0
+  q.scales.resize(static_cast<size_t>(q.rows));
+  ops::quantize_int8(w, q.values.data(), q.ld, q.scales.data());
+  return q;
+}
+
+// act(x W^T + b) as ops.h writes it: x quantized by rows, the sum in
+// int64, the epilogue in f32 in the stated order.
+std::vector<float> formula(const Tensor& x, const Quantized& w, const float* bias, bool relu) {
+  const Quantized qx = quantize(x);
+  std::vector<float> y(static_cast<size_t>(qx.rows * w.rows));
+  for (int64_t i = 0; i < qx.rows; ++i)
+    for (int64_t j = 0; j < w.rows; ++j) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < w.cols; ++p)
+        sum += int64_t{qx.values[static_cast<size_t>(i * qx.ld + p)]} * w.values[static_cast<size_t>(j * w.ld + p)];
+      const float s = qx.scales[static_cast<size_t>(i)] * w.scales[static_cast<size_t>(j)];
+      float v = static_cast<float>(sum) * s;
+      if (bias) v = v + bias[j];
+      y[static_cast<size_t>(i * w.rows + j)] = relu ? std::max(v, 0.0f) : v;
+    }
+  return y;
+}
+
+std::vector<float> run(const Tensor& x, const Quantized& w, const Tensor* bias, bool relu, bool simd) {
+  const int64_t m = x.shape()[0];
+  std::vector<float> y(static_cast<size_t>(m * w.rows), -7.0f);
+  ops::cpu::gemm_int8(x.data_as<float>(), m, w.cols, w.matrix(), y.data(), w.rows,
+                      bias ? bias->data_as<float>() : nullptr, relu, simd);
+  return y;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("quantize_int8 rounds each row by its largest magnitude, ties to even", "[int8]") {
+  Tensor w({3, 5}, DType::f32);
+  const float v[15] = {127.0f, 63.5f, -0.5f, 1.5f, 2.5f,  // scale 1: ties to even
+                       0, 0, 0, 0, 0,                     // a zero row
+                       -4.0f, 3.0f, 1.0f, 0.0f, 0.02f};   // x 31.75: 95.25, 31.75, 0.635
+  std::memcpy(w.data_as<float>(), v, sizeof v);
+  const Quantized q = quantize(w);
+  CHECK(q.ld == 32);
+  CHECK(q.scales[0] == 1.0f);
+  CHECK(q.scales[1] == 0.0f);
+  CHECK(q.scales[2] == 4.0f / 127.0f);
+  const int8_t row0[5] = {127, 64, 0, 2, 2}, row2[5] = {-127, 95, 32, 0, 1};
+  for (int p = 0; p < 5; ++p) {
+    CHECK(q.values[static_cast<size_t>(p)] == row0[p]);
+    CHECK(q.values[static_cast<size_t>(32 + p)] == 0);
+    CHECK(q.values[static_cast<size_t>(64 + p)] == row2[p]);
+  }
+  for (int64_t p = 5; p < 32; ++p) CHECK(q.values[static_cast<size_t>(p)] == 0);  // padding
+  Tensor bad({1, 2}, DType::f32);
+  bad.data_as<float>()[0] = INFINITY;
+  CHECK(std::isnan(quantize(bad).scales[0]));
+}
+
+TEST_CASE("quantize_int8: the AVX2 and the portable path give the same bytes and scales", "[int8]") {
+  uint64_t seed = 900;
+  for (int64_t n : {1, 7, 8, 31, 32, 33, 100, 512, 2048}) {
+    const Tensor v = test::random({1, n}, DType::f32, ++seed, -5.0f, 5.0f);
+    const int64_t ld = ops::int8_ld(n);
+    std::vector<int8_t> a(static_cast<size_t>(ld), 1), b(static_cast<size_t>(ld), 2);
+    const float sa = ops::cpu::quantize_row_int8(v.data_as<float>(), n, a.data(), ld, true);
+    const float sb = ops::cpu::quantize_row_int8(v.data_as<float>(), n, b.data(), ld, false);
+    INFO("n " << n);
+    CHECK(sa == sb);
+    CHECK(a == b);
+  }
+  std::vector<float> nan_row(40, 1.0f);
+  nan_row[35] = NAN;  // past the vector part: the tail must catch it too
+  std::vector<int8_t> q(64);
+  for (bool simd : {true, false}) {
+    CHECK(std::isnan(ops::cpu::quantize_row_int8(nan_row.data(), 40, q.data(), 64, simd)));
+    nan_row[35] = 1.0f;
+    nan_row[3] = NAN;
+    CHECK(std::isnan(ops::cpu::quantize_row_int8(nan_row.data(), 40, q.data(), 64, simd)));
+    nan_row[3] = 1.0f;
+    nan_row[35] = NAN;
+  }
+}
+
+TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX2 and the portable path", "[int8]") {
+  struct Case { int64_t m, n, k; };
+  const Case cases[] = {{1, 1, 1}, {3, 7, 13}, {5, 33, 70}, {2, 4, 32}, {17, 64, 128}, {64, 512, 512},
+                        {9, 4000, 128}, {4, 40, 2048}};
+  uint64_t seed = 700;
+  for (const Case& c : cases) {
+    INFO("m " << c.m << " n " << c.n << " k " << c.k);
+    const Tensor x = test::random({c.m, c.k}, DType::f32, ++seed, -3.0f, 3.0f);
+    const Tensor w = test::random({c.n, c.k}, DType::f32, ++seed, -0.2f, 0.2f);
+    const Tensor b = test::random({c.n}, DType::f32, ++seed);
+    const Quantized q = quantize(w);
+    for (bool relu : {false, true}) {
+      const std::vector<float> want = formula(x, q, b.data_as<float>(), relu);
+      CHECK(same_bits(run(x, q, &b, relu, /*simd=*/false), want));
+      if (ops::cpu::gemm_int8_simd()) CHECK(same_bits(run(x, q, &b, relu, /*simd=*/true), want));
+    }
+    CHECK(same_bits(run(x, q, nullptr, false, true), formula(x, q, nullptr, false)));
+    // And near the f32 product: each factor is within half a step of 1/127 of its row's largest.
+    const std::vector<float> got = run(x, q, nullptr, false, true);
+    double worst = 0;
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double exact = 0;
+        for (int64_t p = 0; p < c.k; ++p)
+          exact += double{x.data_as<float>()[i * c.k + p]} * w.data_as<float>()[j * c.k + p];
+        worst = std::max(worst, std::abs(exact - got[static_cast<size_t>(i * c.n + j)]));
+      }
+    CHECK(worst <= 3.0 * 0.2 * 3.0 / 127.0 * std::sqrt(static_cast<double>(c.k)) + 1e-6);
+  }
+}
+
+TEST_CASE("gemm_int8 computes a row the same at any row count, position and thread count", "[int8][invariance]") {
+  const int64_t n = 300, k = 96;
+  const Tensor row = test::random({1, k}, DType::f32, 41);
+  const Quantized q = quantize(test::random({n, k}, DType::f32, 42));
+  std::vector<float> first;
+  const int threads = omp_get_max_threads();
+  for (int t : {1, threads})
+    for (int64_t m : {1, 2, 3, 8, 33, 64})
+      for (int64_t at : {int64_t{0}, m / 2, m - 1}) {
+        omp_set_num_threads(t);
+        Tensor x = test::random({m, k}, DType::f32, static_cast<uint64_t>(1000 + m));
+        std::memcpy(x.data_as<float>() + at * k, row.data_as<float>(), sizeof(float) * k);
+        Tensor y({m, n}, DType::f32);
+        ops::gemm_int8(x, q.matrix(), y, Stream(Device::cpu()));
+        const std::vector<float> got(y.data_as<float>() + at * n, y.data_as<float>() + (at + 1) * n);
+        if (first.empty()) first = got;
+        INFO("threads " << t << ", rows " << m << ", at " << at);
+        CHECK(same_bits(got, first));
+      }
+  omp_set_num_threads(threads);
+}
+
+TEST_CASE("gemm_int8 names the wrong shape", "[int8]") {
+  const Quantized q = quantize(test::random({4, 8}, DType::f32, 5));
+  Tensor x({2, 7}, DType::f32), y({2, 4}, DType::f32);
+  CHECK_THROWS_WITH(ops::gemm_int8(x, q.matrix(), y, Stream(Device::cpu())),
+                    Catch::Contains("gemm_int8: x is (2, 7) but W is 4 x 8"));
+  Tensor x2({2, 8}, DType::f32), y2({3, 4}, DType::f32);
+  CHECK_THROWS_WITH(ops::gemm_int8(x2, q.matrix(), y2, Stream(Device::cpu())),
+                    Catch::Contains("y is (3, 4)"));
+}
+
+TEST_CASE("int8: the incremental decoder agrees with the full forward, both near fp32", "[int8][decode]") {
+  ModelLimits limits;
+  limits.max_tokens = 96;
+  limits.max_len = 12;
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.parse("vocab_size = 29\nd_model = 32\nd_ff = 48\nheads = 2\nmax_positions = 24");
+  const std::vector<std::vector<int32_t>> sources = {{5, 6, 7, 8, 9}, {10, 4}, {11, 12, 13, 27}};
+  const std::vector<std::vector<int32_t>> prefixes = {{4, 5}, {6, 7}, {8, 9}};
+  Transformer fp32(c, limits, Device::cpu());
+  fp32.init(11);
+  const std::vector<double> want = test::to_f64(fp32.log_probs(HostBatch::from_pairs(sources, prefixes)));
+  Transformer int8(c, limits, Device::cpu());
+  int8.init(11);
+  int8.quantize_int8();
+  CHECK(int8.int8_weights() != nullptr);
+  CHECK(int8.memory_report().find("int8 weights") != std::string::npos);
+  const HostBatch batch = HostBatch::from_pairs(sources, prefixes);
+  const std::vector<double> full = test::to_f64(int8.log_probs(batch));
+  double near = 0;
+  for (size_t i = 0; i < want.size(); ++i) near = std::max(near, std::abs(want[i] - full[i]));
+  INFO("int8 vs fp32, full forward: " << near);
+  CHECK(near > 0);     // it did run in int8
+  CHECK(near < 0.1);   // and stayed near
+
+  // The decoder, position by position, over the same prefixes.
+  IncrementalDecoder dec(int8, {.sentences = 3, .src_tokens = 15, .src_len = 5, .rows = 3, .steps = 3});
+  dec.start(sources, 3, 3);
+  const int64_t V = c.vocab_size;
+  double worst = 0;
+  for (int64_t t = 0; t < 3; ++t) {
+    std::vector<IncrementalDecoder::Row> rows;
+    for (int32_t s = 0; s < 3; ++s)
+      rows.push_back({s, s, t == 0 ? kBosId : prefixes[static_cast<size_t>(s)][static_cast<size_t>(t - 1)]});
+    dec.step(rows);
+    const std::vector<double> got = test::to_f64(dec.log_probs());
+    for (int64_t s = 0; s < 3; ++s)
+      for (int64_t v = 0; v < V; ++v)
+        worst = std::max(worst, std::abs(got[static_cast<size_t>(s * V + v)] -
+                                         full[static_cast<size_t>((s * batch.tgt_len + t) * V + v)]));
+  }
+  INFO("incremental vs full, both int8: " << worst);
+  CHECK(worst < 1e-3);
+  CHECK_THROWS_WITH(int8.forward_backward(batch, TrainStep{}), Catch::Contains("does not train"));
+}
+
+TEST_CASE("int8: beam search gives the same n-best lists and scores at batch sizes 1, 5 and 24", "[int8][invariance]") {
+  ModelLimits limits;
+  limits.inference = true;
+  Transformer model(ModelConfig::preset("tiny"), limits, Device::cpu());
+  model.init(31);
+  model.quantize_int8();
+  const int64_t V = model.config().vocab_size;
+  std::vector<SearchRequest> requests;
+  uint64_t r = 23;
+  for (int i = 0; i < 24; ++i) {
+    SearchRequest q;
+    const int len = 1 + (i * 5) % 11;
+    for (int j = 0; j < len; ++j) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      q.source.push_back(static_cast<int32_t>(4 + (r >> 33) % static_cast<uint64_t>(V - 4)));
+    }
+    q.max_len = len + 4;
+    requests.push_back(q);
+  }
+  BeamSearchOptions o;
+  o.beam_size = 4;
+  o.n_best = 2;
+  DecoderLimits dl;
+  dl.sentences = 24;
+  dl.src_len = 11;
+  dl.src_tokens = 24 * 11;
+  dl.rows = search_rows(24, o);
+  dl.steps = search_steps(requests);
+  IncrementalDecoder decoder(model, dl);
+  auto decode_all = [&](size_t size) {
+    std::vector<std::vector<Hypothesis>> out;
+    for (size_t b = 0; b < requests.size(); b += size) {
+      const std::vector<SearchRequest> batch(requests.begin() + static_cast<std::ptrdiff_t>(b),
+                                             requests.begin() + static_cast<std::ptrdiff_t>(std::min(requests.size(), b + size)));
+      for (auto& h : beam_search(decoder, batch, o)) out.push_back(std::move(h));
+    }
+    return out;
+  };
+  const auto one = decode_all(1);
+  for (size_t size : {5, 24}) {
+    const auto got = decode_all(size);
+    REQUIRE(got.size() == one.size());
+    for (size_t s = 0; s < one.size(); ++s) {
+      INFO("batch size " << size << ", sentence " << s);
+      REQUIRE(got[s].size() == one[s].size());
+      for (size_t i = 0; i < one[s].size(); ++i) {
+        CHECK(got[s][i].tokens == one[s][i].tokens);
+        CHECK(got[s][i].token_log_probs == one[s][i].token_log_probs);  // bit for bit
+      }
+    }
+  }
+}
