@@ -35,9 +35,16 @@
 // outputs identical to tfm's. --repeat N runs tfm, CTranslate2 float32 and
 // int8 in turn N times and reports the medians (for shared machines).
 //
+// tfm int8 (tfm-decode --precision int8): on the CPU in fp32 the same
+// weights are also quantized into a second model, decoded in turn with the
+// others, and its share of outputs identical to fp32's reported (--no-int8:
+// not). --reference TEXT (with --model: the references of --input's lines)
+// scores the best hypotheses of each, detokenized by the checkpoint's
+// SentencePiece model, with tfm's sacreBLEU-exact BLEU.
+//
 //   decode [--preset base|big|tiny|demo] [--device cpu] [--precision fp32] [--sentences N]
 //          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N] [--forced-length N]
-//          [--model CKPT --input IDS] [--ct2 auto|on|off] [--repeat N]
+//          [--model CKPT --input IDS [--reference TEXT]] [--ct2 auto|on|off] [--repeat N] [--no-int8]
 //          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes]
 #include <unistd.h>
 
@@ -56,6 +63,7 @@
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
 #include "libcore/decode/translate.h"
+#include "libcore/eval/bleu.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
 #include "libcore/model/model_io.h"
@@ -97,6 +105,8 @@ struct Options {
   std::string ct2_script = TFM_BENCH_SOURCE_DIR "/decode_ct2.py";
   std::string converter = TFM_BENCH_SOURCE_DIR "/../../scripts/tfm-to-ct2";
   int64_t repeat = 1;
+  bool no_int8 = false;
+  std::string reference;  // with --model: reference text of --input's lines, for BLEU
 };
 
 double median(std::vector<double> v) {
@@ -324,16 +334,36 @@ class Ct2 {
 };
 
 // The share of sentences whose best hypothesis CTranslate2 and tfm agree on.
-double same_share(const Run& mine, const Ct2Result& theirs) {
-  if (theirs.hyps.size() != mine.nbest.size() || mine.nbest.empty()) return 0;
+// The best hypotheses of a run as ids, one line a sentence (as Ct2Result::hyps).
+std::vector<std::string> id_lines(const Run& run) {
+  std::vector<std::string> lines;
+  for (const auto& nbest : run.nbest) lines.push_back(fmt::format("{}", fmt::join(nbest.at(0).tokens, " ")));
+  return lines;
+}
+
+// The share of sentences on which two runs' best hypotheses agree.
+double same_share(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size() || a.empty()) return 0;
   int64_t same = 0;
-  for (size_t i = 0; i < mine.nbest.size(); ++i) {
-    std::string line;
-    for (size_t k = 0; k < mine.nbest[i].at(0).tokens.size(); ++k)
-      line += fmt::format("{}{}", k ? " " : "", mine.nbest[i][0].tokens[k]);
-    same += line == theirs.hyps[i];
+  for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+  return static_cast<double>(same) / static_cast<double>(a.size());
+}
+
+// Corpus BLEU (sacreBLEU's defaults) of id lines, detokenized by `vocab`.
+double bleu_of(const std::vector<std::string>& ids, const Vocab& vocab, const std::vector<std::string>& refs) {
+  TFM_REQUIRE(ids.size() == refs.size(), "--reference has {} lines but {} sentences were decoded", refs.size(),
+              ids.size());
+  std::vector<std::string> hyps;
+  for (const std::string& line : ids) {
+    std::vector<int32_t> tokens;
+    std::istringstream words(line);
+    for (int32_t id; words >> id;) tokens.push_back(id);
+    hyps.push_back(vocab.decode_ids(tokens));
   }
-  return static_cast<double>(same) / static_cast<double>(mine.nbest.size());
+  const eval::BleuOptions options;
+  eval::BleuStats total;
+  for (const eval::BleuStats& st : eval::bleu_corpus_stats(hyps, {refs}, options)) total += st;
+  return eval::compute_bleu(total, options).score;
 }
 
 }  // namespace
@@ -374,6 +404,8 @@ int main(int argc, char** argv) {
   app.add_option("--ct2-python", o.ct2_python, "Interpreter with ctranslate2")->capture_default_str();
   app.add_option("--repeat", o.repeat, "Run tfm and CTranslate2 in turn N times; medians")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_flag("--no-int8", o.no_int8, "Do not also decode with tfm's int8 weights (CPU, fp32)");
+  app.add_option("--reference", o.reference, "With --model: reference text of --input's lines; BLEU of each");
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
@@ -385,8 +417,9 @@ int main(int argc, char** argv) {
     std::unique_ptr<Transformer> model;
     ModelLimits limits;
     limits.inference = true;
+    std::string tokenizer;  // the checkpoint's SentencePiece model, for --reference
     if (!o.model.empty()) {
-      model = load_model(o.model, limits, device, nullptr, dtype);
+      model = load_model(o.model, limits, device, &tokenizer, dtype);
       config = model->config();
       for (const std::string& line : read_lines(o.input, o.sentences)) {
         SearchRequest r;
@@ -423,6 +456,18 @@ int main(int argc, char** argv) {
       model->init(1);
       model->refresh_weights();
     }
+    TFM_REQUIRE(o.reference.empty() || !o.model.empty(), "--reference goes with --model");
+    // The same weights in int8, decoded in turn with fp32 (CPU).
+    std::unique_ptr<Transformer> model8;
+    if (!o.no_int8 && device.is_cpu() && dtype == DType::f32) {
+      if (!o.model.empty()) {
+        model8 = load_model(o.model, limits, device, nullptr, dtype);
+      } else {
+        model8 = std::make_unique<Transformer>(config, limits, device, dtype);
+        model8->init(1);
+      }
+      model8->quantize_int8();
+    }
     const std::string name = o.model.empty() ? o.preset : fs::path(o.model).filename().string();
     std::string kernel;
     if (device.is_cpu()) kernel = fmt::format(", OpenBLAS {} ({})", ops::cpu::blas().core, ops::cpu::blas().core_source);
@@ -456,9 +501,9 @@ int main(int argc, char** argv) {
     }
 
     // tfm, CTranslate2 float32 and int8 in turn, --repeat times: medians.
-    Run mine;
+    Run mine, mine8;
     Ct2Result c32, c8;
-    std::vector<double> tfm_tps, tfm_cpu, c32_tps, c32_cpu, c8_tps, c8_cpu;
+    std::vector<double> tfm_tps, tfm_cpu, t8_tps, t8_cpu, c32_tps, c32_cpu, c8_tps, c8_cpu;
     for (int64_t rep = 0; rep < o.repeat; ++rep) {
       mine = run_tfm(o, *model, requests);
       tfm_tps.push_back(static_cast<double>(mine.tokens) / mine.seconds);
@@ -466,6 +511,14 @@ int main(int argc, char** argv) {
       std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s\n%s", mine.memory.c_str(),
                   static_cast<long long>(mine.tokens), mine.seconds, tfm_tps.back(), mine.gemm_summary.c_str());
       std::fflush(stdout);
+      if (model8) {
+        mine8 = run_tfm(o, *model8, requests);
+        t8_tps.push_back(static_cast<double>(mine8.tokens) / mine8.seconds);
+        t8_cpu.push_back(mine8.cpu_seconds);
+        std::printf("tfm int8: %lld tokens in %.1f s, %.1f tokens/s\n", static_cast<long long>(mine8.tokens),
+                    mine8.seconds, t8_tps.back());
+        std::fflush(stdout);
+      }
       if (!ct2) continue;
       try {
         c32 = ct2->run("float32");
@@ -491,7 +544,25 @@ int main(int argc, char** argv) {
     }
     if (!ct2_skip.empty()) std::printf("ctranslate2: not run: %s\n", ct2_skip.c_str());
     const bool has_ct2 = !c32_tps.empty();
-    const double same = has_ct2 && !o.model.empty() ? same_share(mine, c32) : -1;
+    const double same = has_ct2 && !o.model.empty() ? same_share(id_lines(mine), c32.hyps) : -1;
+    const bool has_int8 = !t8_tps.empty();
+    if (has_int8)
+      std::printf("tfm int8: outputs identical to tfm fp32's on %.1f%% of the sentences\n",
+                  same_share(id_lines(mine), id_lines(mine8)) * 100);
+    if (!o.reference.empty()) {
+      const Vocab vocab = Vocab::from_bytes(tokenizer, o.model);
+      const std::vector<std::string> refs = read_lines(o.reference, o.sentences);
+      const double b32 = bleu_of(id_lines(mine), vocab, refs);
+      std::string line = fmt::format("BLEU on {}: tfm fp32 {:.2f}", o.reference, b32);
+      if (has_int8) {
+        const double b8 = bleu_of(id_lines(mine8), vocab, refs);
+        line += fmt::format(", tfm int8 {:.2f} ({:+.2f})", b8, b8 - b32);
+      }
+      if (has_ct2)
+        line += fmt::format(", ctranslate2 float32 {:.2f}, int8 {:.2f}", bleu_of(c32.hyps, vocab, refs),
+                            bleu_of(c8.hyps, vocab, refs));
+      std::printf("%s\n", line.c_str());
+    }
     if (has_ct2)
       std::printf("ctranslate2: %s, ISA %s, SGEMM %s, int8 GEMM %s, %d threads%s\n", c32.version.c_str(),
                   c32.isa.c_str(), c32.sgemm.c_str(), c8.gemm_s8.c_str(), c32.threads,
@@ -533,15 +604,23 @@ int main(int argc, char** argv) {
                 num(has_ref, ratio, "{:.2f}x").c_str(), cpu_tps, num(has_ref, ref_cpu_tps).c_str(),
                 num(has_ref, cpu_tps / ref_cpu_tps, "{:.2f}x").c_str(),
                 share >= 0 ? fmt::format("{:.1f}%", share * 100).c_str() : "-", verdict.c_str());
-    const double c32_t = median(c32_tps), c8_t = median(c8_tps);
+    const double c32_t = median(c32_tps), c8_t = median(c8_tps), t8 = median(t8_tps);
     const double c32_cpu_tps = has_ct2 ? static_cast<double>(c32.tokens) / median(c32_cpu) * cpu_threads() : 0;
     const double c8_cpu_tps = has_ct2 ? static_cast<double>(c8.tokens) / median(c8_cpu) * cpu_threads() : 0;
-    if (has_ct2) {
-      std::printf("\n%-10s %10s %11s %10s %9s %9s %11s %11s %10s %9s %9s\n", "model", "tfm tok/s", "ct2 f32 t/s",
-                  "ct2 i8 t/s", "tfm/f32", "tfm/i8", "tfm cpu-t/s", "f32 cpu-t/s", "i8 cpu-t/s", "tfm/f32", "tfm/i8");
-      std::printf("%-10s %10.1f %11.1f %10.1f %8.2fx %8.2fx %11.1f %11.1f %10.1f %8.2fx %8.2fx\n", name.c_str(), tps,
-                  c32_t, c8_t, tps / c32_t, tps / c8_t, cpu_tps, c32_cpu_tps, c8_cpu_tps, cpu_tps / c32_cpu_tps,
-                  cpu_tps / c8_cpu_tps);
+    const double t8_cpu_tps = has_int8 ? static_cast<double>(mine8.tokens) / median(t8_cpu) * cpu_threads() : 0;
+    if (has_ct2 || has_int8) {
+      // tfm fp32 and int8 beside CTranslate2 float32 and int8, on the wall clock
+      // and per CPU-second; ratios fp32 / float32 and int8 / int8.
+      std::printf("\n%-10s %10s %10s %11s %10s %8s %8s %11s %11s %11s %10s %8s %8s\n", "model", "tfm f32",
+                  "tfm i8", "ct2 f32", "ct2 i8", "f32/f32", "i8/i8", "tfm f32 cpu", "tfm i8 cpu", "ct2 f32 cpu",
+                  "ct2 i8 cpu", "f32/f32", "i8/i8");
+      auto ratio_of = [](bool have, double a, double b) { return have && b > 0 ? fmt::format("{:.2f}x", a / b) : std::string("-"); };
+      std::printf("%-10s %10.1f %10s %11s %10s %8s %8s %11.1f %11s %11s %10s %8s %8s\n", name.c_str(), tps,
+                  num(has_int8, t8).c_str(), num(has_ct2, c32_t).c_str(), num(has_ct2, c8_t).c_str(),
+                  ratio_of(has_ct2, tps, c32_t).c_str(), ratio_of(has_ct2 && has_int8, t8, c8_t).c_str(), cpu_tps,
+                  num(has_int8, t8_cpu_tps).c_str(), num(has_ct2, c32_cpu_tps).c_str(),
+                  num(has_ct2, c8_cpu_tps).c_str(), ratio_of(has_ct2, cpu_tps, c32_cpu_tps).c_str(),
+                  ratio_of(has_ct2 && has_int8, t8_cpu_tps, c8_cpu_tps).c_str());
     }
     std::printf("\noutput tokens (eos not counted) per second of beam search, batching and encoder "
                 "included; cpu-t/s: per CPU-second used x %d threads (the verdict is on the wall clock)%s. "
@@ -552,9 +631,10 @@ int main(int argc, char** argv) {
         "preset\tdevice\tprecision\tsentences\tbeam\tmax_tokens\tbatch_size\tthreads\ttokens\tseconds\t"
         "tfm_tokens_per_s\ttorch_tokens_per_s\tratio\ttfm_cpu_seconds\ttorch_cpu_seconds\tinvariant_share\tok\t"
         "ct2_version\tct2_f32_tokens_per_s\tct2_int8_tokens_per_s\tct2_f32_ratio\tct2_int8_ratio\t"
-        "ct2_f32_cpu_seconds\tct2_int8_cpu_seconds\tct2_same_share\trepeat\n";
+        "ct2_f32_cpu_seconds\tct2_int8_cpu_seconds\tct2_same_share\trepeat\ttfm_int8_tokens_per_s\t"
+        "tfm_int8_cpu_seconds\n";
     tsv += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.3f}\t{:.1f}\t{}\t{}\t{:.3f}\t{}\t{}\t{}\t"
-                       "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                       "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
                        name, device.str(), o.precision, requests.size(), o.beam, o.max_tokens, o.batch_size,
                        cpu_threads(), mine.tokens, static_cast<double>(mine.tokens) / tps, tps,
                        has_ref ? fmt::format("{:.1f}", ref_result.tokens_per_s) : "",
@@ -565,7 +645,8 @@ int main(int argc, char** argv) {
                        has_ct2 ? fmt::format("{:.3f}", tps / c32_t) : "", has_ct2 ? fmt::format("{:.3f}", tps / c8_t) : "",
                        has_ct2 ? fmt::format("{:.3f}", median(c32_cpu)) : "",
                        has_ct2 ? fmt::format("{:.3f}", median(c8_cpu)) : "",
-                       same >= 0 ? fmt::format("{:.4f}", same) : "", o.repeat);
+                       same >= 0 ? fmt::format("{:.4f}", same) : "", o.repeat,
+                       has_int8 ? fmt::format("{:.1f}", t8) : "", has_int8 ? fmt::format("{:.3f}", median(t8_cpu)) : "");
     io::write_file_atomic(o.out, tsv);
     status = ok ? 0 : kMissed;
   });

@@ -9,6 +9,12 @@
 // did (3 when it did not; 1 is an error). Results go to a table on stdout
 // and a TSV file (--out).
 //
+// Then the decoder's products x W^T at 128 rows (32 sentences, beam 4) of
+// base and of the demo model, with no verdict: OpenBLAS, tfm's row-invariant
+// sgemm (what tfm-decode runs in fp32) and tfm's int8 GEMM (--precision
+// int8), each in GFLOP/s (int8: multiply-adds counted as float ones), and
+// int8 over row-invariant.
+//
 //   gemm [--out FILE] [--repeats N] [--min-seconds S]
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +50,17 @@ const Shape3 kShapes[] = {
     {"output projection     x E^T", 4096, 512, 37000, false, true},
     {"weight gradient       x^T dy", 512, 4096, 512, true, false},
     {"output proj. backward dz E", 4096, 37000, 512, false, false},
+};
+
+// The decoder's x W^T (trans_b), 128 rows: base, then the demo model.
+const Shape3 kDecoderShapes[] = {
+    {"base q, k, v            x Wqkv^T", 128, 512, 1536, false, true},
+    {"base feed-forward in    x W1^T", 128, 512, 2048, false, true},
+    {"base feed-forward out   h W2^T", 128, 2048, 512, false, true},
+    {"base output projection  x E^T", 128, 512, 37000, false, true},
+    {"demo q, k, v            x Wqkv^T", 128, 128, 384, false, true},
+    {"demo feed-forward in    x W1^T", 128, 128, 512, false, true},
+    {"demo output projection  x E^T", 128, 128, 4000, false, true},
 };
 
 using Clock = std::chrono::steady_clock;
@@ -207,7 +224,30 @@ int main(int argc, char** argv) {
       std::printf("%s\n", row.c_str());
       std::fflush(stdout);
     }
-    std::printf("\nGFLOP/s; ratio = tfm / best forced core. Written to %s\n", out.c_str());
+    std::printf("\nGFLOP/s; ratio = tfm / best forced core.\n\n");
+
+    std::printf("%-34s %20s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv", "int8",
+                "int8/inv");
+    for (const Shape3& s : kDecoderShapes) {
+      Operands o = operands(s);
+      ops::GemmOptions opt;
+      opt.trans_b = true;
+      const double blas_rate = measure(s, repeats, min_seconds, [&] { ops::gemm(o.a, o.b, o.c, opt, cpu); });
+      opt.row_invariant = true;
+      const double inv_rate = measure(s, repeats, min_seconds, [&] { ops::gemm(o.a, o.b, o.c, opt, cpu); });
+      const int64_t ld = ops::int8_ld(s.k);
+      std::vector<int8_t> values(static_cast<size_t>(s.n * ld));
+      std::vector<float> scales(static_cast<size_t>(s.n));
+      ops::quantize_int8(o.b, values.data(), ld, scales.data());
+      const ops::Int8Matrix w{values.data(), scales.data(), s.n, s.k, ld};
+      const double int8_rate = measure(s, repeats, min_seconds, [&] { ops::gemm_int8(o.a, w, o.c, cpu); });
+      std::printf("%-34s %20s %9.1f %9.1f %9.1f %8.2fx\n", s.role,
+                  fmt::format("{} x {} x {}", s.m, s.k, s.n).c_str(), blas_rate, inv_rate, int8_rate,
+                  int8_rate / inv_rate);
+      std::fflush(stdout);
+    }
+    std::printf("\nGFLOP/s (int8: its multiply-adds counted as float ones). The first table written to %s\n",
+                out.c_str());
     io::write_file_atomic(out, tsv);
     status = all_ok ? 0 : kSlow;
   });
