@@ -8,7 +8,7 @@
 // multiplied inside matrices of many row counts and positions, with one
 // thread and with all: it must come out bit-identical, the AVX2 path equal
 // to the portable one, and near the float64 product. Then the whole search,
-// at batch sizes 1, 7 and 64, from a saved checkpoint.
+// at batch sizes 1, 7 and 64, from a saved checkpoint, in fp32 and in int8.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -122,7 +122,8 @@ TEST_CASE("row-invariant GEMM: the AVX2 and the portable path give the same bits
 }
 
 TEST_CASE("decoding gives the same n-best lists and scores at batch sizes 1, 7 and 64", "[invariance]") {
-  // A random tiny model through a checkpoint, as tfm-decode loads it.
+  // A random tiny model through a checkpoint, as tfm-decode loads it; in
+  // fp32 and with int8 weights (--precision int8), whose sums are integers.
   const test::TempDir dir;
   {
     ModelLimits limits;
@@ -132,64 +133,68 @@ TEST_CASE("decoding gives the same n-best lists and scores at batch sizes 1, 7 a
     model.init(31);
     save_model(dir.file("tiny.bin"), model);
   }
-  ModelLimits inference;
-  inference.inference = true;
-  auto model = load_model(dir.file("tiny.bin"), inference, Device::cpu());
-  const int64_t V = model->config().vocab_size;
-  std::vector<SearchRequest> requests;
-  uint64_t r = 17;
-  for (int i = 0; i < 64; ++i) {
-    SearchRequest q;
-    const int len = 1 + (i * 7) % 13;
-    for (int j = 0; j < len; ++j) {
-      r = r * 6364136223846793005ull + 1442695040888963407ull;
-      q.source.push_back(static_cast<int32_t>(4 + (r >> 33) % static_cast<uint64_t>(V - 4)));
+  for (const bool int8 : {false, true}) {
+    INFO((int8 ? "int8" : "fp32"));
+    ModelLimits inference;
+    inference.inference = true;
+    auto model = load_model(dir.file("tiny.bin"), inference, Device::cpu());
+    if (int8) model->quantize_int8();
+    const int64_t V = model->config().vocab_size;
+    std::vector<SearchRequest> requests;
+    uint64_t r = 17;
+    for (int i = 0; i < 64; ++i) {
+      SearchRequest q;
+      const int len = 1 + (i * 7) % 13;
+      for (int j = 0; j < len; ++j) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        q.source.push_back(static_cast<int32_t>(4 + (r >> 33) % static_cast<uint64_t>(V - 4)));
+      }
+      q.max_len = len + 4;
+      requests.push_back(q);
     }
-    q.max_len = len + 4;
-    requests.push_back(q);
-  }
-  BeamSearchOptions o;
-  o.beam_size = 4;
-  o.n_best = 4;
-  DecoderLimits dl;
-  dl.sentences = 64;
-  dl.src_len = 13;
-  dl.src_tokens = 64 * 13;
-  dl.rows = search_rows(64, o);
-  dl.steps = search_steps(requests);
-  IncrementalDecoder decoder(*model, dl);
+    BeamSearchOptions o;
+    o.beam_size = 4;
+    o.n_best = 4;
+    DecoderLimits dl;
+    dl.sentences = 64;
+    dl.src_len = 13;
+    dl.src_tokens = 64 * 13;
+    dl.rows = search_rows(64, o);
+    dl.steps = search_steps(requests);
+    IncrementalDecoder decoder(*model, dl);
 
-  // Batches of `size` consecutive sentences of a shuffled order.
-  auto decode_all = [&](size_t size, uint64_t shuffle) {
-    std::vector<size_t> order(requests.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    for (size_t i = order.size() - 1; i > 0 && shuffle; --i) {
-      shuffle = shuffle * 6364136223846793005ull + 1442695040888963407ull;
-      std::swap(order[i], order[(shuffle >> 33) % (i + 1)]);
-    }
-    std::vector<std::vector<Hypothesis>> out(requests.size());
-    for (size_t b = 0; b < order.size(); b += size) {
-      std::vector<SearchRequest> batch;
-      for (size_t i = b; i < std::min(order.size(), b + size); ++i) batch.push_back(requests[order[i]]);
-      auto got = beam_search(decoder, batch, o);
-      for (size_t i = 0; i < got.size(); ++i) out[order[b + i]] = std::move(got[i]);
-    }
-    return out;
-  };
-  const auto one = decode_all(1, 0);
-  int64_t hypotheses = 0;
-  for (const auto& [size, shuffle] : {std::pair<size_t, uint64_t>{7, 5}, {64, 0}, {64, 11}}) {
-    const auto got = decode_all(size, shuffle);
-    for (size_t s = 0; s < requests.size(); ++s) {
-      INFO("batch size " << size << ", sentence " << s);
-      REQUIRE(got[s].size() == one[s].size());
-      for (size_t i = 0; i < one[s].size(); ++i) {
-        CHECK(got[s][i].tokens == one[s][i].tokens);
-        CHECK(got[s][i].token_log_probs == one[s][i].token_log_probs);  // bit for bit
-        CHECK(got[s][i].score == one[s][i].score);
-        ++hypotheses;
+    // Batches of `size` consecutive sentences of a shuffled order.
+    auto decode_all = [&](size_t size, uint64_t shuffle) {
+      std::vector<size_t> order(requests.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      for (size_t i = order.size() - 1; i > 0 && shuffle; --i) {
+        shuffle = shuffle * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(order[i], order[(shuffle >> 33) % (i + 1)]);
+      }
+      std::vector<std::vector<Hypothesis>> out(requests.size());
+      for (size_t b = 0; b < order.size(); b += size) {
+        std::vector<SearchRequest> batch;
+        for (size_t i = b; i < std::min(order.size(), b + size); ++i) batch.push_back(requests[order[i]]);
+        auto got = beam_search(decoder, batch, o);
+        for (size_t i = 0; i < got.size(); ++i) out[order[b + i]] = std::move(got[i]);
+      }
+      return out;
+    };
+    const auto one = decode_all(1, 0);
+    int64_t hypotheses = 0;
+    for (const auto& [size, shuffle] : {std::pair<size_t, uint64_t>{7, 5}, {64, 0}, {64, 11}}) {
+      const auto got = decode_all(size, shuffle);
+      for (size_t s = 0; s < requests.size(); ++s) {
+        INFO("batch size " << size << ", sentence " << s);
+        REQUIRE(got[s].size() == one[s].size());
+        for (size_t i = 0; i < one[s].size(); ++i) {
+          CHECK(got[s][i].tokens == one[s][i].tokens);
+          CHECK(got[s][i].token_log_probs == one[s][i].token_log_probs);  // bit for bit
+          CHECK(got[s][i].score == one[s][i].score);
+          ++hypotheses;
+        }
       }
     }
+    CHECK(hypotheses == 3 * 64 * 4);
   }
-  CHECK(hypotheses == 3 * 64 * 4);
 }

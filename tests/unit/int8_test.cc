@@ -3,7 +3,7 @@
 // epilogue against the formula written out here, the AVX2 path against the
 // portable one, a row's bits at any row count and position, and the model:
 // the incremental decoder in int8 against the full forward in int8, both
-// near fp32, and beam search batch-invariant in int8 as in fp32.
+// near fp32. (Beam search's batch invariance in int8: batch_invariance_test.cc.)
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -15,7 +15,6 @@
 #include "kernels/detail.h"
 #include "kernels/ops.h"
 #include "libcore/decode/incremental.h"
-#include "libcore/decode/search.h"
 #include "libcore/model/int8.h"
 #include "libcore/model/transformer.h"
 #include "tests/support.h"
@@ -225,57 +224,4 @@ TEST_CASE("int8: the incremental decoder agrees with the full forward, both near
   INFO("incremental vs full, both int8: " << worst);
   CHECK(worst < 1e-3);
   CHECK_THROWS_WITH(int8.forward_backward(batch, TrainStep{}), Catch::Contains("does not train"));
-}
-
-TEST_CASE("int8: beam search gives the same n-best lists and scores at batch sizes 1, 5 and 24", "[int8][invariance]") {
-  ModelLimits limits;
-  limits.inference = true;
-  Transformer model(ModelConfig::preset("tiny"), limits, Device::cpu());
-  model.init(31);
-  model.quantize_int8();
-  const int64_t V = model.config().vocab_size;
-  std::vector<SearchRequest> requests;
-  uint64_t r = 23;
-  for (int i = 0; i < 24; ++i) {
-    SearchRequest q;
-    const int len = 1 + (i * 5) % 11;
-    for (int j = 0; j < len; ++j) {
-      r = r * 6364136223846793005ull + 1442695040888963407ull;
-      q.source.push_back(static_cast<int32_t>(4 + (r >> 33) % static_cast<uint64_t>(V - 4)));
-    }
-    q.max_len = len + 4;
-    requests.push_back(q);
-  }
-  BeamSearchOptions o;
-  o.beam_size = 4;
-  o.n_best = 2;
-  DecoderLimits dl;
-  dl.sentences = 24;
-  dl.src_len = 11;
-  dl.src_tokens = 24 * 11;
-  dl.rows = search_rows(24, o);
-  dl.steps = search_steps(requests);
-  IncrementalDecoder decoder(model, dl);
-  auto decode_all = [&](size_t size) {
-    std::vector<std::vector<Hypothesis>> out;
-    for (size_t b = 0; b < requests.size(); b += size) {
-      const std::vector<SearchRequest> batch(requests.begin() + static_cast<std::ptrdiff_t>(b),
-                                             requests.begin() + static_cast<std::ptrdiff_t>(std::min(requests.size(), b + size)));
-      for (auto& h : beam_search(decoder, batch, o)) out.push_back(std::move(h));
-    }
-    return out;
-  };
-  const auto one = decode_all(1);
-  for (size_t size : {5, 24}) {
-    const auto got = decode_all(size);
-    REQUIRE(got.size() == one.size());
-    for (size_t s = 0; s < one.size(); ++s) {
-      INFO("batch size " << size << ", sentence " << s);
-      REQUIRE(got[s].size() == one[s].size());
-      for (size_t i = 0; i < one[s].size(); ++i) {
-        CHECK(got[s][i].tokens == one[s][i].tokens);
-        CHECK(got[s][i].token_log_probs == one[s][i].token_log_probs);  // bit for bit
-      }
-    }
-  }
 }
