@@ -246,13 +246,13 @@ bool gemm_int8_simd() {
 
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
                const float* bias, bool relu, bool simd) {
-  // The caller's buffer, named by a plain reference: inside the parallel
-  // region a thread_local would name each worker's own (empty) one.
 #if defined(__x86_64__)
   simd = simd && has_avx2();
 #else
   simd = false;
 #endif
+  // The caller's buffer, named by a plain reference: inside the parallel
+  // region a thread_local would name each worker's own (empty) one.
   thread_local QuantizedRows buffer;
   QuantizedRows& q = buffer;
   q.ld = w.ld;

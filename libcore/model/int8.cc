@@ -8,24 +8,18 @@ namespace tfm::model {
 
 Int8Weights::Int8Weights(const ParamLayout& layout, const TensorView& params)
     : base_(static_cast<const float*>(params.data())) {
-  TFM_REQUIRE(params.device().is_cpu() && params.dtype() == DType::f32,
-              "int8 weights are made from f32 parameters on the CPU, not {} on {}", dtype_name(params.dtype()),
-              params.device().str());
+  // The layout's entries lie in offset order, so the quantized rows of a
+  // group lie side by side as its f32 rows do. (ops::quantize_int8 checks
+  // that params are f32 on the CPU.)
+  int64_t values = 0, scales = 0;
   for (int id = 0; id < static_cast<int>(layout.entries().size()); ++id) {
     const ParamEntry& e = layout.entry(id);
     const bool looked_up = id == layout.src_pos || id == layout.tgt_pos ||
                            (id == layout.src_embed && id != layout.tgt_embed);
-    if (e.shape.rank() == 2 && !looked_up) matrices_.push_back({e.offset, e.shape[0], e.shape[1], 0, 0});
-  }
-  // In offset order, so that the quantized rows of a group lie side by side
-  // as its f32 rows do.
-  std::sort(matrices_.begin(), matrices_.end(), [](const Matrix& a, const Matrix& b) { return a.offset < b.offset; });
-  int64_t values = 0, scales = 0;
-  for (Matrix& m : matrices_) {
-    m.value_offset = values;
-    m.scale_offset = scales;
-    values += m.rows * ops::int8_ld(m.cols);
-    scales += m.rows;
+    if (e.shape.rank() != 2 || looked_up) continue;
+    matrices_.push_back({e.offset, e.shape[0], e.shape[1], values, scales});
+    values += e.shape[0] * ops::int8_ld(e.shape[1]);
+    scales += e.shape[0];
   }
   values_.resize(static_cast<size_t>(values));
   scales_.resize(static_cast<size_t>(scales));
