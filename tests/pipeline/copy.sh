@@ -65,7 +65,10 @@ python3 -c "import sys; sys.exit(float(sys.argv[1]) < 0.99)" "$exact" || fail "e
 # the encoder-decoder attention must lie near the diagonal. The weights of
 # --json (forced targets: the sources themselves) must also be the model's
 # distributions: rows summing to 1, nothing above the decoder's diagonal.
-"$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/test.txt" | head -n 50 >"$TMP/attn.pieces"
+# (The first 50 lines cut before tfm-tok: a head after it could close the
+# pipe while tfm-tok still writes, a SIGPIPE that pipefail makes a failure.)
+head -n 50 "$TMP/test.txt" >"$TMP/attn.txt"
+"$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/attn.txt" >"$TMP/attn.pieces"
 "$TFM_BIN/tfm-attnviz" -q -m "$TMP/ck/checkpoint_best.bin" --pieces -i "$TMP/attn.pieces" \
   --target-file "$TMP/attn.pieces" --max-sentences 50 --json >"$TMP/attn.json" || fail "tfm-attnviz --json"
 python3 - "$TMP/attn.json" <<'PY' || fail "tfm-attnviz: no encoder-decoder head on the diagonal"
