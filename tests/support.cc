@@ -83,6 +83,21 @@ double relative_error(const std::vector<double>& a, const std::vector<double>& b
   return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
 }
 
+std::vector<double> without_key_biases(const std::vector<double>& params, const ParamLayout& layout) {
+  std::vector<bool> drop(params.size(), false);
+  for (const ParamEntry& e : layout.entries()) {
+    if (!e.name.ends_with("k_proj.bias")) continue;
+    const auto begin = static_cast<size_t>(e.offset), end = begin + static_cast<size_t>(e.shape.numel());
+    REQUIRE(end <= params.size());
+    std::fill(drop.begin() + static_cast<std::ptrdiff_t>(begin), drop.begin() + static_cast<std::ptrdiff_t>(end), true);
+  }
+  std::vector<double> out;
+  out.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!drop[i]) out.push_back(params[i]);
+  return out;
+}
+
 Tolerance tolerance_for(DType dtype, int64_t reduction) {
   // Unit roundoff of the stored result, with room for the accumulated
   // error of a length-`reduction` sum of O(1) terms (grows like its sqrt).

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "libcore/model/params.h"
 #include "libcore/stream.h"
 #include "libcore/tensor.h"
 
@@ -36,6 +37,14 @@ Tensor cast(const TensorView& t, DType dtype);
 
 // ||a - b|| / ||b||, norm-wise over a whole buffer (b the reference).
 double relative_error(const std::vector<double>& a, const std::vector<double>& b);
+
+// The flat parameters (ParamLayout order) less every key projection's bias:
+// its gradient is zero in exact arithmetic (a constant added to all of a
+// query's scores leaves the softmax unchanged), so what devices compute
+// for it is rounding noise of either sign, which Adam's first steps turn
+// into updates of +-lr. Parameters of two devices after Adam are compared
+// without them; they change no output.
+std::vector<double> without_key_biases(const std::vector<double>& params, const ParamLayout& layout);
 
 struct Tolerance {
   double atol = 0, rtol = 0;

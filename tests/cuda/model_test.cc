@@ -65,8 +65,9 @@ TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
     adam_cpu.step(cpu.params(), cpu.grads(), 1e-3, 1, 1.0f, cpu.stream());
     adam_gpu.step(gpu.params(), gpu.grads(), 1e-3, 1, 1.0f, gpu.stream());
     gpu.stream().synchronize();
-    const double param_err = test::relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
-    INFO("parameters after Adam, relative error " << param_err);
+    const double param_err = test::relative_error(test::without_key_biases(test::to_f64(gpu.params()), gpu.layout()),
+                                                  test::without_key_biases(test::to_f64(cpu.params()), cpu.layout()));
+    INFO("parameters after Adam (key biases left out: support.h), relative error " << param_err);
     CHECK(param_err < 1e-5);
   }
 }

@@ -99,8 +99,9 @@ TEST_CASE("consecutive fp32 updates on cuda follow the cpu (update-freq 2, clipp
     CHECK(std::abs(a.grad_norm - b.grad_norm) <= 1e-4 * a.grad_norm);
     CHECK(a.grad_norm > sc.clip_norm);
   }
-  const double err = test::relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
-  INFO("parameters after 6 updates, relative error " << err);
+  const double err = test::relative_error(test::without_key_biases(test::to_f64(gpu.params()), gpu.layout()),
+                                         test::without_key_biases(test::to_f64(cpu.params()), cpu.layout()));
+  INFO("parameters after 6 updates (key biases left out: support.h), relative error " << err);
   CHECK(err < 1e-4);
   const double moments = test::relative_error(test::to_f64(gpu.optimizer_state().second),
                                         test::to_f64(cpu.optimizer_state().second));
@@ -156,8 +157,9 @@ TEST_CASE("updates queued one ahead on cuda follow the cpu read at once, a skip 
     flight = q;
   }
   CHECK(read_update(gpu, *flight, scale_gpu).outcome == StepOutcome::applied);
-  const double err = test::relative_error(test::to_f64(gpu.params()), test::to_f64(cpu.params()));
-  INFO("parameters after 4 applied updates of 5, relative error " << err);
+  const double err = test::relative_error(test::without_key_biases(test::to_f64(gpu.params()), gpu.layout()),
+                                         test::without_key_biases(test::to_f64(cpu.params()), cpu.layout()));
+  INFO("parameters after 4 applied updates of 5 (key biases left out: support.h), relative error " << err);
   CHECK(err < 1e-4);
   const double moments = test::relative_error(test::to_f64(gpu.optimizer_state().second),
                                               test::to_f64(cpu.optimizer_state().second));
@@ -166,9 +168,12 @@ TEST_CASE("updates queued one ahead on cuda follow the cpu read at once, a skip 
 
 // Data-parallel training's GPU path (train/data_parallel.h) on one rank:
 // NCCL's sums over one GPU change nothing, so updates through the bucketed
-// reducer (its events, NCCL's stream, the loss sums) give the bits of
-// updates without it.
-TEST_CASE("updates through the NCCL gradient reducer on one gpu give the plain updates' bits", "[train]") {
+// reducer (its events, NCCL's stream, the loss sums) give the updates
+// without it, up to the last bits that the loss's and the embedding
+// gradient's atomicAdd leave to the order rows arrive in (seen on an H200:
+// a loss 1 ulp apart); a reducer that summed a bucket before its gradient
+// was complete would be off by whole contributions.
+TEST_CASE("updates through the NCCL gradient reducer on one gpu give the plain updates", "[train]") {
   if (!dist::have_nccl()) {
     WARN("this build has no NCCL: the reducer's GPU path is not tested");
     return;
@@ -191,10 +196,13 @@ TEST_CASE("updates through the NCCL gradient reducer on one gpu give the plain u
     sc.rng_counter = static_cast<uint32_t>(2 * step);
     const StepResult a = train_step(plain, adam_plain, batches, sc, s1);
     const StepResult b = read_update(reduced, queue_update(reduced, adam_reduced, batches, sc, 1.0, &reducer), s2);
-    CHECK(a.sums.loss == b.sums.loss);
-    CHECK(a.grad_norm == b.grad_norm);
+    CHECK(std::abs(a.sums.loss - b.sums.loss) <= 1e-6 * std::abs(a.sums.loss));
+    CHECK(std::abs(a.grad_norm - b.grad_norm) <= 1e-5 * a.grad_norm);
   }
-  CHECK(test::to_f64(plain.params()) == test::to_f64(reduced.params()));
+  const double err = test::relative_error(test::without_key_biases(test::to_f64(reduced.params()), reduced.layout()),
+                                         test::without_key_biases(test::to_f64(plain.params()), plain.layout()));
+  INFO("parameters after 3 updates (key biases left out: support.h), relative error " << err);
+  CHECK(err < 1e-5);
   CHECK(reducer.health().empty());
 }
 
