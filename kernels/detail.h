@@ -41,6 +41,7 @@ void relu_forward(const TensorView& x, const TensorView& y);
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx);
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi);
 void cast(const TensorView& x, const TensorView& y);
+void copy_columns(const TensorView& x, int64_t col, const TensorView& y);
 void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
                        const TensorView& out);
 void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
@@ -122,6 +123,7 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
                    const Stream& stream);
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream);
 void cast(const TensorView& x, const TensorView& y, const Stream& stream);
+void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream);
 void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
                        const TensorView& out, const Stream& stream);
 void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,

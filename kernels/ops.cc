@@ -217,6 +217,20 @@ void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
   }
 }
 
+void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream) {
+  require_device("copy_columns", stream, {{"x", &x}, {"y", &y}});
+  TFM_REQUIRE(x.rank() == 2 && y.rank() == 2, "copy_columns: x is {} and y is {}; both must be 2-D",
+              x.str(), y.str());
+  TFM_REQUIRE(x.dtype() == y.dtype(), "copy_columns: x is {} but y is {}", x.str(), y.str());
+  TFM_REQUIRE(x.dim(0) == y.dim(0) && col >= 0 && col + y.dim(1) <= x.dim(1),
+              "copy_columns: columns [{}, {}) of x {} into y {}", col, col + y.dim(1), x.str(), y.str());
+  if (y.numel() == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::copy_columns(x, col, y);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(copy_columns(x, col, y, stream));
+  }
+}
+
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream) {
   require_device("uniform", stream, {{"out", &out}});
   require_float("uniform", out, "out");

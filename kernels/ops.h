@@ -82,6 +82,13 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
 // between fp32 master weights and 16-bit compute.
 void cast(const TensorView& x, const TensorView& y, const Stream& stream);
 
+// y[r, :] = x[r, col : col + W]                 x (R, X), y (R, W) =, one dtype
+// A block of columns, copied by a kernel on CUDA rather than a 2-D memcpy:
+// a CUDA graph can move a kernel's pointers when it is updated in place, a
+// memcpy node's only when it is one-dimensional (the decoder's steps write
+// their keys and values one position further into the pools each time).
+void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream);
+
 // out[i] = lo + (hi - lo) * u_i, u_i = uniform01(philox_bits(key, i)) in [0, 1)
 //                                             (out =; rounding may reach hi itself)
 // The same key gives the same numbers on every device (libcore/rng.h).

@@ -180,6 +180,9 @@ bool StreamGraph::end_and_launch() {
   cudaGraphExecUpdateResultInfo info{};
   if (!exec || cudaGraphExecUpdate(exec, graph, &info) != cudaSuccess) {
     cudaGetLastError();  // another shape: build the graph anew
+    // cudaGraphExecUpdateResult: 2 topology, 3 node type, 4 function,
+    // 5 parameters (e.g. a 2-D memcpy's addresses), 6 not supported.
+    if (exec) log::debug("CUDA graph: not updated in place (result {}), built anew", static_cast<int>(info.result));
     if (exec) cudaGraphExecDestroy(exec);
     exec_ = nullptr;
     const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);

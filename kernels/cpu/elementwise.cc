@@ -1,6 +1,7 @@
 // CPU elementwise ops (ops.h): add, ReLU forward/backward, Philox uniform.
 // One templated loop each, run in f32 or f64; OpenMP splits large tensors.
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/vector.h"
@@ -92,6 +93,14 @@ void cast(const TensorView& x, const TensorView& y) {
   const int64_t n = x.numel();
 #pragma omp parallel for if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) store(y, i, load(x, i));
+}
+
+void copy_columns(const TensorView& x, int64_t col, const TensorView& y) {
+  const size_t el = dtype_size(x.dtype()), width = static_cast<size_t>(y.dim(1)) * el;
+  const auto* src = static_cast<const char*>(x.data()) + col * static_cast<int64_t>(el);
+  auto* dst = static_cast<char*>(y.data());
+  for (int64_t r = 0; r < y.dim(0); ++r)
+    std::memcpy(dst + static_cast<size_t>(r) * width, src + static_cast<size_t>(r * x.dim(1)) * el, width);
 }
 
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi) {

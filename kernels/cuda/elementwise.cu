@@ -2,6 +2,8 @@
 // and the GEMM's bias/ReLU epilogue for when cuBLASLt cannot fuse it.
 // Storage is f32, bf16 or f16; arithmetic is f32. add, ReLU and cast move
 // 16-byte packs where the tensors allow (common.cuh).
+#include <cstdint>
+
 #include "kernels/cuda/common.cuh"
 #include "kernels/detail.h"
 #include "libcore/rng.h"
@@ -79,6 +81,18 @@ __global__ void cast_kernel(const X* x, Y* y, int64_t n) {
   }
 }
 
+// y[r, j] = x[r, col + j] in units of U (the widest that every offset and
+// row pitch is a multiple of).
+template <typename U>
+__global__ void copy_columns_kernel(const U* x, int64_t x_pitch, U* y, int64_t width, int64_t rows) {
+  const int64_t total = rows * width;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / width, j = i - r * width;
+    y[i] = x[r * x_pitch + j];
+  }
+}
+
 template <typename T, typename B>
 __global__ void bias_relu_kernel(T* c, int64_t rows, int64_t n, const B* bias, bool relu) {
   const int64_t total = rows * n;
@@ -151,6 +165,27 @@ void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
       TFM_CHECK_LAUNCH();
     });
   });
+}
+
+void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream) {
+  const int64_t el = static_cast<int64_t>(dtype_size(x.dtype()));
+  const auto* src = static_cast<const char*>(x.data()) + col * el;
+  const int64_t x_bytes = x.dim(1) * el, y_bytes = y.dim(1) * el, rows = y.dim(0);
+  const auto launch = [&](auto unit) {
+    using U = decltype(unit);
+    constexpr int64_t u = sizeof(U);
+    copy_columns_kernel<U><<<grid_for(rows * (y_bytes / u)), kThreads, 0, native(stream)>>>(
+        reinterpret_cast<const U*>(src), x_bytes / u, static_cast<U*>(y.data()), y_bytes / u, rows);
+    TFM_CHECK_LAUNCH();
+  };
+  const auto fits = [&](int64_t u) {
+    return reinterpret_cast<uintptr_t>(src) % u == 0 && reinterpret_cast<uintptr_t>(y.data()) % u == 0 &&
+           x_bytes % u == 0 && y_bytes % u == 0;
+  };
+  if (fits(16)) return launch(uint4{});
+  if (fits(4)) return launch(uint32_t{});
+  if (fits(2)) return launch(uint16_t{});
+  launch(uint8_t{});
 }
 
 void bias_relu_inplace(const TensorView& c, int64_t rows, int64_t n, const TensorView& bias,

@@ -43,16 +43,6 @@ TensorView slice(const TensorView& buffer, int64_t at, int64_t n) {
   return TensorView(buffer.data_as<int32_t>() + at, DType::i32, {n}, buffer.device());
 }
 
-// Columns [col, col + dst.dim(1)) of src's first dst.dim(0) rows into dst:
-// one part of a joined projection (q, k and v side by side) made contiguous.
-void copy_columns(const TensorView& src, int64_t col, const TensorView& dst, const Stream& st) {
-  const size_t el = dtype_size(src.dtype());
-  device_copy_2d(dst.data(), static_cast<size_t>(dst.dim(1)) * el,
-                 static_cast<const char*>(src.data()) + col * static_cast<int64_t>(el),
-                 static_cast<size_t>(src.dim(1)) * el, static_cast<size_t>(dst.dim(1)) * el,
-                 static_cast<size_t>(dst.dim(0)), src.device(), st);
-}
-
 std::vector<double> download(const TensorView& t, const Stream& st) {
   std::vector<double> out(static_cast<size_t>(t.numel()));
   if (t.dtype() == DType::f64) {
@@ -304,9 +294,9 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
     TensorView in = sublayer_input(w.self_attn_norm, y, M);
     const TensorView qkv = gemm_view(i.qkv, M, 2 * HK + HE);
     model::linear_forward(m, in, model::joined(m, w.self_attn.q, w.self_attn.v), qkv);
-    copy_columns(qkv, 0, prefix(view(i.q), {M, HK}), st);
-    copy_columns(qkv, HK, prefix(view(i.k), {M, HK}), st);
-    copy_columns(qkv, 2 * HK, prefix(view(i.v), {M, HE}), st);
+    ops::copy_columns(qkv, 0, prefix(view(i.q), {M, HK}), st);
+    ops::copy_columns(qkv, HK, prefix(view(i.k), {M, HK}), st);
+    ops::copy_columns(qkv, 2 * HK, prefix(view(i.v), {M, HE}), st);
     ops::attention_gather(prefix(view(i.q), {M, H, c.d_k}), prefix(view(i.k), {M, H, c.d_k}),
                           prefix(view(i.v), {M, H, c.d_v}), enc_index, enc_lengths,
                           prefix(view(i.enc_groups), {M}), scale,
@@ -320,8 +310,8 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
     const AttentionIds& w = L.decoder[static_cast<size_t>(layer)].cross_attn;
     const TensorView kv = gemm_view(i.qkv, M, HK + HE);
     model::linear_forward(m, y, model::joined(m, w.k, w.v), kv);
-    copy_columns(kv, 0, prefix(view(i.cross_k[static_cast<size_t>(layer)]), {M, HK}), st);
-    copy_columns(kv, HK, prefix(view(i.cross_v[static_cast<size_t>(layer)]), {M, HE}), st);
+    ops::copy_columns(kv, 0, prefix(view(i.cross_k[static_cast<size_t>(layer)]), {M, HK}), st);
+    ops::copy_columns(kv, HK, prefix(view(i.cross_v[static_cast<size_t>(layer)]), {M, HE}), st);
   }
 }
 
@@ -394,10 +384,10 @@ void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
     const TensorView qkv = gemm_view(i.qkv, N, 2 * HK + HE);
     model::linear_forward(m, in, model::joined(m, w.self_attn.q, w.self_attn.v), qkv);
     const TensorView pool_k = view(i.pool_k[l]), pool_v = view(i.pool_v[l]);
-    copy_columns(qkv, 0, prefix(view(i.q), {N, HK}), st);
-    copy_columns(qkv, HK, TensorView(static_cast<char*>(pool_k.data()) + t * R_ * HK * el,
+    ops::copy_columns(qkv, 0, prefix(view(i.q), {N, HK}), st);
+    ops::copy_columns(qkv, HK, TensorView(static_cast<char*>(pool_k.data()) + t * R_ * HK * el,
                                      pool_k.dtype(), {N, HK}, pool_k.device()), st);
-    copy_columns(qkv, 2 * HK, TensorView(static_cast<char*>(pool_v.data()) + t * R_ * HE * el,
+    ops::copy_columns(qkv, 2 * HK, TensorView(static_cast<char*>(pool_v.data()) + t * R_ * HE * el,
                                          pool_v.dtype(), {N, HE}, pool_v.device()), st);
     ops::attention_gather(prefix(view(i.q), {N, H, c.d_k}), pool_k.reshape({pool_k.dim(0), H, c.d_k}),
                           pool_v.reshape({pool_v.dim(0), H, c.d_v}), prefix(self_index, {N, T}),

@@ -137,7 +137,10 @@ TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[dec
   o.n_best = 2;
   std::vector<SearchRequest> batch;
   for (const auto& s : sources) batch.push_back({s, static_cast<int64_t>(s.size()) + 3, 0});
+  // Beam 4 over 2 sentences: 8 rows; the longer allows 5 + 3 tokens after the first.
   dl.top_k = 8;
+  dl.rows = 8;
+  dl.steps = 9;
   IncrementalDecoder sc(cpu, dl), sg(gpu, dl);
   const auto want = beam_search(sc, batch, o), got = beam_search(sg, batch, o);
   for (size_t s = 0; s < batch.size(); ++s) {

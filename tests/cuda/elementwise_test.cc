@@ -88,3 +88,25 @@ TEST_CASE("cuda cast is bit-identical to the cpu between every pair of float dty
           if (!(std::isnan(a[i]) && std::isnan(b[i]))) REQUIRE(a[i] == b[i]);
       }
 }
+
+TEST_CASE("cuda copy_columns gives the cpu's bits at every alignment", "[elementwise]") {
+  // Widths and offsets that allow 16-, 4-, 2- and 1-byte units of copy.
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 700;
+  struct Case { int64_t rows, cols, col, width; };
+  for (DType dtype : {DType::f32, DType::bf16})
+    for (const Case& c : {Case{3, 24, 8, 8}, Case{5, 24, 3, 7}, Case{7, 33, 1, 20}, Case{300, 1536, 512, 512},
+                          Case{1, 9, 8, 1}}) {
+      const Tensor x = test::random({c.rows, c.cols}, dtype, ++seed, -5.0f, 5.0f);
+      Tensor want({c.rows, c.width}, dtype), got({c.rows, c.width}, dtype);
+      ops::copy_columns(x, c.col, want, cpu);
+      const Tensor g_x = test::to_device(x, gpu);
+      Tensor g_y({c.rows, c.width}, dtype, gpu);
+      ops::copy_columns(g_x, c.col, g_y, cuda);
+      copy(got, g_y, cuda);
+      INFO(dtype_name(dtype) << " rows " << c.rows << " columns [" << c.col << ", " << c.col + c.width << ") of "
+                             << c.cols);
+      REQUIRE(std::memcmp(got.view().data(), want.view().data(), want.view().bytes()) == 0);
+    }
+}

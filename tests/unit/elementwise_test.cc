@@ -98,3 +98,23 @@ TEST_CASE("cast rounds to nearest even between every float dtype", "[elementwise
   Tensor i({3, 37}, DType::i32);
   REQUIRE_THROWS_WITH(ops::cast(x, i, cpu), Catch::Contains("cast: y is i32"));
 }
+
+TEST_CASE("copy_columns copies a block of columns of every row", "[elementwise]") {
+  Stream cpu(Device::cpu());
+  for (DType dtype : {DType::f32, DType::bf16, DType::f64}) {
+    const Tensor x = test::random({5, 13}, dtype, 41, -9.0f, 9.0f);
+    for (int64_t col : {0, 3, 9})
+      for (int64_t w : {int64_t{1}, 13 - col}) {
+        Tensor y({5, w}, x.dtype());
+        ops::copy_columns(x, col, y, cpu);
+        const std::vector<double> a = test::to_f64(x), b = test::to_f64(y);
+        for (int64_t r = 0; r < 5; ++r)
+          for (int64_t j = 0; j < w; ++j)
+            REQUIRE(b[static_cast<size_t>(r * w + j)] == a[static_cast<size_t>(r * 13 + col + j)]);
+      }
+  }
+  Tensor x({4, 6}, DType::f32), y({4, 3}, DType::f32), other({3, 3}, DType::f32), h({4, 3}, DType::bf16);
+  REQUIRE_THROWS_WITH(ops::copy_columns(x, 4, y, cpu), Catch::Contains("columns [4, 7) of x"));
+  REQUIRE_THROWS_WITH(ops::copy_columns(x, 0, other, cpu), Catch::Contains("copy_columns"));
+  REQUIRE_THROWS_WITH(ops::copy_columns(x, 0, h, cpu), Catch::Contains("but y is bf16"));
+}
