@@ -21,7 +21,7 @@ die() { echo "$PROG: error: $*" >&2; exit 1; }
 usage_error() { echo "$PROG: error: $*" >&2; echo "Try '$PROG --help'." >&2; exit 2; }
 
 # The options both take (each script adds its own before calling parse_common).
-DEVICE=cuda SMALL=0 OUT= BUILD= JOBS=$(nproc) DEPS= ARCHS="90a;80" FETCH_DEPS= BUDGET=570
+DEVICE=cuda SMALL=0 OUT= BUILD= JOBS=$(nproc) DEPS= ARCHS="90a;80" FETCH_DEPS= BUDGET=570 PACK=
 STARTED=$EPOCHSECONDS
 # parse_common ARG...: sets the variables above; other options are the
 # script's own: it gets them back in EXTRA (an array).
@@ -38,6 +38,7 @@ parse_common() {
       --archs) [ $# -ge 2 ] || usage_error "--archs needs a value"; ARCHS=$2; shift 2 ;;
       --fetch-deps) [ $# -ge 2 ] || usage_error "--fetch-deps needs a value"; FETCH_DEPS=$2; shift 2 ;;
       --budget) [ $# -ge 2 ] || usage_error "--budget needs a value"; BUDGET=$2; shift 2 ;;
+      --pack) [ $# -ge 2 ] || usage_error "--pack needs a value"; PACK=$2; shift 2 ;;
       *) EXTRA+=("$1"); shift ;;
     esac
   done
@@ -55,6 +56,7 @@ start_common() {
   OUT=$(cd "$OUT" && pwd)
   BUILD=$(mkdir -p "$BUILD" && cd "$BUILD" && pwd) || die "cannot make $BUILD"
   [ -z "$DEPS" ] || DEPS=$(cd "$DEPS" 2>/dev/null && pwd) || die "--deps $DEPS: no such folder"
+  [ -z "$PACK" ] || [ -f "$PACK" ] || die "--pack $PACK: no such file (scripts/gpu-pack makes it)"
   # nvcc and compute-sanitizer live there on the GPU machine, often off PATH.
   [ -d /usr/local/cuda/bin ] && PATH=$PATH:/usr/local/cuda/bin
   export PATH
@@ -206,6 +208,46 @@ check_deps() {
     die "missing build dependencies: $missing (Debian: ${pkgs% }); here: $PROG --fetch-deps .gpu-deps, then carry .gpu-deps and pass --deps .gpu-deps (README.md, \"A first run on a GPU\")"
   fi
   echo "build dependencies: all found$unpacked" >>"$OUT/deps.log"
+}
+
+# --- or a pack built elsewhere (scripts/gpu-pack) --------------------------------
+
+# pack_step: the pack unpacked into a fresh folder, which becomes BUILD (the
+# binaries lie at their build paths); its libraries that this machine's
+# loader cannot find, and those the pack left to the machine (lib/NEEDED:
+# CUDA's) that lie off the loader's path (CUDA's or PyTorch's folders), go
+# on LD_LIBRARY_PATH (only those, so that the Python the benchmarks start
+# keeps its own). In this shell, as the table's first row, like deps_step.
+pack_step() {
+  local start=$EPOCHREALTIME seconds dir libs known f n missing
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/tfm-pack.XXXXXX")
+  if command -v xz >/dev/null; then
+    tar -xJf "$PACK" -C "$dir" || die "cannot unpack $PACK"
+  else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$PACK" "$dir" \
+      || die "cannot unpack $PACK (no xz, and python3's tarfile failed)"
+  fi
+  [ -x "$dir/tests/tfm_cuda_tests" ] && [ -d "$dir/lib" ] || die "$PACK is not a pack of scripts/gpu-pack"
+  libs=$dir/loader
+  mkdir -p "$libs"
+  known=$(ldconfig -p 2>/dev/null | awk 'NR > 1 { print $1 }')
+  for f in "$dir"/lib/*.so*; do
+    n=${f##*/}
+    grep -qxF "$n" <<<"$known" || ln -sf "$f" "$libs/$n"
+  done
+  while read -r n; do
+    grep -qxF "$n" <<<"$known" && continue
+    f=$(find /usr/local/cuda/ /usr/local/cuda*/ /opt /usr/lib /usr/local/lib -name "$n" 2>/dev/null | head -n 1 || true)
+    [ -n "$f" ] && ln -sf "$f" "$libs/$n"
+  done <"$dir/lib/NEEDED"
+  export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  missing=$(ldd "$dir/tests/tfm_cuda_tests" "$dir/cmd/tfm-train" | awk '/not found/ { print $1 }' | sort -u | tr '\n' ' ')
+  [ -z "$missing" ] || die "libraries the pack's programs need are found neither here nor in it: $missing"
+  BUILD=$dir
+  seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+  n="$(ls "$libs" | wc -l) of its libraries on LD_LIBRARY_PATH: $(ls "$libs" | tr '\n' ' ')"
+  printf 'unpack\tok\t%s\t%s\n' "$seconds" "$n" >>"$OUT/steps.tsv"
+  printf '%s: %-12s %-8s %7s s  %s\n' "$PROG" unpack ok "$seconds" "$n"
 }
 
 # --- configure and build ------------------------------------------------------
