@@ -1,6 +1,7 @@
 #include "libcore/decode/incremental.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -430,7 +431,9 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
   ops::log_softmax_topk(prefix(view(i.logits), {N_, model_.config().vocab_size}), values, top_ids,
                         prefix(view(i.lse), {N_}), st);
   down_.resize(value_bytes + static_cast<size_t>(N_ * k) * sizeof(int32_t));
+  const auto wait_start = std::chrono::steady_clock::now();
   device_copy(down_.data(), Device::cpu(), top.data(), top.device(), down_.size(), st);
+  waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
   log_probs.resize(static_cast<size_t>(N_ * k));
   ids.resize(static_cast<size_t>(N_ * k));
   for (size_t j = 0; j < ids.size(); ++j) {

@@ -86,6 +86,10 @@ class IncrementalDecoder {
   int64_t position() const { return t_; }        // positions decoded so far
   int64_t vocab_size() const { return model_.config().vocab_size; }
   const StreamGraph& graph() const { return *graph_; }
+  // Seconds the host spent in top_k's download, waiting for the device's
+  // work (on a GPU: the decode is device-bound where this is most of the
+  // wall clock, host-bound where it is little); summed since construction.
+  double device_wait_seconds() const { return waited_; }
   const DecoderLimits& limits() const { return limits_; }
   std::string memory_report() const { return plan_.report(); }
 
@@ -115,6 +119,7 @@ class IncrementalDecoder {
   std::unique_ptr<StreamGraph> graph_;    // a step's kernels, launched as one graph
   std::vector<char> down_;                // the host side of top_k's download
   bool lse_ready_ = false;                // top_k ran for the last step
+  double waited_ = 0;                     // device_wait_seconds
 };
 
 }  // namespace tfm

@@ -7,6 +7,7 @@
 #include "kernels/ops.h"
 #include "libcore/model/int8.h"
 #include "libcore/model/layers.h"
+#include "libcore/phases.h"
 
 namespace tfm {
 
@@ -209,6 +210,7 @@ size_t Transformer::memory_bytes() const { return plan_->mem.total(); }
 void Transformer::init(uint64_t seed) { init_parameters(layout_, config_, params(), seed, *stream_); }
 
 void Transformer::zero_grads() {
+  phases::mark(*stream_, "zero gradients");
   const TensorView g = grads();
   if (g.empty()) return;
   device_memset_zero(g.data(), device_, g.bytes(), *stream_);
@@ -389,7 +391,9 @@ class Pass {
   }
 
   void forward() {
+    phases::mark(st_, "encoder forward");
     const TensorView enc_out = encode();
+    phases::mark(st_, "decoder forward");
     embed(1, plan_.tgt_in, plan_.dec_in, L_.tgt_embed, L_.tgt_pos, T_, tgt_offsets(), rt());
     TensorView x = v(plan_.dec_in, {rt(), c_.d_model});
     for (int64_t l = 0; l < c_.layers; ++l) x = decoder_layer(l, x, enc_out);
@@ -406,6 +410,7 @@ class Pass {
       if (step_.sink) step_.sink->ready(piece);
       ++piece;
     };
+    phases::mark(st_, "decoder backward");
     TensorView g = g_top;
     const TensorView g_enc = v(plan_.g_enc, {rs(), D});
     device_memset_zero(g_enc.data(), g_enc.device(), g_enc.bytes(), st_);
@@ -417,6 +422,7 @@ class Pass {
     }
     embed_backward(1, plan_.tgt_in, L_.tgt_embed, L_.tgt_pos, T_, tgt_offsets(), g);
 
+    phases::mark(st_, "encoder backward");
     if (c_.pre_norm) {
       final_norm_backward(plan_.enc_final, L_.encoder_norm, encoder_block_input(c_.layers), g_enc);
       done();  // both final norms
@@ -670,6 +676,7 @@ void Transformer::backward(const TrainStep& step) {
 // embedding's gradient.
 void Transformer::output_loss(const TrainStep& step, bool with_grads, const TensorView& sums) {
   TFM_REQUIRE(!with_grads || !int8_, "a model quantized to int8 is for inference: it does not train");
+  phases::mark(*stream_, with_grads ? "output layer and loss, with gradients" : "output layer and loss");
   Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
            int8_.get());
   const TensorView y = pass.decoder_output();
@@ -718,6 +725,7 @@ std::vector<double> read_back(const TensorView& t, int64_t n, const Stream& stre
 }  // namespace
 
 void Transformer::accumulate(const HostBatch& batch, const TrainStep& step) {
+  phases::mark(*stream_, "batch upload");
   upload(batch);
   forward(step);
   output_loss(step, true, prefix(memory_->view(plan_->update), {2}));
@@ -739,6 +747,7 @@ LossSums Transformer::forward_backward(const HostBatch& batch, const TrainStep& 
 }
 
 void Transformer::finish_update() {
+  phases::mark(*stream_, "gradient norm");
   const TensorView update = update_sums();  // {loss, nll, sum of squares}
   const TensorView squares(static_cast<char*>(update.data()) + 2 * dtype_size(update.dtype()),
                            update.dtype(), {1}, device_);

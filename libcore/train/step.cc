@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "libcore/phases.h"
 #include "libcore/train/data_parallel.h"
 
 namespace tfm::train {
@@ -45,9 +46,11 @@ QueuedUpdate queue_update(Transformer& model, Adam& adam, const std::vector<Host
   const ops::AdamSchedule next = adam.schedule(config.lr, config.step);
   const ops::AdamSchedule retry =
       config.retry_step > 0 ? adam.schedule(config.retry_lr, config.retry_step) : next;
+  phases::mark(model.stream(), "Adam");
   ops::update_control(model.update_sums(), loss_scale, config.clip_norm, next, retry,
                       model.update_control(), model.stream());
   adam.step(model.params(), model.grads(), model.update_control(), model.stream());
+  phases::mark(model.stream(), "send the update's sums");
   QueuedUpdate q{model.send_update(), loss_scale};
   q.ticket.tokens = tokens;
   return q;

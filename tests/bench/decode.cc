@@ -156,6 +156,8 @@ struct Run {
   double seconds = 0, cpu_seconds = 0;
   std::string memory;
   std::string gemm_summary;  // GemmClock::summary (CPU)
+  double device_wait = 0;    // IncrementalDecoder::device_wait_seconds
+  int64_t graphs = 0, graphs_built = 0;  // its steps' CUDA graphs: launched, built anew
 };
 
 Run run_tfm(const Options& o, Transformer& model, const std::vector<SearchRequest>& requests) {
@@ -187,6 +189,9 @@ Run run_tfm(const Options& o, Transformer& model, const std::vector<SearchReques
   model.stream().synchronize();
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.cpu_seconds = bench::cpu_seconds() - cpu_start;
+  r.device_wait = decoder.device_wait_seconds();
+  r.graphs = decoder.graph().launches();
+  r.graphs_built = decoder.graph().instantiations();
   for (const auto& n : r.nbest) r.tokens += static_cast<int64_t>(n.at(0).tokens.size());
   if (model.device().is_cpu()) r.gemm_summary = bench::GemmClock::summary(r.seconds, 1, "run");
   return r;
@@ -510,6 +515,11 @@ int main(int argc, char** argv) {
       tfm_cpu.push_back(mine.cpu_seconds);
       std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s\n%s", mine.memory.c_str(),
                   static_cast<long long>(mine.tokens), mine.seconds, tfm_tps.back(), mine.gemm_summary.c_str());
+      if (model->device().is_cuda())
+        std::printf("tfm: the host waited for the device %.3f s of %.3f s (%.0f%%); %lld steps as CUDA "
+                    "graphs, %lld of them built anew\n",
+                    mine.device_wait, mine.seconds, 100 * mine.device_wait / mine.seconds,
+                    static_cast<long long>(mine.graphs), static_cast<long long>(mine.graphs_built));
       std::fflush(stdout);
       if (model8) {
         mine8 = run_tfm(o, *model8, requests);

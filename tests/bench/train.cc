@@ -33,6 +33,7 @@
 #include "libcore/app.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/memory.h"
+#include "libcore/phases.h"
 #include "libcore/train/options.h"
 #include "libcore/train/step.h"
 #include "tests/bench/reference.h"
@@ -50,6 +51,7 @@ struct Options : bench::BenchOptions {
   std::string precision = "fp32";
   double peak_tflops = 0;
   bool compile = false;
+  bool phases = false;
 };
 
 struct TfmResult {
@@ -59,6 +61,7 @@ struct TfmResult {
   double gemm_share = -1;  // < 0: not measured
   std::string gemm_summary;  // GemmClock::summary
   size_t memory = 0;       // peak resident (CPU), or planned + scratch pool peak (GPU) bytes
+  std::vector<phases::Total> phases;  // --phases: summed over o.steps more steps
 };
 
 TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& batch,
@@ -120,6 +123,12 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
     r.gemm_share = bench::GemmClock::nanoseconds.load() * 1e-9 / r.seconds;
     r.gemm_summary = bench::GemmClock::summary(r.seconds, o.steps);
   }
+  if (o.phases) {  // more steps, apart from the timed ones: marks cost a little
+    phases::start(model.stream());
+    for (int i = 0; i < o.steps; ++i) one_step();
+    if (flight) read();
+    r.phases = phases::stop();
+  }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   r.memory = device.is_cpu() ? static_cast<size_t>(usage.ru_maxrss) * 1024
@@ -145,6 +154,8 @@ int main(int argc, char** argv) {
   app.add_option("--peak-tflops", o.peak_tflops, "The device's peak TFLOP/s, for the MFU column")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--compile", o.compile, "torch.compile the PyTorch model (where torch has it)");
+  app.add_flag("--phases", o.phases,
+               "Then time the phases of as many steps again (CUDA events; the host clock on the CPU)");
   int status = 0;
   const int rc = run_program("train", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
@@ -216,6 +227,16 @@ int main(int argc, char** argv) {
                 has_ref && ref.peak_bytes > 0 ? format_bytes(ref.peak_bytes).c_str() : "-",
                 has_ref ? fmt::format("{:.2f}x", ratio).c_str() : "-", verdict.c_str());
     if (mine.gemm_share >= 0) std::printf("\n%s", mine.gemm_summary.c_str());
+    if (!mine.phases.empty()) {
+      double total = 0;
+      for (const phases::Total& p : mine.phases) total += p.seconds;
+      std::printf("\nphases of a step (%s; a wait for the host counts to the phase before it):\n",
+                  device.is_cpu() ? "host clock" : "CUDA events, the device's time");
+      for (const phases::Total& p : mine.phases)
+        std::printf("  %-40s %9.3f ms %6.1f%%\n", p.phase.c_str(), 1e3 * p.seconds / o.steps,
+                    100 * p.seconds / total);
+      std::printf("  %-40s %9.3f ms\n", "step", 1e3 * total / o.steps);
+    }
     std::printf("\nwhole training steps; target tokens/s; MFU: 6 x %.1f M parameters x tokens/s "
                 "(tfm %.1f TFLOP/s) over %s; ratio = tfm / PyTorch; memory: %s. Written to %s\n",
                 config.parameter_count() / 1e6, tflops,

@@ -3,10 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "kernels/ops.h"
 #include "libcore/memory.h"
+#include "libcore/phases.h"
 #include "tests/support.h"
 
 using namespace tfm;
@@ -118,4 +121,29 @@ TEST_CASE("memory plans: aligned entries, one block per kind, totals", "[memory]
   std::memset(mem.view(y).data(), 0x22, mem.view(y).bytes());
   CHECK(static_cast<unsigned char*>(mem.view(x).data())[69] == 0x11);
   CHECK(format_bytes(3ull << 30) == "3.00 GiB");
+}
+
+TEST_CASE("phases sum the time between marks by phase, in the order first marked", "[core]") {
+  Stream cpu(Device::cpu()), other(Device::cpu());
+  phases::mark(cpu, "before start");  // timing off: ignored
+  phases::start(cpu);
+  REQUIRE(phases::on());
+  for (int i = 0; i < 2; ++i) {
+    phases::mark(cpu, "a");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    phases::mark(other, "another stream");  // ignored
+    phases::mark(cpu, "b");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const std::vector<phases::Total> t = phases::stop();
+  CHECK_FALSE(phases::on());
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].phase == "a");
+  CHECK(t[1].phase == "b");
+  CHECK(t[0].spans == 2);
+  CHECK(t[1].spans == 2);  // the last span runs to stop()
+  CHECK(t[0].seconds >= 0.040);
+  CHECK(t[1].seconds >= 0.010);
+  CHECK(t[0].seconds > t[1].seconds);
+  REQUIRE_THROWS_WITH(phases::stop(), Catch::Contains("without phases::start"));
 }
