@@ -168,35 +168,33 @@ model::Blocks IncrementalDecoder::blocks() const {
   return m;
 }
 
+// The sub-layers' forward pieces are the training pass's own
+// (model::sublayer_input, sublayer_end, final_norm, ffn_forward in
+// layers.h); here, the decoder's buffers for `rows` rows. Dropout is off.
+model::Norm IncrementalDecoder::norm_params(NormIds norm) const {
+  return {model_.param(norm.gamma), model_.param(norm.beta), model_.config().layer_norm_eps};
+}
+
+model::NormBuffers IncrementalDecoder::norm_buffers(int64_t rows) const {
+  const Ids& i = *ids_;
+  return {gemm_view(i.h, rows, model_.config().d_model), prefix(view(i.mean), {rows}),
+          prefix(view(i.rstd), {rows})};
+}
+
 // The input of a sub-layer: x (post-norm) or LayerNorm(x) in h (pre-norm).
 TensorView IncrementalDecoder::sublayer_input(NormIds norm, const TensorView& x, int64_t rows) {
-  if (!model_.config().pre_norm) return x;
-  const Ids& i = *ids_;
-  const TensorView h = prefix(view(i.h), x.shape());
-  ops::layernorm_forward(prefix(x, {rows, x.dim(1)}), model_.param(norm.gamma),
-                         model_.param(norm.beta), model_.config().layer_norm_eps,
-                         prefix(h, {rows, x.dim(1)}), prefix(view(i.mean), {rows}),
-                         prefix(view(i.rstd), {rows}), model_.stream());
-  return h;
+  return model::sublayer_input(blocks(), norm_params(norm), prefix(x, {rows, x.dim(1)}), norm_buffers(rows));
 }
 
 // The block output from the residual and the sub-layer output (buffer s_id)
 // into out_id: LayerNorm(residual + s) (post-norm) or residual + s (pre-norm).
 TensorView IncrementalDecoder::sublayer_end(NormIds norm, const TensorView& residual, int s_id,
                                             int out_id, int64_t rows) {
-  const Ids& i = *ids_;
-  const ModelConfig& c = model_.config();
-  const Shape shape{rows, c.d_model};
-  const TensorView r = prefix(residual, shape), s = prefix(view(s_id), shape);
-  const TensorView out = prefix(view(out_id), shape);
-  if (c.pre_norm)
-    ops::add_dropout_forward(r, s, 0.0f, {}, out, model_.stream());
-  else
-    ops::add_dropout_layernorm_forward(r, s, 0.0f, {}, model_.param(norm.gamma),
-                                       model_.param(norm.beta), c.layer_norm_eps,
-                                       prefix(view(i.h), shape), out, prefix(view(i.mean), {rows}),
-                                       prefix(view(i.rstd), {rows}), model_.stream());
-  return gemm_view(out_id, rows, c.d_model);
+  const int64_t D = model_.config().d_model;
+  const TensorView out = gemm_view(out_id, rows, D);
+  model::sublayer_end(blocks(), norm_params(norm), prefix(residual, {rows, D}), gemm_view(s_id, rows, D), 0.0f,
+                      {}, norm_buffers(rows), out);
+  return out;
 }
 
 // The feed-forward sub-layer of a block whose input is x; the block's
@@ -204,22 +202,16 @@ TensorView IncrementalDecoder::sublayer_end(NormIds norm, const TensorView& resi
 TensorView IncrementalDecoder::feed_forward(FfnIds w, NormIds norm, const TensorView& x, int64_t rows) {
   const Ids& i = *ids_;
   const ModelConfig& c = model_.config();
-  const model::Blocks m = blocks();
-  const TensorView in = sublayer_input(norm, x, rows);
-  model::linear_forward(m, in, w.fc1, gemm_view(i.f, rows, c.d_ff), /*relu=*/true);
-  model::linear_forward(m, gemm_view(i.f, rows, c.d_ff), w.fc2, gemm_view(i.s, rows, c.d_model));
+  model::ffn_forward(blocks(), w, sublayer_input(norm, x, rows), gemm_view(i.f, rows, c.d_ff),
+                     gemm_view(i.s, rows, c.d_model));
   return sublayer_end(norm, x, i.s, i.x, rows);
 }
 
 // Pre-norm stacks end in a layer norm: LayerNorm(y) into y_a.
 TensorView IncrementalDecoder::final_norm(NormIds norm, const TensorView& y, int64_t rows) {
-  const Ids& i = *ids_;
-  const int64_t D = model_.config().d_model;
-  ops::layernorm_forward(prefix(y, {rows, D}), model_.param(norm.gamma), model_.param(norm.beta),
-                         model_.config().layer_norm_eps, prefix(view(i.y_a), {rows, D}),
-                         prefix(view(i.mean), {rows}), prefix(view(i.rstd), {rows}),
-                         model_.stream());
-  return gemm_view(i.y_a, rows, D);
+  const TensorView out = gemm_view(ids_->y_a, rows, model_.config().d_model);
+  model::final_norm(blocks(), norm_params(norm), prefix(y, {rows, y.dim(1)}), norm_buffers(rows), out);
+  return out;
 }
 
 void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources, int64_t rows,

@@ -35,6 +35,8 @@ namespace tfm {
 
 namespace model {
 struct Blocks;
+struct Norm;
+struct NormBuffers;
 }
 
 struct DecoderLimits {
@@ -100,6 +102,8 @@ class IncrementalDecoder {
   model::Blocks blocks() const;
   void encode(const std::vector<std::vector<int32_t>>& sources);
   void queue_step(int64_t rows, int64_t position);
+  model::Norm norm_params(NormIds norm) const;
+  model::NormBuffers norm_buffers(int64_t rows) const;
   TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, int64_t rows);
   TensorView sublayer_input(NormIds norm, const TensorView& x, int64_t rows);
   TensorView final_norm(NormIds norm, const TensorView& y, int64_t rows);

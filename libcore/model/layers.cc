@@ -42,6 +42,29 @@ void linear_forward(const Blocks& m, const TensorView& x, const Linear& w, const
   ops::gemm(x, w.w, y, o, m.stream, w.b);
 }
 
+TensorView sublayer_input(const Blocks& m, const Norm& n, const TensorView& x, const NormBuffers& b) {
+  if (!m.config.pre_norm) return x;
+  ops::layernorm_forward(x, n.gamma, n.beta, n.eps, b.h, b.mean, b.rstd, m.stream);
+  return b.h;
+}
+
+void sublayer_end(const Blocks& m, const Norm& n, const TensorView& x, const TensorView& s, float p,
+                  const RngKey& key, const NormBuffers& b, const TensorView& y) {
+  if (m.config.pre_norm)
+    ops::add_dropout_forward(x, s, p, key, y, m.stream);
+  else
+    ops::add_dropout_layernorm_forward(x, s, p, key, n.gamma, n.beta, n.eps, b.h, y, b.mean, b.rstd, m.stream);
+}
+
+void final_norm(const Blocks& m, const Norm& n, const TensorView& x, const NormBuffers& b, const TensorView& y) {
+  ops::layernorm_forward(x, n.gamma, n.beta, n.eps, y, b.mean, b.rstd, m.stream);
+}
+
+void ffn_forward(const Blocks& m, FfnIds w, const TensorView& in, const TensorView& f, const TensorView& s) {
+  linear_forward(m, in, w.fc1, f, /*relu=*/true);
+  linear_forward(m, f, w.fc2, s);
+}
+
 void output_projection(const Blocks& m, const TensorView& y, const TensorView& E, const TensorView& logits) {
   if (m.int8) {
     ops::gemm_int8(y, m.int8->find(E), logits, m.stream);

@@ -74,6 +74,38 @@ inline void linear_backward(const Blocks& m, const TensorView& x, LinearIds w, c
   linear_backward(m, x, linear(m, w), dy, dx, dx_beta);
 }
 
+// ------------------------------------------------------------ sub-layers
+// One home for a block's forward pieces: training and scoring (Pass,
+// transformer.cc) and decoding (IncrementalDecoder) call these with their
+// own buffers, so the architecture is written once. The backward pieces
+// live with the training pass, their only caller.
+
+// A layer norm's parameters (f32, the master copy) and epsilon.
+struct Norm {
+  TensorView gamma, beta;  // (D)
+  float eps;
+};
+// What a layer norm writes beside its output: the normalized rows' input
+// (post-norm: the residual sum the norm reads), and the row statistics.
+struct NormBuffers {
+  TensorView h;           // (R, D)
+  TensorView mean, rstd;  // (R)
+};
+
+// The input of a sub-layer: x itself (post-norm) or LayerNorm(x) in b.h
+// (pre-norm), returned.                                        x (R, D)
+TensorView sublayer_input(const Blocks& m, const Norm& n, const TensorView& x, const NormBuffers& b);
+// The block's output from its residual input x and the sub-layer's output s:
+// y = LayerNorm(x + dropout(s)) (post-norm) or x + dropout(s) (pre-norm);
+// dropout p with key (p = 0 when decoding).              x, s, y (R, D) =
+void sublayer_end(const Blocks& m, const Norm& n, const TensorView& x, const TensorView& s, float p,
+                  const RngKey& key, const NormBuffers& b, const TensorView& y);
+// A pre-norm stack's last layer norm: y = LayerNorm(x).          x, y (R, D) =
+void final_norm(const Blocks& m, const Norm& n, const TensorView& x, const NormBuffers& b, const TensorView& y);
+// The feed-forward sub-layer: s = max(0, in W1^T + b1) W2^T + b2, through f.
+//                                            in (R, D), f (R, d_ff), s (R, D) =
+void ffn_forward(const Blocks& m, FfnIds w, const TensorView& in, const TensorView& f, const TensorView& s);
+
 // What multi-head attention saves for backward.
 struct AttentionSaved {
   TensorView q, k, v;  // (B, H, Tq, K), (B, H, Tk, K), (B, H, Tk, E); Tq, Tk the tiles'

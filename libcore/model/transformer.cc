@@ -461,27 +461,21 @@ class Pass {
   float embed_scale() const { return static_cast<float>(std::sqrt(static_cast<double>(c_.d_model))); }
 
   // ------------------------------------------------------- sub-layer ends
-  // The input of a sub-layer: x itself (post-norm) or LayerNorm(x) (pre-norm).
-  TensorView sublayer_input(const SublayerIds& ids, NormIds norm, const TensorView& x) {
-    if (!c_.pre_norm) return x;
+  // The forward pieces are model::sublayer_input, sublayer_end and
+  // final_norm (layers.h), shared with the decoder; here, their buffers.
+  model::Norm norm_params(NormIds norm) const { return {pm(norm.gamma), pm(norm.beta), c_.layer_norm_eps}; }
+  model::NormBuffers norm_buffers(const SublayerIds& ids, const TensorView& x) const {
     const int64_t R = x.dim(0);
-    const TensorView h = v(ids.h, x.shape());
-    ops::layernorm_forward(x, pm(norm.gamma), pm(norm.beta), c_.layer_norm_eps, h,
-                           v(ids.mean, {R}), v(ids.rstd, {R}), st_);
-    return h;
+    return {v(ids.h, x.shape()), v(ids.mean, {R}), v(ids.rstd, {R})};
+  }
+  TensorView sublayer_input(const SublayerIds& ids, NormIds norm, const TensorView& x) {
+    return model::sublayer_input(m_, norm_params(norm), x, norm_buffers(ids, x));
   }
   // Block output from the residual x and the sub-layer output s.
   TensorView sublayer_end(const SublayerIds& ids, NormIds norm, const TensorView& x,
                           const TensorView& s, uint32_t site_id) {
-    const int64_t R = x.dim(0);
     const TensorView y = v(ids.y, x.shape());
-    if (c_.pre_norm) {
-      ops::add_dropout_forward(x, s, p_drop(), key(site_id), y, st_);
-    } else {
-      ops::add_dropout_layernorm_forward(x, s, p_drop(), key(site_id), pm(norm.gamma),
-                                         pm(norm.beta), c_.layer_norm_eps, v(ids.h, x.shape()),
-                                         y, v(ids.mean, {R}), v(ids.rstd, {R}), st_);
-    }
+    model::sublayer_end(m_, norm_params(norm), x, s, p_drop(), key(site_id), norm_buffers(ids, x), y);
     return y;
   }
   // g: d/d(block output) in, d/d(residual x) out (in place). Returns ds,
@@ -513,10 +507,8 @@ class Pass {
   }
 
   TensorView final_norm(const SublayerIds& ids, NormIds norm, const TensorView& x) {
-    const int64_t R = x.dim(0);
     const TensorView y = v(ids.y, x.shape());
-    ops::layernorm_forward(x, pm(norm.gamma), pm(norm.beta), c_.layer_norm_eps, y,
-                           v(ids.mean, {R}), v(ids.rstd, {R}), st_);
+    model::final_norm(m_, norm_params(norm), x, norm_buffers(ids, x), y);
     return y;
   }
   void final_norm_backward(const SublayerIds& ids, NormIds norm, const TensorView& x,
@@ -550,9 +542,7 @@ class Pass {
 
   // ------------------------------------------------------------------ FFN
   void ffn_forward(FfnIds w, int f_id, const TensorView& in, const TensorView& s) {
-    const TensorView f = v(f_id, {in.dim(0), c_.d_ff});
-    model::linear_forward(m_, in, w.fc1, f, /*relu=*/true);
-    model::linear_forward(m_, f, w.fc2, s);
+    model::ffn_forward(m_, w, in, v(f_id, {in.dim(0), c_.d_ff}), s);
   }
   void ffn_backward(FfnIds w, int f_id, const TensorView& in, const TensorView& ds,
                     const TensorView& d_in, float beta) {
