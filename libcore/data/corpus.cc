@@ -1,4 +1,5 @@
-// .tfmb writer and reader; the byte layout is man/tfm-batch.1, "FILE FORMAT":
+// .tfmb writer and reader; the byte layout is man/tfm-batch.1, "FILE FORMAT",
+// its records encoded and decoded in corpus_format.h:
 //   header (128 bytes, CRC-32) | block index | batch table | blocks
 // The index and batch table share one CRC-32 in the header; every block has
 // a CRC-32 of its stored (zstd) bytes and one of its decompressed bytes.
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <memory>
 
+#include "libcore/data/corpus_format.h"
 #include "libcore/data/pipeline.h"
 #include "libcore/progress.h"
 #include "libcore/error.h"
@@ -26,14 +28,10 @@ namespace tfm {
 using io::detail::crc32;
 using io::detail::get;
 using io::detail::put;
+using namespace corpus_format;
 
 namespace {
 
-constexpr std::array<unsigned char, 8> kMagic = {0x89, 'T', 'F', 'M', 'B', 'A', 'T', 'C'};
-constexpr size_t kHeaderBytes = 128;
-constexpr size_t kFingerprintBytes = 44;  // header bytes 80..123
-constexpr size_t kIndexEntry = 32, kBatchEntry = 8;
-constexpr uint32_t kBlockPairs = 4096;    // pairs per zstd block
 constexpr uint64_t kZstdMaxRatio = io::detail::kZstdMaxRatio;
 constexpr int kZstdLevel = 1;                       // see man/tfm-batch.1, "FILE FORMAT"
 constexpr uint64_t kWritebackBytes = uint64_t{16} << 20;  // start writing to disk this often
@@ -181,12 +179,8 @@ CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, cons
       },
       BlockEncoder{path, meta, pairs, order, sorted},
       [&](const Block& b) {
-        put<uint64_t>(index, file.pos());
-        put<uint64_t>(index, b.stored.size());
-        put<uint32_t>(index, uint32_t(b.raw.size()));
-        put<uint32_t>(index, b.pairs);
-        put<uint32_t>(index, b.crc_stored);
-        put<uint32_t>(index, b.crc_raw);
+        encode_index_entry(index, {file.pos(), b.stored.size(), uint32_t(b.raw.size()), b.pairs,
+                                   b.crc_stored, b.crc_raw});
         file.write(b.stored);
         if (options.progress && options.progress->due())
           options.progress->report(
@@ -200,28 +194,22 @@ CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, cons
           unsynced = 0;
         }
       });
-  for (const BatchRange& r : batches) {
-    put<uint32_t>(index, r.first);
-    put<uint32_t>(index, r.count);
-  }
-  std::string out;
-  out.append(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
-  put<uint32_t>(out, kCorpusVersion);
-  put<uint32_t>(out, uint32_t(width));
-  put<uint64_t>(out, file.pos());
-  put<uint64_t>(out, order.size());
-  put<uint64_t>(out, uint64_t(pairs.src_tokens()));
-  put<uint64_t>(out, uint64_t(pairs.tgt_tokens()));
-  put<uint64_t>(out, uint64_t(meta.vocab_size));
-  put<uint64_t>(out, uint64_t(meta.max_tokens));
-  put<uint32_t>(out, uint32_t(meta.max_len));
-  put<uint32_t>(out, block_count);
-  put<uint32_t>(out, uint32_t(batches.size()));
-  put<uint32_t>(out, crc32(0, index.data(), index.size()));
-  out += meta.fingerprint;
-  out.resize(kHeaderBytes - 4, '\0');
-  put<uint32_t>(out, crc32(0, out.data(), out.size()));
-  out += index;
+  for (const BatchRange& r : batches) encode_batch(index, r);
+  Header h;
+  h.version = kCorpusVersion;
+  h.width = uint32_t(width);
+  h.file_bytes = file.pos();
+  h.pairs = order.size();
+  h.src_tokens = uint64_t(pairs.src_tokens());
+  h.tgt_tokens = uint64_t(pairs.tgt_tokens());
+  h.vocab_size = uint64_t(meta.vocab_size);
+  h.max_tokens = uint64_t(meta.max_tokens);
+  h.max_len = uint32_t(meta.max_len);
+  h.block_count = block_count;
+  h.batch_count = uint32_t(batches.size());
+  h.table_crc = crc32(0, index.data(), index.size());
+  h.fingerprint = meta.fingerprint;
+  std::string out = encode_header(h) + index;
   file.write_at(0, out.data(), out.size());
   const uint64_t bytes = file.pos();
   file.commit();
@@ -230,83 +218,92 @@ CorpusSummary write_corpus(const std::string& path, const CorpusMeta& meta, cons
 
 // ---- reading ----
 
-Corpus Corpus::read(const std::string& path) {
-  const std::string file = io::read_file(path);
-  const auto* p = reinterpret_cast<const unsigned char*>(file.data());
-  const size_t have = file.size();
+namespace {
+
+// The header, checked: magic, version, checksum, and fields that fit
+// together and the file's size; the fingerprint's padding dropped.
+Header read_header(const std::string& path, const unsigned char* p, size_t have) {
   if (have == 0) fail("{} is empty, not a tfm corpus (.tfmb)", path);
   if (std::memcmp(p, kMagic.data(), std::min(have, kMagic.size())) != 0)
     fail("{} is not a tfm corpus (.tfmb)", path);
   if (have < 12) fail("{} is truncated: it ends inside its header", path);
-  Corpus c;
-  c.version_ = get<uint32_t>(p + 8);
-  if (c.version_ < kCorpusVersion)
+  const uint32_t version = get<uint32_t>(p + 8);
+  if (version < kCorpusVersion)
     fail("{} is a tfm corpus of format version {}, which this tfm no longer reads (it reads "
-         "version {}): make it again with tfm-batch", path, c.version_, kCorpusVersion);
-  if (c.version_ > kCorpusVersion)
+         "version {}): make it again with tfm-batch", path, version, kCorpusVersion);
+  if (version > kCorpusVersion)
     fail("{} is a tfm corpus of format version {}, but this tfm reads only version {}", path,
-         c.version_, kCorpusVersion);
+         version, kCorpusVersion);
   if (have < kHeaderBytes) fail("{} is truncated: it ends inside its header", path);
-  if (crc32(0, p, kHeaderBytes - 4) != get<uint32_t>(p + kHeaderBytes - 4))
-    corrupt(path, "its header fails its checksum");
-  const uint64_t file_bytes = get<uint64_t>(p + 16), pairs = get<uint64_t>(p + 24);
-  const uint64_t src_tokens = get<uint64_t>(p + 32), tgt_tokens = get<uint64_t>(p + 40);
-  const uint64_t vocab_size = get<uint64_t>(p + 48), max_tokens = get<uint64_t>(p + 56);
-  const uint32_t max_len = get<uint32_t>(p + 64), block_count = get<uint32_t>(p + 68);
-  const uint32_t batch_count = get<uint32_t>(p + 72), table_crc = get<uint32_t>(p + 76);
-  const uint32_t width = get<uint32_t>(p + 12);
-  if (have < file_bytes)
-    fail("{} is truncated: it has {} bytes, but its header says {}", path, have, file_bytes);
-  if (have > file_bytes) corrupt(path, "it has {} bytes, but its header says {}", have, file_bytes);
-  if (vocab_size < 4 || vocab_size > INT32_MAX) corrupt(path, "its vocabulary size {} is out of range", vocab_size);
-  if (width != uint32_t(id_bytes_for(int64_t(vocab_size))))
-    corrupt(path, "its ids are {} bytes wide, but a vocabulary of {} takes {}", width, vocab_size,
-            id_bytes_for(int64_t(vocab_size)));
-  if (max_len < 1 || max_len > uint32_t(kCorpusMaxLen)) corrupt(path, "its max length {} is outside 1..{}", max_len, kCorpusMaxLen);
-  if (max_tokens < 1 || max_tokens > INT64_MAX) corrupt(path, "its max tokens {} is out of range", max_tokens);
-  if (pairs >= UINT32_MAX || block_count != (pairs + kBlockPairs - 1) / kBlockPairs ||
-      batch_count > pairs)
+  if (crc32(0, p, kHeaderBytes - 4) != header_crc(p)) corrupt(path, "its header fails its checksum");
+  Header h = decode_header(p);
+  if (have < h.file_bytes)
+    fail("{} is truncated: it has {} bytes, but its header says {}", path, have, h.file_bytes);
+  if (have > h.file_bytes) corrupt(path, "it has {} bytes, but its header says {}", have, h.file_bytes);
+  if (h.vocab_size < 4 || h.vocab_size > INT32_MAX)
+    corrupt(path, "its vocabulary size {} is out of range", h.vocab_size);
+  if (h.width != uint32_t(id_bytes_for(int64_t(h.vocab_size))))
+    corrupt(path, "its ids are {} bytes wide, but a vocabulary of {} takes {}", h.width, h.vocab_size,
+            id_bytes_for(int64_t(h.vocab_size)));
+  if (h.max_len < 1 || h.max_len > uint32_t(kCorpusMaxLen))
+    corrupt(path, "its max length {} is outside 1..{}", h.max_len, kCorpusMaxLen);
+  if (h.max_tokens < 1 || h.max_tokens > INT64_MAX)
+    corrupt(path, "its max tokens {} is out of range", h.max_tokens);
+  if (h.pairs >= UINT32_MAX || h.block_count != (h.pairs + kBlockPairs - 1) / kBlockPairs ||
+      h.batch_count > h.pairs)
     corrupt(path, "its counts of pairs ({}), blocks ({}) and batches ({}) do not fit together",
-            pairs, block_count, batch_count);
-  const char* fp = file.data() + 80;
-  const size_t fp_len = strnlen(fp, kFingerprintBytes);
-  if (fp_len == kFingerprintBytes || std::any_of(fp + fp_len, fp + kFingerprintBytes, [](char ch) { return ch; }))
+            h.pairs, h.block_count, h.batch_count);
+  const size_t fp_len = strnlen(h.fingerprint.data(), kFingerprintBytes);
+  if (fp_len == kFingerprintBytes ||
+      std::any_of(h.fingerprint.begin() + std::ptrdiff_t(fp_len), h.fingerprint.end(), [](char ch) { return ch; }))
     corrupt(path, "its vocabulary fingerprint is not a NUL-padded string");
-  c.meta_ = CorpusMeta{std::string(fp, fp_len), int64_t(vocab_size), int32_t(max_len), int64_t(max_tokens)};
-  const uint64_t table_bytes = kIndexEntry * uint64_t{block_count} + kBatchEntry * uint64_t{batch_count};
-  if (table_bytes > file_bytes - kHeaderBytes)
+  h.fingerprint.resize(fp_len);
+  const uint64_t table_bytes = kIndexEntry * uint64_t{h.block_count} + kBatchEntry * uint64_t{h.batch_count};
+  if (table_bytes > h.file_bytes - kHeaderBytes)
     corrupt(path, "its block index and batch table run past its end");
-  if (crc32(0, p + kHeaderBytes, size_t(table_bytes)) != table_crc)
+  if (crc32(0, p + kHeaderBytes, size_t(table_bytes)) != h.table_crc)
     corrupt(path, "its block index or batch table fails its checksum");
+  return h;
+}
 
-  c.lengths_.reserve(size_t(pairs));
-  c.offsets_.reserve(size_t(pairs));
+// The pairs of every block, checked, in bucket order.
+struct Pairs {
+  std::vector<PairLength> lengths;
+  std::vector<uint64_t> offsets;  // of each pair's source in ids; target follows
+  std::vector<int32_t> ids;
+};
+
+Pairs read_blocks(const std::string& path, const unsigned char* p, const Header& h) {
+  Pairs out;
+  out.lengths.reserve(size_t(h.pairs));
+  out.offsets.reserve(size_t(h.pairs));
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   if (!dctx) fail("cannot read {}: out of memory for zstd", path);
-  uint64_t next = kHeaderBytes + table_bytes, seen = 0, src_seen = 0, tgt_seen = 0;
+  const uint64_t width = h.width, max_len = h.max_len;
+  uint64_t next = kHeaderBytes + kIndexEntry * uint64_t{h.block_count} + kBatchEntry * uint64_t{h.batch_count};
+  uint64_t seen = 0, src_seen = 0, tgt_seen = 0;
   std::string raw;
-  for (uint32_t b = 0; b < block_count; ++b) {
-    const unsigned char* e = p + kHeaderBytes + kIndexEntry * b;
-    const uint64_t offset = get<uint64_t>(e), stored = get<uint64_t>(e + 8);
-    const uint32_t raw_bytes = get<uint32_t>(e + 16), n = get<uint32_t>(e + 20);
-    if (offset != next || stored > file_bytes - next)
+  for (uint32_t b = 0; b < h.block_count; ++b) {
+    const IndexEntry e = decode_index_entry(p + kHeaderBytes + kIndexEntry * b);
+    const uint32_t n = e.pairs;
+    if (e.offset != next || e.stored > h.file_bytes - next)
       corrupt(path, "block {} does not lie right after the one before it", b);
-    next += stored;
-    const uint32_t want_n = b + 1 < block_count ? kBlockPairs : uint32_t(pairs - seen);
+    next += e.stored;
+    const uint32_t want_n = b + 1 < h.block_count ? kBlockPairs : uint32_t(h.pairs - seen);
     if (n != want_n) corrupt(path, "block {} holds {} pairs instead of {}", b, n, want_n);
-    if (raw_bytes > uint64_t{n} * (4 + 2 * width * uint64_t{max_len}) || raw_bytes / kZstdMaxRatio > stored)
-      corrupt(path, "block {} claims {} bytes, more than it can hold", b, raw_bytes);
-    if (crc32(0, p + offset, size_t(stored)) != get<uint32_t>(e + 24))
-      corrupt(path, "block {} fails its checksum", b);
-    raw.assign(raw_bytes, '\0');
-    const size_t got = ZSTD_decompressDCtx(dctx.get(), raw.data(), raw.size(), p + offset, size_t(stored));
+    if (e.raw_bytes > uint64_t{n} * (4 + 2 * width * max_len) || e.raw_bytes / kZstdMaxRatio > e.stored)
+      corrupt(path, "block {} claims {} bytes, more than it can hold", b, e.raw_bytes);
+    if (crc32(0, p + e.offset, size_t(e.stored)) != e.crc_stored) corrupt(path, "block {} fails its checksum", b);
+    raw.assign(e.raw_bytes, '\0');
+    const size_t got = ZSTD_decompressDCtx(dctx.get(), raw.data(), raw.size(), p + e.offset, size_t(e.stored));
     if (ZSTD_isError(got))
       corrupt(path, "block {} cannot be decompressed (zstd: {})", b, ZSTD_getErrorName(got));
-    if (got != raw_bytes) corrupt(path, "block {} does not decompress to the {} bytes its index says", b, raw_bytes);
-    if (crc32(0, raw.data(), raw.size()) != get<uint32_t>(e + 28))
+    if (got != e.raw_bytes)
+      corrupt(path, "block {} does not decompress to the {} bytes its index says", b, e.raw_bytes);
+    if (crc32(0, raw.data(), raw.size()) != e.crc_raw)
       corrupt(path, "block {} fails its checksum after decompression", b);
     const auto* r = reinterpret_cast<const unsigned char*>(raw.data());
-    if (raw_bytes < uint64_t{n} * 4) corrupt(path, "block {} is too short for its lengths", b);
+    if (e.raw_bytes < uint64_t{n} * 4) corrupt(path, "block {} is too short for its lengths", b);
     uint64_t ids = 0;
     for (uint32_t k = 0; k < n; ++k) {
       const uint32_t s = get<uint16_t>(r + 4 * k), t = get<uint16_t>(r + 4 * k + 2);
@@ -316,53 +313,77 @@ Corpus Corpus::read(const std::string& path) {
       src_seen += s;
       tgt_seen += t;
     }
-    if (raw_bytes != uint64_t{n} * 4 + ids * width)
-      corrupt(path, "block {} holds {} bytes, but its lengths need {}", b, raw_bytes,
-              n * 4 + ids * width);
-    const size_t base = c.ids_.size();
-    c.ids_.resize(base + size_t(ids));
+    if (e.raw_bytes != uint64_t{n} * 4 + ids * width)
+      corrupt(path, "block {} holds {} bytes, but its lengths need {}", b, e.raw_bytes, n * 4 + ids * width);
+    const size_t base = out.ids.size();
+    out.ids.resize(base + size_t(ids));
     const unsigned char* id_bytes = r + uint64_t{n} * 4;
     for (uint64_t k = 0; k < ids; ++k) {
       const uint32_t id = width == 2 ? get<uint16_t>(id_bytes + 2 * k) : get<uint32_t>(id_bytes + 4 * k);
-      if (id >= vocab_size) corrupt(path, "block {} holds id {}, outside the vocabulary of {}", b, id, vocab_size);
-      c.ids_[base + size_t(k)] = int32_t(id);
+      if (id >= h.vocab_size)
+        corrupt(path, "block {} holds id {}, outside the vocabulary of {}", b, id, h.vocab_size);
+      out.ids[base + size_t(k)] = int32_t(id);
     }
     uint64_t off = base;
     for (uint32_t k = 0; k < n; ++k) {
       const PairLength len{int32_t(get<uint16_t>(r + 4 * k)), int32_t(get<uint16_t>(r + 4 * k + 2))};
-      if (!c.lengths_.empty() && bucket_key(len) < bucket_key(c.lengths_.back()))
+      if (!out.lengths.empty() && bucket_key(len) < bucket_key(out.lengths.back()))
         corrupt(path, "pair {} is out of bucket order", seen + k);
-      c.lengths_.push_back(len);
-      c.offsets_.push_back(off);
+      out.lengths.push_back(len);
+      out.offsets.push_back(off);
       off += uint64_t(len.src + len.tgt);
     }
     seen += n;
   }
-  if (next != file_bytes) corrupt(path, "its blocks do not reach its end");
-  if (src_seen != src_tokens || tgt_seen != tgt_tokens)
+  if (next != h.file_bytes) corrupt(path, "its blocks do not reach its end");
+  if (src_seen != h.src_tokens || tgt_seen != h.tgt_tokens)
     corrupt(path, "it holds {} + {} tokens, but its header says {} + {}", src_seen, tgt_seen,
-            src_tokens, tgt_tokens);
-  c.src_tokens_ = int64_t(src_tokens);
-  c.tgt_tokens_ = int64_t(tgt_tokens);
+            h.src_tokens, h.tgt_tokens);
+  return out;
+}
+
+// The batch table, checked against the pairs' lengths.
+std::vector<BatchRange> read_batches(const std::string& path, const unsigned char* p, const Header& h,
+                                     const std::vector<PairLength>& lengths) {
+  std::vector<BatchRange> out;
+  out.reserve(h.batch_count);
   uint64_t expect = 0;
-  for (uint32_t i = 0; i < batch_count; ++i) {
-    const unsigned char* e = p + kHeaderBytes + kIndexEntry * block_count + kBatchEntry * i;
-    const BatchRange r{get<uint32_t>(e), get<uint32_t>(e + 4)};
+  for (uint32_t i = 0; i < h.batch_count; ++i) {
+    const BatchRange r = decode_batch(p + kHeaderBytes + kIndexEntry * h.block_count + kBatchEntry * i);
     if (r.first != expect)
       corrupt(path, "batch {} starts at pair {}, not at pair {} {}", i, r.first, expect,
               i == 0 ? "(the first)" : fmt::format("(where batch {} ends)", i - 1));
     if (r.count == 0) corrupt(path, "batch {} is empty", i);
-    if (r.count > pairs - expect)
+    if (r.count > h.pairs - expect)
       corrupt(path, "batch {} runs past the last pair: {} pairs from pair {} of {}", i, r.count,
-              r.first, pairs);
-    const BatchCost cost = batch_cost(c.lengths_, r);
-    if (r.count > 1 && (uint64_t(cost.src) > max_tokens || uint64_t(cost.tgt) > max_tokens))
-      corrupt(path, "batch {} holds more than its max tokens of {}", i, max_tokens);
-    c.batches_.push_back(r);
+              r.first, h.pairs);
+    const BatchCost cost = batch_cost(lengths, r);
+    if (r.count > 1 && (uint64_t(cost.src) > h.max_tokens || uint64_t(cost.tgt) > h.max_tokens))
+      corrupt(path, "batch {} holds more than its max tokens of {}", i, h.max_tokens);
+    out.push_back(r);
     expect += r.count;
   }
-  if (expect != pairs) corrupt(path, "its batches cover {} of its {} pairs", expect, pairs);
-  c.file_bytes_ = file_bytes;
+  if (expect != h.pairs) corrupt(path, "its batches cover {} of its {} pairs", expect, h.pairs);
+  return out;
+}
+
+}  // namespace
+
+Corpus Corpus::read(const std::string& path) {
+  const std::string file = io::read_file(path);
+  const auto* p = reinterpret_cast<const unsigned char*>(file.data());
+  const Header h = read_header(path, p, file.size());
+  Pairs pairs = read_blocks(path, p, h);
+  Corpus c;
+  c.version_ = h.version;
+  c.meta_ = CorpusMeta{h.fingerprint, int64_t(h.vocab_size), int32_t(h.max_len), int64_t(h.max_tokens)};
+  c.batches_ = read_batches(path, p, h, pairs.lengths);
+  c.lengths_ = std::move(pairs.lengths);
+  c.offsets_ = std::move(pairs.offsets);
+  c.ids_ = std::move(pairs.ids);
+  c.src_tokens_ = int64_t(h.src_tokens);
+  c.tgt_tokens_ = int64_t(h.tgt_tokens);
+  c.file_bytes_ = h.file_bytes;
   return c;
 }
 
