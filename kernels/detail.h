@@ -78,9 +78,9 @@ void unpack_heads(const TensorView& rows, const TensorView& offsets, const Tenso
                   int64_t col);
 void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
                 int64_t col);
-void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
-                     const TensorView& probs);
-void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores);
+void masked_softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                            const TensorView& probs);
+void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores);
 void log_softmax(const TensorView& x, const TensorView& y);
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
                             float grad_scale, const TensorView& sums, const TensorView& dlogits);
@@ -165,10 +165,10 @@ void unpack_heads(const TensorView& rows, const TensorView& offsets, const Tenso
                   int64_t col, const Stream& stream);
 void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
                 int64_t col, const Stream& stream);
-void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
-                     const TensorView& probs, const Stream& stream);
-void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
-                      const Stream& stream);
+void masked_softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                            const TensorView& probs, const Stream& stream);
+void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
+                             const Stream& stream);
 void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream);
 void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
                             float grad_scale, const TensorView& sums, const TensorView& dlogits,

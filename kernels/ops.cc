@@ -83,10 +83,10 @@ void require_param(const char* op, const TensorView& t, const char* name, const 
               xname, dtype_name(x.dtype()), name, x.device().is_cuda() ? " or be f32" : "");
 }
 
-// Saved statistics and sums: f64 for f64 inputs, f32 otherwise.
+// Saved statistics and sums: stats_dtype (ops.h).
 void require_stat(const char* op, const TensorView& t, const char* name, const TensorView& x,
                   const char* xname) {
-  const DType want = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DType want = stats_dtype(x.dtype());
   TFM_REQUIRE(t.dtype() == want, "{}: {} is {} but must be {} for {} {}", op, name,
               dtype_name(t.dtype()), dtype_name(want), dtype_name(x.dtype()), xname);
 }
@@ -564,9 +564,9 @@ void pack_heads(const TensorView& heads, const TensorView& offsets, const Tensor
   }
 }
 
-void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
-                     const TensorView& probs, const Stream& stream) {
-  const char* op = "softmax_forward";
+void masked_softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                            const TensorView& probs, const Stream& stream) {
+  const char* op = "masked_softmax_forward";
   require_device(op, stream, {{"scores", &scores}, {"k_lengths", &k_lengths}, {"probs", &probs}});
   require_float(op, scores, "scores");
   TFM_REQUIRE(scores.rank() == 4, "{}: scores is {} but must be (B, H, Tq, Tk)", op, scores.str());
@@ -575,14 +575,14 @@ void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool
   require_shape(op, k_lengths, "k_lengths", Shape{scores.dim(0)}, "B");
   if (scores.numel() == 0) return;
   switch (stream.device().type) {
-    case DeviceType::cpu: return cpu::softmax_forward(scores, k_lengths, causal, probs);
-    case DeviceType::cuda: TFM_CUDA_DISPATCH(softmax_forward(scores, k_lengths, causal, probs, stream));
+    case DeviceType::cpu: return cpu::masked_softmax_forward(scores, k_lengths, causal, probs);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(masked_softmax_forward(scores, k_lengths, causal, probs, stream));
   }
 }
 
-void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
-                      const Stream& stream) {
-  const char* op = "softmax_backward";
+void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
+                             const Stream& stream) {
+  const char* op = "masked_softmax_backward";
   require_device(op, stream, {{"probs", &probs}, {"dprobs", &dprobs}, {"dscores", &dscores}});
   require_float(op, probs, "probs");
   TFM_REQUIRE(probs.rank() == 4, "{}: probs is {} but must be (B, H, Tq, Tk)", op, probs.str());
@@ -590,8 +590,8 @@ void softmax_backward(const TensorView& probs, const TensorView& dprobs, const T
   require_same(op, probs, "probs", dscores, "dscores");
   if (probs.numel() == 0) return;
   switch (stream.device().type) {
-    case DeviceType::cpu: return cpu::softmax_backward(probs, dprobs, dscores);
-    case DeviceType::cuda: TFM_CUDA_DISPATCH(softmax_backward(probs, dprobs, dscores, stream));
+    case DeviceType::cpu: return cpu::masked_softmax_backward(probs, dprobs, dscores);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(masked_softmax_backward(probs, dprobs, dscores, stream));
   }
 }
 

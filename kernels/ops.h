@@ -10,7 +10,8 @@
 //   on the residual stream.
 // - "saves" names what forward keeps for backward.
 // - Dispatch is one switch on the device in kernels/ops.cc; implementations
-//   live in kernels/cpu/NAME.cc and kernels/cuda/NAME.cu. A CPU-only build
+//   live in kernels/cpu/NAME.cc and kernels/cuda/NAME.cu, NAME the first
+//   word of the section that declares the op. A CPU-only build
 //   answers a CUDA tensor with "unsupported device: cuda (built without CUDA)".
 // - CPU ops run in f32 and, for tests, f64; all float tensors of a call share
 //   one dtype. CUDA ops take f32, bf16 or f16 storage and compute in f32;
@@ -32,7 +33,11 @@
 
 namespace tfm::ops {
 
-// ---------------------------------------------------------------- GEMM family
+// The dtype of saved statistics (mean, rstd) and sums for tensors of dtype
+// t (the contract above): f64 for f64, f32 otherwise.
+inline DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+// ------------- gemm: the GEMM family (cpu/gemm.cc, gemm_rows.cc; cuda/gemm.cu)
 
 struct GemmOptions {
   bool trans_a = false;  // op(A) = A^T
@@ -65,7 +70,7 @@ struct GemmOptions {
 void gemm(const TensorView& a, const TensorView& b, const TensorView& c,
           const GemmOptions& options, const Stream& stream, const TensorView& bias = {});
 
-// --------------------------------------------------------------- elementwise
+// ----------------------------------------------------------------- elementwise
 
 // y = a + b                                    (same shape; y =; y may be a or b)
 void add(const TensorView& a, const TensorView& b, const TensorView& y, const Stream& stream);
@@ -94,7 +99,7 @@ void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const S
 // The same key gives the same numbers on every device (libcore/rng.h).
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream);
 
-// ---------------------------------------------------------------- embeddings
+// ----------------------------------- embedding: token embeddings and positions
 // ids are i32 on the tensors' device. Rows of an (R, D) tensor are tokens.
 
 // out[n, :] = scale * table[ids[n], :]                 ids (N), table (V, D), out (N, D) =
@@ -115,7 +120,7 @@ void position_add(const TensorView& x, const TensorView& table, int64_t offset,
 void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
                        const Stream& stream);
 
-// ------------------------------------------------------------------- dropout
+// --------------------------------------------------------------------- dropout
 // keep_i = uniform01(philox_bits(key, i)) >= p, i the flat element index.
 // The mask is never stored: backward recomputes it from the key, and a CPU
 // and a GPU run with the same key drop the same elements. p in [0, 1).
@@ -139,7 +144,12 @@ void dropout_backward(const TensorView& dy, float p, const RngKey& key, const Te
 void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
                        const TensorView& y, const Stream& stream);
 
-// ---------------------------------------------------------------- layer norm
+// Pre-norm residual: y = residual + dropout(s)          (y =; y may be residual)
+// Its backward: the residual's gradient is dy itself; ds = dropout_backward(dy).
+void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
+                         const RngKey& key, const TensorView& y, const Stream& stream);
+
+// ------------------------------------------------------------------- layernorm
 // Over the last dimension D of (R, D); mean and rstd = 1 / sqrt(var + eps)
 // (biased variance) are (R) in f32 (f64 when x is f64), saved for backward.
 // gamma and beta are (D), of x's dtype or (on CUDA) f32.
@@ -173,12 +183,7 @@ void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma
                                     const TensorView& dgamma, const TensorView& dbeta,
                                     const Stream& stream);
 
-// Pre-norm residual: y = residual + dropout(s)          (y =; y may be residual)
-// Its backward: the residual's gradient is dy itself; ds = dropout_backward(dy).
-void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
-                         const RngKey& key, const TensorView& y, const Stream& stream);
-
-// ---------------------------------------------------------------- reductions
+// ---------------------------------------------------------- reduce: reductions
 
 // out[n] += sum_r x[r, n]                               x (R, N), out (N) +=  (bias grads)
 void sum_rows(const TensorView& x, const TensorView& out, const Stream& stream);
@@ -189,7 +194,7 @@ void sum_squares(const TensorView& x, const TensorView& out, const Stream& strea
 // x *= alpha                                            (in place)
 void scale(const TensorView& x, float alpha, const Stream& stream);
 
-// ----------------------------------------------------------------- attention
+// ------------------------------------------------------------------- attention
 
 // y[a, c, b, d] = x[a, b, c, d]                         x (A, B, C, D), y (A, C, B, D) =
 // Splits heads, (B, T, H, K) -> (B, H, T, K), and merges them back.
@@ -214,14 +219,14 @@ void pack_heads(const TensorView& heads, const TensorView& offsets, const Tensor
 // see: j < k_lengths[b] and, when causal, j <= i. Hidden keys get 0; a row
 // that sees no key is all 0.
 // scores, probs (B, H, Tq, Tk) (probs =; may alias scores); k_lengths (B) i32
-void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
-                     const TensorView& probs, const Stream& stream);
+void masked_softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                            const TensorView& probs, const Stream& stream);
 
 // dscores = probs * (dprobs - sum_j probs * dprobs)      (dscores =; may alias dprobs)
-void softmax_backward(const TensorView& probs, const TensorView& dprobs,
-                      const TensorView& dscores, const Stream& stream);
+void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs,
+                             const TensorView& dscores, const Stream& stream);
 
-// ------------------------------------------------------------- output layer
+// ------------------------------------------------------ loss: the output layer
 
 // y = log_softmax(x) over the last dimension            x, y (N, V) (y =; may alias)
 void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream);
@@ -241,7 +246,7 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
                             float grad_scale, const TensorView& sums, const Stream& stream,
                             const TensorView& dlogits = {});
 
-// ------------------------------------------------------------------ decoding
+// ------------------------------------------------------------ decode: decoding
 // The inference path (libcore/decode, tfm-decode). Each op computes every
 // row alone and in a fixed order, so a row's result does not depend on the
 // other rows of the call, on their number or on the thread count (batch
@@ -285,7 +290,7 @@ void extend_history(const TensorView& prev, const TensorView& parents, int64_t t
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse, const Stream& stream);
 
-// ---------------------------------------------------------------------- int8
+// ------------------- gemm_int8: int8 inference (CPU; quantize_int8 in ops.cc)
 // Inference with 8-bit weights on the CPU (tfm-decode and tfm-score
 // --precision int8; libcore/model/int8.h quantizes the model's). A matrix
 // quantized by rows: row j is values[j, :] * scales[j], the values in
@@ -313,7 +318,7 @@ void quantize_int8(const TensorView& w, int8_t* values, int64_t ld, float* scale
 void gemm_int8(const TensorView& x, const Int8Matrix& w, const TensorView& y, const Stream& stream,
                const TensorView& bias = {}, bool relu = false);
 
-// ----------------------------------------------------------------- optimizer
+// --------------------------------------------------------- adam: the optimizer
 
 struct AdamOptions {
   float lr = 0;
@@ -367,7 +372,7 @@ void update_control(const TensorView& sums, double loss_scale, double max_norm,
                     const TensorView& control, const Stream& stream);
 inline constexpr int64_t kUpdateControlSize = 5;
 
-// ------------------------------------------------ memory outside the plans
+// ------------------------------------------- memory outside the plans (ops.cc)
 // Memory an op's library takes for itself, beside tfm's memory plans: on
 // the CPU, OpenBLAS maps a GEMM buffer of 128 MiB for each thread that runs
 // GEMMs, on its first one, and keeps it. 0 on CUDA (the workspaces of

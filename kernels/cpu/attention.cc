@@ -86,14 +86,14 @@ void pack_heads(const TensorView& heads, const TensorView& offsets, const Tensor
   move_heads<false>(rows, offsets, heads, col);
 }
 
-void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
-                     const TensorView& probs) {
+void masked_softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                            const TensorView& probs) {
   const int64_t nb = scores.dim(0), nh = scores.dim(1), tq = scores.dim(2), tk = scores.dim(3);
   const int32_t* len = k_lengths.data_as<int32_t>();
   for (int64_t b = 0; b < nb; ++b)
     TFM_REQUIRE(len[b] >= 0 && len[b] <= tk,
-                "softmax_forward: k_lengths[{}] is {}, outside [0, {}] (Tk)", b, len[b], tk);
-  with_float(probs, "softmax_forward", [&](auto* pp) {
+                "masked_softmax_forward: k_lengths[{}] is {}, outside [0, {}] (Tk)", b, len[b], tk);
+  with_float(probs, "masked_softmax_forward", [&](auto* pp) {
     using T = std::remove_pointer_t<decltype(pp)>;
     const T* ps = scores.data_as<T>();
     const int64_t rows = nb * nh * tq;
@@ -108,10 +108,10 @@ void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool
 }
 
 // dscores = probs * (dprobs - sum_j probs * dprobs), per row of Tk.
-void softmax_backward(const TensorView& probs, const TensorView& dprobs,
-                      const TensorView& dscores) {
+void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs,
+                             const TensorView& dscores) {
   const int64_t tk = probs.dim(-1), rows = probs.numel() / tk;
-  with_float(dscores, "softmax_backward", [&](auto* pds) {
+  with_float(dscores, "masked_softmax_backward", [&](auto* pds) {
     using T = std::remove_pointer_t<decltype(pds)>;
     const T* pp = probs.data_as<T>();
     const T* pdp = dprobs.data_as<T>();

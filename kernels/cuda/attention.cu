@@ -73,7 +73,7 @@ void move_heads(const TensorView& rows, const TensorView& offsets, const TensorV
 // none is all 0. probs may be scores: each thread reads its elements before
 // it writes them, after every read of the row's reductions.
 template <typename T, bool kBlockPerRow>
-__global__ void softmax_forward_kernel(const T* scores, const int32_t* k_lengths, bool causal,
+__global__ void masked_softmax_forward_kernel(const T* scores, const int32_t* k_lengths, bool causal,
                                        T* probs, int64_t rows, int64_t heads_tq, int64_t tq,
                                        int64_t tk) {
   __shared__ float scratch[32];
@@ -99,7 +99,7 @@ __global__ void softmax_forward_kernel(const T* scores, const int32_t* k_lengths
 
 // dscores = probs * (dprobs - sum_j probs * dprobs); dscores may be dprobs.
 template <typename T, bool kBlockPerRow>
-__global__ void softmax_backward_kernel(const T* probs, const T* dprobs, T* dscores, int64_t rows,
+__global__ void masked_softmax_backward_kernel(const T* probs, const T* dprobs, T* dscores, int64_t rows,
                                         int64_t tk) {
   __shared__ float scratch[32];
   const int64_t row = row_of_thread<kBlockPerRow>();
@@ -142,15 +142,15 @@ void pack_heads(const TensorView& heads, const TensorView& offsets, const Tensor
   move_heads<false>(rows, offsets, heads, col, stream, "pack_heads");
 }
 
-void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
-                     const TensorView& probs, const Stream& stream) {
+void masked_softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
+                            const TensorView& probs, const Stream& stream) {
   const int64_t heads = scores.dim(1), tq = scores.dim(2), tk = scores.dim(3);
   const int64_t rows = scores.dim(0) * heads * tq;
   if (rows == 0 || tk == 0) return;
-  with_storage_type(scores.dtype(), "softmax_forward", [&](auto t) {
+  with_storage_type(scores.dtype(), "masked_softmax_forward", [&](auto t) {
     using T = decltype(t);
     with_row_shape(rows, tk, [&](auto block_per_row, dim3 grid, dim3 block) {
-      softmax_forward_kernel<T, decltype(block_per_row)::value>
+      masked_softmax_forward_kernel<T, decltype(block_per_row)::value>
           <<<grid, block, 0, native(stream)>>>(
               static_cast<const T*>(scores.data()), static_cast<const int32_t*>(k_lengths.data()),
               causal, static_cast<T*>(probs.data()), rows, heads * tq, tq, tk);
@@ -159,14 +159,14 @@ void softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool
   });
 }
 
-void softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
-                      const Stream& stream) {
+void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
+                             const Stream& stream) {
   const int64_t tk = probs.dim(-1), rows = tk == 0 ? 0 : probs.numel() / tk;
   if (rows == 0) return;
-  with_storage_type(probs.dtype(), "softmax_backward", [&](auto t) {
+  with_storage_type(probs.dtype(), "masked_softmax_backward", [&](auto t) {
     using T = decltype(t);
     with_row_shape(rows, tk, [&](auto block_per_row, dim3 grid, dim3 block) {
-      softmax_backward_kernel<T, decltype(block_per_row)::value>
+      masked_softmax_backward_kernel<T, decltype(block_per_row)::value>
           <<<grid, block, 0, native(stream)>>>(static_cast<const T*>(probs.data()),
                                                static_cast<const T*>(dprobs.data()),
                                                static_cast<T*>(dscores.data()), rows, tk);

@@ -32,8 +32,6 @@ struct IncrementalDecoder::Ids {
 
 namespace {
 
-DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
-
 // Part of an upload (HostStaging): values into the front of buffer.
 HostStaging::Part part(const TensorView& buffer, const std::vector<int32_t>& values) {
   return {prefix(buffer, {static_cast<int64_t>(values.size())}), values};
@@ -81,7 +79,7 @@ IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& 
   const int64_t act_rows = std::max(rows, src);
   if (l.cache_rows == 0) l.cache_rows = l.steps * rows;
 
-  const DType dt = model.dtype(), pt = model.param_dtype(), st = stats_dtype(pt);
+  const DType dt = model.dtype(), pt = model.param_dtype(), st = ops::stats_dtype(pt);
   ids_ = std::make_unique<Ids>();
   Ids& i = *ids_;
   auto io = [&](const char* n, int64_t count) {

@@ -139,7 +139,7 @@ void attention_forward(const Blocks& m, AttentionIds w, const AttentionShape& a,
   const int64_t Tq = a.tile_q, Tk = a.tile_k;
   const TensorView scores = sv.probs.reshape({BH, Tq, Tk});
   ops::gemm(sv.q.reshape({BH, Tq, K}), sv.k.reshape({BH, Tk, K}), scores, qk, m.stream);
-  ops::softmax_forward(sv.probs, a.k_lengths, a.causal, sv.probs, m.stream);
+  ops::masked_softmax_forward(sv.probs, a.k_lengths, a.causal, sv.probs, m.stream);
   const TensorView weights = dropped_weights(m, a, sv.probs);
   const TensorView heads = prefix(m.ws.split, {B, H, Tq, E});
   ops::gemm(weights.reshape({BH, Tq, Tk}), sv.v.reshape({BH, Tk, E}), heads.reshape({BH, Tq, E}),
@@ -174,7 +174,7 @@ void attention_backward(const Blocks& m, AttentionIds w, const AttentionShape& a
             tb, m.stream);
   if (a.dropout > 0)
     ops::attention_dropout(dprobs, a.tq, a.tk, a.dropout, a.key, dprobs, m.stream);
-  ops::softmax_backward(sv.probs, dprobs, dprobs, m.stream);
+  ops::masked_softmax_backward(sv.probs, dprobs, dprobs, m.stream);
 
   // scores = scale q k^T:  dq = scale dS k;  dk = scale dS^T q
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(K)));

@@ -35,8 +35,6 @@ uint32_t site(int stack, int64_t layer, int which) {
   return static_cast<uint32_t>((stack * 65536 + layer) * 8 + which);
 }
 
-DType stats_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
-
 }  // namespace
 
 // The named activation table (STYLE.md rule 4): every buffer the model
@@ -69,7 +67,7 @@ struct Transformer::Plan {
     const int64_t HK = H * c.d_k, HE = H * c.d_v, HX = std::max(HK, HE), Rh = rows_for_heads;
     head_rows = Rh;
     map_elems = R * L;
-    const DType st = stats_dtype(pt);
+    const DType st = ops::stats_dtype(pt);
     auto act = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::activations, n, t, s); };
     auto ws = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::workspace, n, t, s); };
     auto sub = [&](const std::string& n) {

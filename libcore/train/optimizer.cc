@@ -16,7 +16,7 @@ double noam_learning_rate(int64_t step, int64_t d_model, int64_t warmup, double 
 }
 
 double gradient_norm(const TensorView& grads, const Stream& stream) {
-  const DType st = grads.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DType st = ops::stats_dtype(grads.dtype());
   Tensor sum({1}, st, grads.device());
   ops::sum_squares(grads, sum, stream);
   double host = 0;

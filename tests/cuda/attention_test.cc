@@ -16,11 +16,6 @@ using namespace tfm;
 
 namespace {
 
-bool same_bits(const TensorView& a, const TensorView& b) {
-  Tensor ha = test::to_device(a, Device::cpu()), hb = test::to_device(b, Device::cpu());
-  return std::memcmp(ha.view().data(), hb.view().data(), ha.view().bytes()) == 0;
-}
-
 // Key lengths in [0, tk], with 0 and tk themselves among them when b > 2.
 std::vector<double> random_lengths(int64_t b, int64_t tk, uint64_t seed) {
   std::vector<double> u = test::to_f64(test::random({b}, DType::f64, seed, 0.0f, 1.0f));
@@ -51,7 +46,7 @@ TEST_CASE("cuda permute_0213 matches the cpu exactly", "[attention]") {
       cuda.synchronize();
       INFO(dtype_name(dtype) << ", shape " << shape.str());
       test::require_close({{"y", g_y, test::to_f64(y64), {0, 0}}});
-      CHECK(same_bits(g_back, x));
+      CHECK(test::same_bits(g_back, x));
     }
 }
 
@@ -108,9 +103,9 @@ TEST_CASE("cuda masked softmax forward and backward match the cpu", "[attention]
 
         Tensor g_len = test::to_device(k_lengths, gpu), g_scores = test::to_device(scores, gpu);
         Tensor g_probs(shape, dtype, gpu);
-        ops::softmax_forward(g_scores, g_len, causal, g_probs, cuda);
+        ops::masked_softmax_forward(g_scores, g_len, causal, g_probs, cuda);
         Tensor scores64 = test::cast(scores, DType::f64), probs64(shape, DType::f64);
-        ops::softmax_forward(scores64, k_lengths, causal, probs64, cpu);
+        ops::masked_softmax_forward(scores64, k_lengths, causal, probs64, cpu);
         cuda.synchronize();
 
         INFO(dtype_name(dtype) << ", shape " << shape.str() << (causal ? ", causal" : ""));
@@ -132,18 +127,18 @@ TEST_CASE("cuda masked softmax forward and backward match the cpu", "[attention]
 
         // Backward on the GPU's probabilities; then in place.
         Tensor g_dprobs = test::to_device(dprobs, gpu), g_dscores(shape, dtype, gpu);
-        ops::softmax_backward(g_probs, g_dprobs, g_dscores, cuda);
-        ops::softmax_backward(g_probs, g_dprobs, g_dprobs, cuda);
+        ops::masked_softmax_backward(g_probs, g_dprobs, g_dscores, cuda);
+        ops::masked_softmax_backward(g_probs, g_dprobs, g_dprobs, cuda);
         // Forward in place.
         Tensor g_inplace = test::to_device(scores, gpu);
-        ops::softmax_forward(g_inplace, g_len, causal, g_inplace, cuda);
+        ops::masked_softmax_forward(g_inplace, g_len, causal, g_inplace, cuda);
         cuda.synchronize();
         Tensor sprobs64 = test::cast(g_probs, DType::f64);
         Tensor dprobs64 = test::cast(dprobs, DType::f64);
         Tensor dscores64(shape, DType::f64);
-        ops::softmax_backward(sprobs64, dprobs64, dscores64, cpu);
+        ops::masked_softmax_backward(sprobs64, dprobs64, dscores64, cpu);
         test::require_close({{"dscores", g_dscores, test::to_f64(dscores64), tol}});
-        CHECK(same_bits(g_dprobs, g_dscores));
-        CHECK(same_bits(g_inplace, g_probs));
+        CHECK(test::same_bits(g_dprobs, g_dscores));
+        CHECK(test::same_bits(g_inplace, g_probs));
       }
 }

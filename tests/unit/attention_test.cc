@@ -127,7 +127,7 @@ TEST_CASE("masked softmax forward and backward match float64", "[attention]") {
       Tensor probs(shape, dtype), dscores(shape, dtype);
       const std::vector<double> p_ref =
           softmax_reference(test::to_f64(scores), len, causal, nb, nh, tq, tk);
-      ops::softmax_forward(scores, k_len, causal, probs, cpu);
+      ops::masked_softmax_forward(scores, k_len, causal, probs, cpu);
       // Backward reference from the op's own probs, as the model uses it.
       const std::vector<double> pv = test::to_f64(probs), dpv = test::to_f64(dprobs);
       std::vector<double> ds_ref(pv.size());
@@ -139,7 +139,7 @@ TEST_CASE("masked softmax forward and backward match float64", "[attention]") {
           ds_ref[k] = pv[k] * (dpv[k] - dot);
         }
       }
-      ops::softmax_backward(probs, dprobs, dscores, cpu);
+      ops::masked_softmax_backward(probs, dprobs, dscores, cpu);
       INFO(dtype_name(dtype) << " causal=" << causal);
       test::require_close({{"probs", probs, p_ref, test::tolerance_for(dtype, tk)},
                            {"dscores", dscores, ds_ref, test::tolerance_for(dtype, tk)}});
@@ -148,8 +148,8 @@ TEST_CASE("masked softmax forward and backward match float64", "[attention]") {
       for (size_t k = 0; k < pv.size(); ++k) hidden_nonzero += p_ref[k] == 0.0 && pv[k] != 0.0;
       CHECK(hidden_nonzero == 0);
       // In place: probs over scores, dscores over dprobs.
-      ops::softmax_forward(scores, k_len, causal, scores, cpu);
-      ops::softmax_backward(scores, dprobs, dprobs, cpu);
+      ops::masked_softmax_forward(scores, k_len, causal, scores, cpu);
+      ops::masked_softmax_backward(scores, dprobs, dprobs, cpu);
       test::require_close({{"probs (in place)", scores, p_ref, test::tolerance_for(dtype, tk)},
                            {"dscores (in place)", dprobs, ds_ref, test::tolerance_for(dtype, tk)}});
     }
@@ -164,10 +164,10 @@ TEST_CASE("masked softmax backward equals finite differences in double", "[atten
     Tensor s = test::random(shape, DType::f64, causal ? 61 : 62, -2, 2);
     Tensor w = test::random(shape, DType::f64, 63);
     Tensor probs(shape, DType::f64), ds(shape, DType::f64);
-    ops::softmax_forward(s, k_len, causal, probs, cpu);
-    ops::softmax_backward(probs, w, ds, cpu);
+    ops::masked_softmax_forward(s, k_len, causal, probs, cpu);
+    ops::masked_softmax_backward(probs, w, ds, cpu);
     auto loss = [&] {
-      ops::softmax_forward(s, k_len, causal, probs, cpu);
+      ops::masked_softmax_forward(s, k_len, causal, probs, cpu);
       return test::weighted_sum(w, probs);
     };
     std::vector<double> numeric = test::finite_difference(s, loss);
@@ -180,18 +180,18 @@ TEST_CASE("attention ops reject bad shapes, dtypes and lengths", "[attention]") 
   Stream cpu(Device::cpu());
   Tensor s({2, 1, 3, 4}, DType::f32), p({2, 1, 3, 4}, DType::f32);
   Tensor len = test::i32({4, 5}), len1 = test::i32({4}), flen({2}, DType::f32);
-  REQUIRE_THROWS_WITH(ops::softmax_forward(s, len, false, p, cpu),
-                      Catch::Contains("softmax_forward: k_lengths[1] is 5, outside [0, 4]"));
-  REQUIRE_THROWS_WITH(ops::softmax_forward(s, len1, false, p, cpu),
-                      Catch::Contains("softmax_forward: k_lengths is i32 (1) on cpu but must be (2)"));
-  REQUIRE_THROWS_WITH(ops::softmax_forward(s, flen, false, p, cpu),
-                      Catch::Contains("softmax_forward: k_lengths is f32 but must be i32"));
+  REQUIRE_THROWS_WITH(ops::masked_softmax_forward(s, len, false, p, cpu),
+                      Catch::Contains("masked_softmax_forward: k_lengths[1] is 5, outside [0, 4]"));
+  REQUIRE_THROWS_WITH(ops::masked_softmax_forward(s, len1, false, p, cpu),
+                      Catch::Contains("masked_softmax_forward: k_lengths is i32 (1) on cpu but must be (2)"));
+  REQUIRE_THROWS_WITH(ops::masked_softmax_forward(s, flen, false, p, cpu),
+                      Catch::Contains("masked_softmax_forward: k_lengths is f32 but must be i32"));
   Tensor s3({2, 3, 4}, DType::f32);
-  REQUIRE_THROWS_WITH(ops::softmax_forward(s3, len, true, s3, cpu),
+  REQUIRE_THROWS_WITH(ops::masked_softmax_forward(s3, len, true, s3, cpu),
                       Catch::Contains("scores is f32 (2, 3, 4) on cpu but must be (B, H, Tq, Tk)"));
   Tensor p64({2, 1, 3, 4}, DType::f64);
-  REQUIRE_THROWS_WITH(ops::softmax_backward(p, p64, p, cpu),
-                      Catch::Contains("softmax_backward: probs is f32 (2, 1, 3, 4) on cpu but dprobs is f64"));
+  REQUIRE_THROWS_WITH(ops::masked_softmax_backward(p, p64, p, cpu),
+                      Catch::Contains("masked_softmax_backward: probs is f32 (2, 1, 3, 4) on cpu but dprobs is f64"));
   Tensor y({2, 1, 3, 4}, DType::f32);
   REQUIRE_THROWS_WITH(ops::permute_0213(s, y, cpu),
                       Catch::Contains("permute_0213: y is f32 (2, 1, 3, 4) on cpu but must be (2, 3, 1, 4)"));
