@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -72,6 +73,16 @@ Tensor to_device(const TensorView& t, Device device) {
 }
 
 Tensor cast(const TensorView& t, DType dtype) { return from_f64(to_f64(t), t.shape(), dtype); }
+
+bool same_bits(const TensorView& a, const TensorView& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor ha = to_device(a, Device::cpu()), hb = to_device(b, Device::cpu());
+  return std::memcmp(ha.view().data(), hb.view().data(), ha.view().bytes()) == 0;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
 double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
   REQUIRE(a.size() == b.size());

@@ -35,6 +35,11 @@ Tensor from_f64(const std::vector<double>& values, Shape shape, DType dtype);
 Tensor to_device(const TensorView& t, Device device);
 Tensor cast(const TensorView& t, DType dtype);
 
+// Whether two tensors (on any devices) hold the same shape, dtype and
+// bytes; and two float buffers the same bits.
+bool same_bits(const TensorView& a, const TensorView& b);
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
+
 // ||a - b|| / ||b||, norm-wise over a whole buffer (b the reference).
 double relative_error(const std::vector<double>& a, const std::vector<double>& b);
 

@@ -8,7 +8,6 @@
 # The cadence itself (no two lines closer than the interval) is checked in
 # tests/unit/core_test.cc ("progress: plain lines at the interval").
 source "$(dirname "$0")/common.bash"
-: "${TFM_TEST_CHECKPOINT:?TFM_TEST_CHECKPOINT must name tfm_test_checkpoint}"
 unset TFM_MODEL TFM_PROGRESS_INTERVAL
 export OMP_NUM_THREADS=1
 for i in $(seq 1 3000); do
@@ -18,8 +17,8 @@ done >"$TMP/corpus"
 head -n 400 "$TMP/corpus" >"$TMP/small"
 "$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 64 "$TMP/small" || fail "tfm-tok train"
 M="$TMP/tiny.bin"
-"$TFM_TEST_CHECKPOINT" "$M" --tokenizer "$TMP/spm.model" || fail "checkpoint fixture"
-"$TFM_TEST_CHECKPOINT" "$TMP/tiny2.bin" --tokenizer "$TMP/spm.model" --seed 2 || fail "checkpoint fixture 2"
+"$TFM_TOOLS/tiny_checkpoint" "$M" --tokenizer "$TMP/spm.model" || fail "checkpoint fixture"
+"$TFM_TOOLS/tiny_checkpoint" "$TMP/tiny2.bin" --tokenizer "$TMP/spm.model" --seed 2 || fail "checkpoint fixture 2"
 "$TFM_BIN/tfm-tok" -q -m "$TMP/spm.model" "$TMP/corpus" >"$TMP/pieces" || fail "tfm-tok encode"
 sed -n '1~2p' "$TMP/pieces" >"$TMP/src"
 sed -n '2~2p' "$TMP/pieces" >"$TMP/tgt"

@@ -3,10 +3,9 @@
 # Chromium (tests/cli/attnviz_page.py: tokens, layers and heads shown, the
 # controls change the drawing, nothing loaded from outside, a screenshot),
 # the SVG, several sentences, models of other shapes, and bad input. Models
-# are random tiny ones from tfm_test_checkpoint; tests/pipeline/copy.sh
+# are random tiny ones from tiny_checkpoint; tests/pipeline/copy.sh
 # checks a trained model's known pattern.
 source "$(dirname "$0")/common.bash"
-: "${TFM_TEST_CHECKPOINT:?TFM_TEST_CHECKPOINT must name tfm_test_checkpoint}"
 unset TFM_MODEL
 export OMP_NUM_THREADS=1
 for i in $(seq 1 300); do
@@ -15,15 +14,15 @@ for i in $(seq 1 300); do
 done >"$TMP/corpus"
 "$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 64 "$TMP/corpus" || fail "tfm-tok train"
 M="$TMP/tiny.bin"  # post-norm, sinusoidal positions, 2 layers x 4 heads
-"$TFM_TEST_CHECKPOINT" "$M" --tokenizer "$TMP/spm.model" || fail "checkpoint fixture"
+"$TFM_TOOLS/tiny_checkpoint" "$M" --tokenizer "$TMP/spm.model" || fail "checkpoint fixture"
 E="$TMP/eos.bin"  # hypotheses that end early
-"$TFM_TEST_CHECKPOINT" "$E" --tokenizer "$TMP/spm.model" --eos-logit 2.0 --seed 3 || fail "eos fixture"
+"$TFM_TOOLS/tiny_checkpoint" "$E" --tokenizer "$TMP/spm.model" --eos-logit 2.0 --seed 3 || fail "eos fixture"
 P="$TMP/pre.bin"  # pre-norm, learned positions (16 of them), 3 layers x 1 head
-"$TFM_TEST_CHECKPOINT" "$P" --tokenizer "$TMP/spm.model" pre_norm=true learned_positions=true \
+"$TFM_TOOLS/tiny_checkpoint" "$P" --tokenizer "$TMP/spm.model" pre_norm=true learned_positions=true \
   max_positions=16 layers=3 heads=1 d_k=16 d_v=16 || fail "pre-norm fixture"
 W="$TMP/wide.bin"  # 32 heads (Table 3, rows A)
-"$TFM_TEST_CHECKPOINT" "$W" --tokenizer "$TMP/spm.model" heads=32 d_k=1 d_v=1 layers=1 || fail "32-head fixture"
-"$TFM_TEST_CHECKPOINT" "$TMP/plain.bin" || fail "checkpoint fixture without tokenizer"
+"$TFM_TOOLS/tiny_checkpoint" "$W" --tokenizer "$TMP/spm.model" heads=32 d_k=1 d_v=1 layers=1 || fail "32-head fixture"
+"$TFM_TOOLS/tiny_checkpoint" "$TMP/plain.bin" || fail "checkpoint fixture without tokenizer"
 attnviz() { "$TFM_BIN/tfm-attnviz" -q "$@"; }
 S1="the cat 12 sat on the mat"
 printf '%s\n' "$S1" "a dog ran" "die Katze sass auf der Matte" >"$TMP/three.txt"

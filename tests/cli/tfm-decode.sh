@@ -1,9 +1,8 @@
 # tfm-decode: every option's effect, batch invariance through the program,
 # streaming, and bad input. Models are random tiny ones written by
-# tfm_test_checkpoint ($TFM_TEST_CHECKPOINT) with a SentencePiece model
+# tiny_checkpoint (tests/tools) with a SentencePiece model
 # trained here; --eos-logit gives one whose hypotheses end at all lengths.
 source "$(dirname "$0")/common.bash"
-: "${TFM_TEST_CHECKPOINT:?TFM_TEST_CHECKPOINT must name tfm_test_checkpoint}"
 unset TFM_MODEL
 export OMP_NUM_THREADS=1  # many short runs; the invariance checks use two threads too
 for i in $(seq 1 300); do
@@ -12,10 +11,10 @@ for i in $(seq 1 300); do
 done >"$TMP/corpus"
 "$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 64 "$TMP/corpus" || fail "tfm-tok train"
 M="$TMP/tiny.bin"
-"$TFM_TEST_CHECKPOINT" "$M" --tokenizer "$TMP/spm.model" || fail "checkpoint fixture"
-"$TFM_TEST_CHECKPOINT" "$TMP/plain.bin" || fail "checkpoint fixture without tokenizer"
+"$TFM_TOOLS/tiny_checkpoint" "$M" --tokenizer "$TMP/spm.model" || fail "checkpoint fixture"
+"$TFM_TOOLS/tiny_checkpoint" "$TMP/plain.bin" || fail "checkpoint fixture without tokenizer"
 E="$TMP/eos.bin"  # ends hypotheses at many lengths
-"$TFM_TEST_CHECKPOINT" "$E" --tokenizer "$TMP/spm.model" --eos-logit 2.0 --seed 1 || fail "eos fixture"
+"$TFM_TOOLS/tiny_checkpoint" "$E" --tokenizer "$TMP/spm.model" --eos-logit 2.0 --seed 1 || fail "eos fixture"
 head -n 12 "$TMP/corpus" >"$TMP/text"
 "$TFM_BIN/tfm-tok" -m "$M" "$TMP/text" >"$TMP/in"
 { head -n 3 "$TMP/in"; echo; sed -n 4,12p "$TMP/in"; } >"$TMP/in13"  # line 4 empty
@@ -64,7 +63,7 @@ decode -m "$TMP/plain.bin" --ids "$TMP/ids" >/dev/null || fail "a checkpoint wit
 # thread count. On a model of 64 rows, given ids (the fixtures above embed
 # their tokenizer, so their vocabulary is its 29 pieces, where the scores'
 # last bits do move with the batch: issue 19's closing note).
-"$TFM_TEST_CHECKPOINT" "$TMP/eos64.bin" --eos-logit 2.0 --seed 1 || fail "eos fixture of 64 rows"
+"$TFM_TOOLS/tiny_checkpoint" "$TMP/eos64.bin" --eos-logit 2.0 --seed 1 || fail "eos fixture of 64 rows"
 { head -n 3 "$TMP/ids"; echo; sed -n 4,12p "$TMP/ids"; } >"$TMP/ids13"
 decode -m "$TMP/eos64.bin" --ids --json -n 3 "$TMP/ids13" >"$TMP/j64"
 for opts in "--batch-size 1" "--batch-size 7" "--max-tokens 10" "--batch-size 3 --max-tokens 40"; do
@@ -112,7 +111,7 @@ decode -m "$M" --max-len-a 0.5 --max-len-b 0 --ids "$TMP/ids" | paste - "$TMP/id
 found=0
 for x in 2.0 2.5; do
   for seed in 1 2; do
-    "$TFM_TEST_CHECKPOINT" "$TMP/es.bin" --tokenizer "$TMP/spm.model" --eos-logit $x --seed $seed
+    "$TFM_TOOLS/tiny_checkpoint" "$TMP/es.bin" --tokenizer "$TMP/spm.model" --eos-logit $x --seed $seed
     for alpha in 0.6 2; do
       decode -m "$TMP/es.bin" --scores -n 2 --alpha $alpha "$TMP/in" --early-stopping bound >"$TMP/es_bound"
       decode -m "$TMP/es.bin" --scores -n 2 --alpha $alpha "$TMP/in" --early-stopping never | cmp -s - "$TMP/es_bound" ||

@@ -17,11 +17,6 @@ namespace {
 const Shape kShapes[] = {{1}, {7}, {3, 5, 11}, {37, 1031}, {1 << 20}, {3, 333, 1027}};
 const float kProbabilities[] = {0.0f, 0.1f, 0.5f, 0.9f};
 
-bool same_bits(const TensorView& gpu_tensor, const TensorView& host) {
-  Tensor back = test::to_device(gpu_tensor, Device::cpu());
-  return std::memcmp(back.view().data(), host.data(), host.bytes()) == 0;
-}
-
 // Index of the first element that is zero in one tensor and not in the
 // other, or -1.
 int64_t first_mask_difference(const TensorView& a, const TensorView& b) {
@@ -57,9 +52,9 @@ TEST_CASE("cuda dropout is bit-identical to the cpu in f32", "[dropout]") {
       cuda.synchronize();
 
       INFO("p " << p << ", shape " << shape.str());
-      CHECK(same_bits(g_y, y));
-      CHECK(same_bits(g_dx, dx));
-      CHECK(same_bits(g_sum, sum));
+      CHECK(test::same_bits(g_y, y));
+      CHECK(test::same_bits(g_dx, dx));
+      CHECK(test::same_bits(g_sum, sum));
       CHECK(first_mask_difference(g_y, y) == -1);
     }
 }
@@ -110,18 +105,18 @@ TEST_CASE("cuda dropout runs in place and copies exactly at p = 0", "[dropout]")
     ops::dropout_forward(g_x, 0.0f, key, g_y, cuda);
     cuda.synchronize();
     INFO(dtype_name(dtype));
-    CHECK(same_bits(g_y, x));  // p = 0: a copy
+    CHECK(test::same_bits(g_y, x));  // p = 0: a copy
 
     ops::dropout_forward(g_x, 0.3f, key, g_y, cuda);
     ops::dropout_forward(g_x, 0.3f, key, g_x, cuda);           // y = x
     ops::add_dropout_forward(g_r, g_r, 0.3f, key, g_r, cuda);  // y = residual = s
     cuda.synchronize();
-    CHECK(same_bits(g_x, test::to_device(g_y, Device::cpu())));
+    CHECK(test::same_bits(g_x, test::to_device(g_y, Device::cpu())));
     // residual + dropout(residual), out of place, to compare with.
     Tensor g_r2 = test::to_device(r, gpu), g_want(shape, dtype, gpu);
     ops::add_dropout_forward(g_r2, g_r2, 0.3f, key, g_want, cuda);
     cuda.synchronize();
-    CHECK(same_bits(g_r, test::to_device(g_want, Device::cpu())));
+    CHECK(test::same_bits(g_r, test::to_device(g_want, Device::cpu())));
   }
 }
 
@@ -152,6 +147,6 @@ TEST_CASE("cuda attention_dropout of padded tiles drops the cpu's unpadded eleme
       INFO(dtype_name(dtype) << " tile " << tp << " x " << sp);
       CHECK(first_mask_difference(test::to_device(g_y, Device::cpu()), want_t) == -1);
       test::require_close({{"y", test::to_device(g_y, Device::cpu()), want, test::tolerance_for(dtype)}});
-      if (dtype == DType::f32) CHECK(same_bits(g_y, want_t));
+      if (dtype == DType::f32) CHECK(test::same_bits(g_y, want_t));
     }
 }

@@ -34,11 +34,6 @@ constexpr float kEps = 1e-5f;
 Tensor gpu_copy(const TensorView& t) { return test::to_device(t, Device::cuda(0)); }
 Tensor f64_copy(const TensorView& t) { return test::cast(t, DType::f64); }
 
-bool same_bits(const TensorView& a, const TensorView& b) {
-  Tensor ha = test::to_device(a, Device::cpu()), hb = test::to_device(b, Device::cpu());
-  return std::memcmp(ha.view().data(), hb.view().data(), ha.view().bytes()) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("cuda layernorm forward and backward match the cpu", "[layernorm]") {
@@ -90,9 +85,9 @@ TEST_CASE("cuda layernorm forward and backward match the cpu", "[layernorm]") {
           {{"dx", g_dx, test::to_f64(dx64), test::tolerance_for(pr.act, s.d)},
            {"dgamma", g_dgamma, test::to_f64(dgamma64), test::tolerance_for(pr.grad, s.r)},
            {"dbeta", g_dbeta, test::to_f64(dbeta64), test::tolerance_for(pr.grad, s.r)}});
-      CHECK(same_bits(g_dy2, g_dx));
-      CHECK(same_bits(g_dgamma2, g_dgamma));  // deterministic column sums
-      CHECK(same_bits(g_dbeta2, g_dbeta));
+      CHECK(test::same_bits(g_dy2, g_dx));
+      CHECK(test::same_bits(g_dgamma2, g_dgamma));  // deterministic column sums
+      CHECK(test::same_bits(g_dbeta2, g_dbeta));
     }
 }
 
@@ -168,9 +163,9 @@ TEST_CASE("cuda add_dropout_layernorm forward and backward match the cpu", "[lay
              {"ds", g_ds, test::to_f64(ds64), row},
              {"dgamma", g_dgamma, test::to_f64(dgamma64), test::tolerance_for(pr.grad, s.r)},
              {"dbeta", g_dbeta, test::to_f64(dbeta64), test::tolerance_for(pr.grad, s.r)}});
-        CHECK(same_bits(g_dy2, g_dh));
-        CHECK(same_bits(g_ds2, g_ds));
-        CHECK(same_bits(g_dgamma2, g_dgamma));
-        CHECK(same_bits(g_dbeta2, g_dbeta));
+        CHECK(test::same_bits(g_dy2, g_dh));
+        CHECK(test::same_bits(g_ds2, g_ds));
+        CHECK(test::same_bits(g_dgamma2, g_dgamma));
+        CHECK(test::same_bits(g_dbeta2, g_dbeta));
       }
 }

@@ -19,11 +19,6 @@ namespace {
 // (N, V): a single logit, odd, wide, and one large.
 const std::array<int64_t, 2> kSizes[] = {{1, 1}, {3, 7}, {37, 1031}, {5, 40000}, {256, 32003}};
 
-bool same_bits(const TensorView& a, const TensorView& b) {
-  Tensor ha = test::to_device(a, Device::cpu()), hb = test::to_device(b, Device::cpu());
-  return std::memcmp(ha.view().data(), hb.view().data(), ha.view().bytes()) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("cuda log_softmax matches the cpu", "[loss]") {
@@ -41,7 +36,7 @@ TEST_CASE("cuda log_softmax matches the cpu", "[loss]") {
       cuda.synchronize();
       INFO(dtype_name(dtype) << ", (N, V) = (" << n << ", " << v << ")");
       test::require_close({{"y", g_y, test::to_f64(y64), test::tolerance_for(dtype, v)}});
-      CHECK(same_bits(g_x, g_y));
+      CHECK(test::same_bits(g_x, g_y));
     }
 }
 

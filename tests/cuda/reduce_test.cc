@@ -10,15 +10,6 @@
 
 using namespace tfm;
 
-namespace {
-
-bool same_bits(const TensorView& a, const TensorView& b) {
-  Tensor ha = test::to_device(a, Device::cpu()), hb = test::to_device(b, Device::cpu());
-  return std::memcmp(ha.view().data(), hb.view().data(), ha.view().bytes()) == 0;
-}
-
-}  // namespace
-
 TEST_CASE("cuda sum_rows matches the cpu and is deterministic", "[reduce]") {
   const Device gpu = Device::cuda(0);
   Stream cuda(gpu), cpu(Device::cpu());
@@ -47,7 +38,7 @@ TEST_CASE("cuda sum_rows matches the cpu and is deterministic", "[reduce]") {
       cuda.synchronize();
       INFO(dtype_name(pr.x) << " x, " << dtype_name(pr.out) << " out, shape " << shape.str());
       test::require_close({{"out", g_out, test::to_f64(out64), test::tolerance_for(pr.out, rows)}});
-      CHECK(same_bits(g_out, g_out2));
+      CHECK(test::same_bits(g_out, g_out2));
     }
 }
 
@@ -71,7 +62,7 @@ TEST_CASE("cuda sum_squares matches the cpu and is deterministic", "[reduce]") {
       INFO(dtype_name(dtype) << ", shape " << shape.str());
       // f32 sums in fixed-order trees: relative error a few f32 ulps.
       test::require_close({{"sum_squares", g_out, test::to_f64(out64), {1e-6, 1e-5}}});
-      CHECK(same_bits(g_out, g_out2));
+      CHECK(test::same_bits(g_out, g_out2));
     }
 }
 

@@ -1,18 +1,29 @@
 // Writes a checkpoint of a tiny random model for the cli tests (tfm-train
-// will make real ones; these need to be made in a blink):
+// makes real ones; these need to be made in a blink). The one fixture of
+// the programs that read a checkpoint:
 //
-//   tiny_checkpoint OUT [--seed N] [--tokenizer SPM] [--step N] [--set KEY=VALUE]...
-//                  [--raw-config LINE] [--extra-tensor NAME]
+//   tiny_checkpoint OUT [--seed N] [--tokenizer SPM] [--eos-logit X] [--step N]
+//                  [--set KEY=VALUE | KEY=VALUE]... [--raw-config LINE] [--extra-tensor NAME]
 //
-// The tiny preset with its parameters drawn from --seed (default 1). With
-// --tokenizer the SentencePiece model is embedded and sets vocab_size. With
-// --step the file carries a training state as tfm-train writes it: a
+// The tiny preset with its parameters drawn from --seed (default 1),
+// changed by KEY=VALUE pairs of the config text form (vocab_size=64,
+// pre_norm=true, ...). With --tokenizer the SentencePiece model is embedded
+// and sets vocab_size (a later vocab_size=N overrides it).
+//
+// Random weights rarely end a sentence; --eos-logit X makes eos's logit X
+// at every step (post-norm): the last layer norm's bias is 1 everywhere and
+// eos's embedding X / D everywhere, so x . E[eos] = X whatever the layer
+// norm's normalized part (which sums to 0), and hypotheses end at all
+// lengths.
+//
+// With --step the file carries a training state as tfm-train writes it: a
 // "training_state" section whose "step" line is N, and "adam.m"/"adam.v"
 // sections (here: bytes that name the step, enough to see them copied).
 // The last two make files that are whole (every checksum right) but wrong,
 // for the readers' checks: --raw-config appends LINE to the configuration
 // text as it is (no range checks: "heads = 0"), --extra-tensor adds a tensor
 // the model does not have, named NAME as it is (a newline included).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -26,38 +37,59 @@ using namespace tfm;
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: tiny_checkpoint OUT [--seed N] [--tokenizer SPM] [--step N] [--set K=V]...\n");
+    std::fprintf(stderr,
+                 "usage: tiny_checkpoint OUT [--seed N] [--tokenizer SPM] [--eos-logit X] [--step N] "
+                 "[--set K=V | K=V]... [--raw-config LINE] [--extra-tensor NAME]\n");
     return 2;
   }
   try {
     ModelConfig config = ModelConfig::preset("tiny");
     uint64_t seed = 1;
     long step = -1;
+    double eos_logit = 0;
+    bool eos = false;
     std::string tokenizer, raw_config, extra_tensor;
-    for (int i = 2; i + 1 < argc; i += 2) {
-      const std::string flag = argv[i], value = argv[i + 1];
-      if (flag == "--seed") {
-        seed = std::stoull(value);
-      } else if (flag == "--tokenizer") {
-        const Vocab v = Vocab::load(value);
-        tokenizer = v.bytes();
-        config.vocab_size = v.size();
-      } else if (flag == "--step") {
-        step = std::stol(value);
-      } else if (flag == "--raw-config") {
-        raw_config += value + "\n";
-      } else if (flag == "--extra-tensor") {
-        extra_tensor = value;
-      } else if (flag == "--set") {
-        const size_t eq = value.find('=');
-        TFM_REQUIRE(eq != std::string::npos, "--set takes KEY=VALUE, not {}", value);
-        config.set(value.substr(0, eq), value.substr(eq + 1));
+    for (int i = 2; i < argc; ++i) {
+      const std::string flag = argv[i];
+      if (flag.starts_with("--")) {
+        TFM_REQUIRE(i + 1 < argc, "{} needs a value", flag);
+        const std::string value = argv[++i];
+        if (flag == "--seed") {
+          seed = std::stoull(value);
+        } else if (flag == "--tokenizer") {
+          const Vocab v = Vocab::load(value);
+          tokenizer = v.bytes();
+          config.vocab_size = v.size();
+        } else if (flag == "--eos-logit") {
+          eos_logit = std::stod(value);
+          eos = true;
+        } else if (flag == "--step") {
+          step = std::stol(value);
+        } else if (flag == "--raw-config") {
+          raw_config += value + "\n";
+        } else if (flag == "--extra-tensor") {
+          extra_tensor = value;
+        } else if (flag == "--set") {
+          config.parse(value, "--set");
+        } else {
+          fail("unknown option {}", flag);
+        }
       } else {
-        fail("unknown option {}", flag);
+        config.parse(flag, "argument");  // KEY=VALUE
       }
     }
-    Transformer model(config, ModelLimits{64, 16, 64}, Device::cpu());
+    ModelLimits limits;
+    limits.inference = true;
+    Transformer model(config, limits, Device::cpu());
     model.init(seed);
+    if (eos) {
+      TFM_REQUIRE(!config.pre_norm, "--eos-logit needs a post-norm model");
+      const ParamLayout& L = model.layout();
+      const TensorView beta = model.param(L.decoder.back().ffn_norm.beta);
+      std::fill_n(beta.data_as<float>(), beta.numel(), 1.0f);
+      float* e = model.param(L.tgt_embed).data_as<float>() + kEosId * config.d_model;
+      std::fill_n(e, config.d_model, static_cast<float>(eos_logit / static_cast<double>(config.d_model)));
+    }
     const std::string state = fmt::format("format = 1\nstep = {}\n", step);
     const std::string m = fmt::format("adam.m of step {}", step), v = fmt::format("adam.v of step {}", step);
     const io::NamedSection sections[] = {{io::kTrainingStateSection, state}, {"adam.m", m}, {"adam.v", v}};

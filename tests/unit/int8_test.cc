@@ -64,10 +64,6 @@ std::vector<float> run(const Tensor& x, const Quantized& w, const Tensor* bias, 
   return y;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("quantize_int8 rounds each row by its largest magnitude, ties to even", "[int8]") {
@@ -131,10 +127,10 @@ TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX2 and the portable p
     const Quantized q = quantize(w);
     for (bool relu : {false, true}) {
       const std::vector<float> want = formula(x, q, b.data_as<float>(), relu);
-      CHECK(same_bits(run(x, q, &b, relu, /*simd=*/false), want));
-      if (ops::cpu::gemm_int8_simd()) CHECK(same_bits(run(x, q, &b, relu, /*simd=*/true), want));
+      CHECK(test::same_bits(run(x, q, &b, relu, /*simd=*/false), want));
+      if (ops::cpu::gemm_int8_simd()) CHECK(test::same_bits(run(x, q, &b, relu, /*simd=*/true), want));
     }
-    CHECK(same_bits(run(x, q, nullptr, false, true), formula(x, q, nullptr, false)));
+    CHECK(test::same_bits(run(x, q, nullptr, false, true), formula(x, q, nullptr, false)));
     // And near the f32 product: each factor is within half a step of 1/127 of its row's largest.
     const std::vector<float> got = run(x, q, nullptr, false, true);
     double worst = 0;
@@ -166,7 +162,7 @@ TEST_CASE("gemm_int8 computes a row the same at any row count, position and thre
         const std::vector<float> got(y.data_as<float>() + at * n, y.data_as<float>() + (at + 1) * n);
         if (first.empty()) first = got;
         INFO("threads " << t << ", rows " << m << ", at " << at);
-        CHECK(same_bits(got, first));
+        CHECK(test::same_bits(got, first));
       }
   omp_set_num_threads(threads);
 }
