@@ -10,7 +10,6 @@
 // The weights are the model's own: one evaluation pass of the Transformer
 // over each pair (libcore/viz/attention.h).
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -142,11 +141,7 @@ int main(int argc, char** argv) {
   tfm::add_device_option(app, o.device);
 
   app.callback([&] {
-    if (o.model.empty()) {
-      const char* env = std::getenv("TFM_MODEL");
-      if (env == nullptr || *env == '\0') throw CLI::ValidationError("no model: pass -m MODEL or set TFM_MODEL");
-      o.model = env;
-    }
+    o.model = tfm::model_or_environment(o.model);
     if (o.svg && o.json) throw CLI::ValidationError("--svg and --json exclude each other");
     if (!o.sentence.empty() && !o.input.empty())
       throw CLI::ValidationError("give SENTENCE or --input, not both");

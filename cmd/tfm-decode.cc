@@ -9,7 +9,6 @@
 // CPU the n-best lists and scores are bit-identical at any --batch-size or
 // --max-tokens (libcore/decode/incremental.h says how).
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -131,12 +130,7 @@ int main(int argc, char** argv) {
       ->default_val("auto")->check(CLI::IsMember({"auto", "fp32", "int8", "bf16", "fp16"}));
 
   app.callback([&] {
-    if (o.model.empty()) {
-      const char* env = std::getenv("TFM_MODEL");
-      if (env == nullptr || *env == '\0')
-        throw CLI::ValidationError("no model: pass -m MODEL or set TFM_MODEL");
-      o.model = env;
-    }
+    o.model = tfm::model_or_environment(o.model);
     if (t.search.n_best > t.search.beam_size)
       throw CLI::ValidationError(fmt::format("--n-best {} is more than --beam {}", t.search.n_best,
                                              t.search.beam_size));

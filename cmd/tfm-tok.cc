@@ -8,7 +8,6 @@
 // Encoding and decoding are byte-identical to spm_encode/spm_decode, stream
 // in chunks encoded in parallel, and keep the order of the lines.
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -86,12 +85,7 @@ int main(int argc, char** argv) {
 
   app.callback([&] {
     if (*train) return;
-    if (o.model.empty()) {
-      const char* env = std::getenv("TFM_MODEL");
-      if (env == nullptr || *env == '\0')
-        throw CLI::ValidationError("no model: pass -m MODEL or set TFM_MODEL");
-      o.model = env;
-    }
+    o.model = tfm::model_or_environment(o.model);
   });
 
   return tfm::run_program("tfm-tok", app, static_cast<int>(args.size()), args.data(), o.common,

@@ -115,6 +115,13 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.set_version_flag("--version", [] { return version_string(); }, "Print the version and exit");
 }
 
+std::string model_or_environment(const std::string& given) {
+  if (!given.empty()) return given;
+  const char* env = std::getenv("TFM_MODEL");
+  if (env == nullptr || *env == '\0') throw CLI::ValidationError("no model: pass -m MODEL or set TFM_MODEL");
+  return env;
+}
+
 void add_device_option(CLI::App& app, std::string& device) {
   app.add_option("--device", device, "Where to run: auto, cpu, cuda or cuda:N")
       ->default_val("auto")

@@ -30,6 +30,10 @@ void add_common_options(CLI::App& app, CommonOptions& options);
 // Adds --device auto|cpu|cuda[:N] (default auto), validated while parsing.
 void add_device_option(CLI::App& app, std::string& device);
 
+// The model a program reads: `given` (-m), else $TFM_MODEL; neither is a
+// usage error naming both (CLI::ValidationError, for a callback).
+std::string model_or_environment(const std::string& given);
+
 // --config FILE (CLI11 INI/TOML): a key that names no option is a usage error,
 // as on the command line.
 void add_config_option(CLI::App& app, const std::string& help);

@@ -2,7 +2,8 @@
 // of sentences, then the decoder one position at a time for rows
 // (hypotheses) that may be reordered, duplicated and dropped between steps,
 // as a beam search needs. It gives the full forward pass's log-probabilities
-// (tests/unit/decode_test.cc holds it to that) without recomputing prefixes.
+// (tests/unit/incremental_test.cc holds it to that) without recomputing
+// prefixes; its sub-layers are the training pass's own (model/layers.h).
 //
 // Keys and values are written once into pools and never move. In
 // self-attention one GEMM projects q, k and v side by side, and the keys and
@@ -18,7 +19,7 @@
 // activations for the batch's source tokens and for `rows` hypotheses, the
 // pools (kv-cache), the index tables (io). Nothing grows afterwards.
 //
-// Batch invariance: every op computes each row alone (ops.h, "decoding"),
+// Batch invariance: every op computes each row alone (ops.h, "decode"),
 // the GEMMs too (GemmOptions::row_invariant), so on the CPU a sentence's
 // log-probabilities are bit-identical whatever else shares its batch.
 #pragma once

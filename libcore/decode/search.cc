@@ -77,9 +77,12 @@ int64_t search_steps(const std::vector<SearchRequest>& batch) {
   return steps;
 }
 
-std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
-                                                 const std::vector<SearchRequest>& batch,
-                                                 const BeamSearchOptions& o) {
+namespace {
+
+// The options against the decoder's plan; the number of tokens a row
+// proposes each step (2W, so that W survive when up to W of them end).
+int64_t check_search(const IncrementalDecoder& decoder, const std::vector<SearchRequest>& batch,
+                     const BeamSearchOptions& o) {
   const int64_t W = o.beam_size;
   TFM_REQUIRE(W >= 1 && o.n_best >= 1 && o.n_best <= W,
               "beam search: beam size {} and n-best {} must be positive, n-best at most the beam",
@@ -88,18 +91,119 @@ std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
   TFM_REQUIRE(o.attention_layer == decoder.limits().attention_layer || o.attention_layer < 0,
               "beam search: the decoder keeps the attention of layer {}, not {}",
               decoder.limits().attention_layer, o.attention_layer);
-  const EarlyStopping stopping = W == 1 ? EarlyStopping::beam : o.early_stopping;
   const int64_t V = decoder.vocab_size();
   TFM_REQUIRE(V > kEosId, "beam search: a vocabulary of {} has no eos (id {})", V, kEosId);
   const int64_t k = std::min<int64_t>(2 * W, V);
   TFM_REQUIRE(decoder.limits().top_k >= k, "beam search: the decoder plans the top {} tokens, a beam of {} needs {}",
               decoder.limits().top_k, W, k);
+  for (size_t s = 0; s < batch.size(); ++s)
+    TFM_REQUIRE(batch[s].max_len >= 0 && batch[s].min_len <= batch[s].max_len,
+                "beam search: sentence {} has lengths [{}, {}]", s, batch[s].min_len, batch[s].max_len);
+  return k;
+}
 
+// What a decoder step gave every row: the top k tokens and their
+// log-probabilities (row-major), eos's log-probability where a sentence is
+// at its longest, and the attention weights when kept.
+struct StepResult {
+  int64_t t, k;
+  const std::vector<double>& log_probs;
+  const std::vector<int32_t>& ids;
+  const std::vector<double>& eos;
+  const Tensor& weights;
+};
+
+// One step of sentence s, whose live hypotheses were fed by rows first,
+// first + 1, ...: each proposes its top tokens, the best W proposals live
+// on (those that end are finished), and the sentence is done once early
+// stopping says so.
+void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearchOptions& o,
+             EarlyStopping stopping, std::vector<Proposal>& proposals) {
+  const int64_t W = o.beam_size, k = step.k, t = step.t;
+  const int64_t src_len = static_cast<int64_t>(s.request->source.size());
+  // A hypothesis from live h (fed by `row`) and one more token.
+  auto extended = [&](const Live& h, int32_t row, int32_t token, float lp) {
+    Live n;
+    n.tokens = h.tokens;
+    if (token != kEosId) n.tokens.push_back(token);
+    n.token_log_probs = h.token_log_probs;
+    n.token_log_probs.push_back(lp);
+    n.log_prob = h.log_prob + lp;
+    n.attention = h.attention;
+    if (o.attention_layer >= 0) append_attention(step.weights, row, src_len, o.attention_heads, n.attention);
+    n.row = row;
+    return n;
+  };
+  auto finish = [&](Live&& n) {
+    const double lp = length_penalty(static_cast<int64_t>(n.tokens.size()) + 1, o.alpha, o.length_penalty);
+    s.finished.push_back({std::move(n.tokens), std::move(n.token_log_probs), n.log_prob,
+                          n.log_prob / lp, std::move(n.attention)});
+  };
+  if (t >= s.request->max_len) {  // only eos may follow
+    for (size_t h = 0; h < s.live.size(); ++h) {
+      const int32_t row = first + static_cast<int32_t>(h);
+      finish(extended(s.live[h], row, kEosId, static_cast<float>(step.eos[static_cast<size_t>(row)])));
+    }
+    s.live.clear();
+    s.done = true;
+    return;
+  }
+  proposals.clear();
+  for (size_t h = 0; h < s.live.size(); ++h) {
+    const int64_t row = first + static_cast<int64_t>(h);
+    for (int64_t i = 0; i < k; ++i) {
+      const int32_t token = step.ids[static_cast<size_t>(row * k + i)];
+      if (token == kEosId && t < s.request->min_len) continue;
+      const double lp = step.log_probs[static_cast<size_t>(row * k + i)];
+      proposals.push_back({s.live[h].log_prob + lp, static_cast<float>(lp), static_cast<int32_t>(h), token});
+    }
+  }
+  std::stable_sort(proposals.begin(), proposals.end(), [](const Proposal& a, const Proposal& b) {
+    if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+    if (a.live != b.live) return a.live < b.live;
+    return a.token < b.token;
+  });
+  std::vector<Live> next;
+  for (const Proposal& p : proposals) {
+    const Live& h = s.live[static_cast<size_t>(p.live)];
+    const Live n = extended(h, first + p.live, p.token, p.token_log_prob);
+    if (p.token == kEosId) {
+      finish(Live(n));
+      continue;
+    }
+    next.push_back(n);
+    if (static_cast<int64_t>(next.size()) == W) break;
+  }
+  s.live = std::move(next);
+  if (s.live.empty()) {
+    s.done = true;
+  } else if (stopping == EarlyStopping::beam) {
+    s.done = static_cast<int64_t>(s.finished.size()) >= W;
+  } else if (stopping == EarlyStopping::bound && static_cast<int64_t>(s.finished.size()) >= o.n_best) {
+    std::partial_sort(s.finished.begin(), s.finished.begin() + o.n_best, s.finished.end(), ranks_before);
+    const double best_live = s.live.front().log_prob;  // live is in ranking order
+    const double bound = best_live / length_penalty(s.request->max_len + 1, o.alpha, o.length_penalty);
+    s.done = s.finished[static_cast<size_t>(o.n_best - 1)].score >= bound;
+  }
+}
+
+// A sentence's finished hypotheses, best first, at most n_best.
+std::vector<Hypothesis> collect(Sentence& s, int64_t n_best) {
+  std::sort(s.finished.begin(), s.finished.end(), ranks_before);
+  if (static_cast<int64_t>(s.finished.size()) > n_best) s.finished.resize(static_cast<size_t>(n_best));
+  return std::move(s.finished);
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
+                                                 const std::vector<SearchRequest>& batch,
+                                                 const BeamSearchOptions& o) {
+  const int64_t k = check_search(decoder, batch, o);
+  const EarlyStopping stopping = o.beam_size == 1 ? EarlyStopping::beam : o.early_stopping;
   std::vector<std::vector<int32_t>> sources;
   std::vector<Sentence> sentences(batch.size());
   for (size_t s = 0; s < batch.size(); ++s) {
-    TFM_REQUIRE(batch[s].max_len >= 0 && batch[s].min_len <= batch[s].max_len,
-                "beam search: sentence {} has lengths [{}, {}]", s, batch[s].min_len, batch[s].max_len);
     sources.push_back(batch[s].source);
     sentences[s].request = &batch[s];
     sentences[s].live.emplace_back();
@@ -112,6 +216,8 @@ std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
   std::vector<Proposal> proposals;
   Tensor weights;
   for (int64_t t = 0;; ++t) {
+    // Each live hypothesis feeds one row: its last token, continuing the
+    // row that proposed it.
     rows.clear();
     for (size_t s = 0; s < sentences.size(); ++s) {
       if (sentences[s].done) continue;
@@ -125,89 +231,18 @@ std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
     for (const Sentence& s : sentences) at_max |= !s.done && t >= s.request->max_len;
     if (at_max) eos = decoder.log_prob_of(kEosId);
     if (o.attention_layer >= 0) weights = decoder.attention();
-
-    int32_t r = 0;  // the first row of the sentence at hand
+    const StepResult step{t, k, log_probs, ids, eos, weights};
+    int32_t first = 0;  // the first row of the sentence at hand
     for (Sentence& s : sentences) {
       if (s.done) continue;
-      const int64_t src_len = static_cast<int64_t>(s.request->source.size());
-      // A hypothesis from live h (fed by row r + h) and one more token.
-      auto extended = [&](const Live& h, int32_t row, int32_t token, float lp) {
-        Live n;
-        n.tokens = h.tokens;
-        if (token != kEosId) n.tokens.push_back(token);
-        n.token_log_probs = h.token_log_probs;
-        n.token_log_probs.push_back(lp);
-        n.log_prob = h.log_prob + lp;
-        n.attention = h.attention;
-        if (o.attention_layer >= 0) append_attention(weights, row, src_len, o.attention_heads, n.attention);
-        n.row = row;
-        return n;
-      };
-      auto finish = [&](Live&& n) {
-        const double lp = length_penalty(static_cast<int64_t>(n.tokens.size()) + 1, o.alpha, o.length_penalty);
-        s.finished.push_back({std::move(n.tokens), std::move(n.token_log_probs), n.log_prob,
-                              n.log_prob / lp, std::move(n.attention)});
-      };
-      const int32_t first = r;
-      r += static_cast<int32_t>(s.live.size());
-      if (t >= s.request->max_len) {  // only eos may follow
-        for (size_t h = 0; h < s.live.size(); ++h) {
-          const int32_t row = first + static_cast<int32_t>(h);
-          finish(extended(s.live[h], row, kEosId, static_cast<float>(eos[static_cast<size_t>(row)])));
-        }
-        s.live.clear();
-        s.done = true;
-        continue;
-      }
-      proposals.clear();
-      for (size_t h = 0; h < s.live.size(); ++h) {
-        const int64_t row = first + static_cast<int64_t>(h);
-        for (int64_t i = 0; i < k; ++i) {
-          const int32_t token = ids[static_cast<size_t>(row * k + i)];
-          if (token == kEosId && t < s.request->min_len) continue;
-          const double lp = log_probs[static_cast<size_t>(row * k + i)];
-          proposals.push_back({s.live[h].log_prob + lp, static_cast<float>(lp), static_cast<int32_t>(h), token});
-        }
-      }
-      std::stable_sort(proposals.begin(), proposals.end(), [](const Proposal& a, const Proposal& b) {
-        if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
-        if (a.live != b.live) return a.live < b.live;
-        return a.token < b.token;
-      });
-      std::vector<Live> next;
-      for (const Proposal& p : proposals) {
-        const Live& h = s.live[static_cast<size_t>(p.live)];
-        const Live n = extended(h, first + p.live, p.token, p.token_log_prob);
-        if (p.token == kEosId) {
-          finish(Live(n));
-          continue;
-        }
-        next.push_back(n);
-        if (static_cast<int64_t>(next.size()) == W) break;
-      }
-      s.live = std::move(next);
-      if (s.live.empty()) {
-        s.done = true;
-      } else if (stopping == EarlyStopping::beam) {
-        s.done = static_cast<int64_t>(s.finished.size()) >= W;
-      } else if (stopping == EarlyStopping::bound &&
-                 static_cast<int64_t>(s.finished.size()) >= o.n_best) {
-        std::partial_sort(s.finished.begin(), s.finished.begin() + o.n_best, s.finished.end(),
-                          ranks_before);
-        const double best_live = s.live.front().log_prob;  // live is in ranking order
-        const double bound =
-            best_live / length_penalty(s.request->max_len + 1, o.alpha, o.length_penalty);
-        s.done = s.finished[static_cast<size_t>(o.n_best - 1)].score >= bound;
-      }
+      const int32_t n = static_cast<int32_t>(s.live.size());
+      advance(s, first, step, o, stopping, proposals);
+      first += n;
     }
   }
 
   std::vector<std::vector<Hypothesis>> out;
-  for (Sentence& s : sentences) {
-    std::sort(s.finished.begin(), s.finished.end(), ranks_before);
-    if (static_cast<int64_t>(s.finished.size()) > o.n_best) s.finished.resize(static_cast<size_t>(o.n_best));
-    out.push_back(std::move(s.finished));
-  }
+  for (Sentence& s : sentences) out.push_back(collect(s, o.n_best));
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "libcore/error.h"
+#include "libcore/io/key_value.h"
 #include "libcore/log.h"
 #include "libcore/progress.h"
 #include "libcore/model/model_check.h"
@@ -16,12 +17,6 @@ namespace tfm::io {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 std::optional<int64_t> parse_step(std::string_view digits) {
   int64_t v = -1;
@@ -41,18 +36,18 @@ std::optional<int64_t> step_of_name(const std::string& path) {
       prefix.size(), name.size() - prefix.size() - suffix.size()));
 }
 
-// The "step = N" line of a training state.
+// The "step = N" line of a training state, read by the rules of every
+// key = value text (key_value.h); the rest of the state is tfm-train's
+// (train::TrainState), which this layer does not need.
 int64_t step_of_state(std::string_view text, const std::string& path) {
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    const size_t eq = line.find('=');
-    if (eq == std::string_view::npos || trim(line.substr(0, eq)) != "step") continue;
-    if (const auto step = parse_step(trim(line.substr(eq + 1)))) return *step;
-    fail("{}: its training state has a step that is not a count: '{}'", path, printable(line));
-  }
-  fail("{}: its training state has no step", path);
+  std::optional<int64_t> step;
+  for_each_key_value(text, path, [&](std::string_view key, std::string_view value) {
+    if (key != "step") return;
+    step = parse_step(value);
+    if (!step) fail("{}: its training state has a step that is not a count: '{}'", path, printable(value));
+  });
+  if (!step) fail("{}: its training state has no step", path);
+  return *step;
 }
 
 bool has_section(const CheckpointInfo& info, std::string_view name) {

@@ -31,9 +31,8 @@ class Progress;
 
 namespace tfm::io {
 
-// The section in which tfm-train stores its state as "key = value" text;
-// its "step" line is the number of updates applied.
-// TODO(issue 5): read it with train::read_state once tfm-train lands.
+// The section in which tfm-train stores its state as "key = value" text
+// (train::TrainState); its "step" line is the number of updates applied.
 inline constexpr const char* kTrainingStateSection = "training_state";
 
 // A checkpoint's training step: the "step" of its training state, else the
