@@ -30,9 +30,24 @@ struct DecoderLayerPlan {
   int f; SublayerIds c;
 };
 
-// Dropout sites: one RNG tensor id each, so no two draw the same mask.
-uint32_t site(int stack, int64_t layer, int which) {
-  return static_cast<uint32_t>((stack * 65536 + layer) * 8 + which);
+// Where dropout draws a mask: each site is one RNG stream (its key's id,
+// libcore/rng.h), so no two draw the same mask. The numbers are part of a
+// run's randomness (a resumed run draws what the first would have): keep
+// them. A site of the decoder may share its number with one of the encoder;
+// the stack tells them apart.
+enum class Stack { encoder = 0, decoder = 1 };
+enum class Site {
+  embedding = 0,             // the embedded input (layer 0 of its stack)
+  self_attention = 1,        // a block's self-attention weights
+  self_attention_out = 2,    // its self-attention sub-layer's output
+  encoder_ffn_out = 3,       // an encoder block's feed-forward output
+  cross_attention = 3,       // a decoder block's weights over the source
+  cross_attention_out = 4,   // its cross-attention sub-layer's output
+  decoder_ffn_out = 5,       // its feed-forward output
+};
+// layer: 0 for the embedding, l + 1 for block l.
+uint32_t site(Stack stack, int64_t layer, Site which) {
+  return static_cast<uint32_t>((static_cast<int>(stack) * 65536 + layer) * 8 + static_cast<int>(which));
 }
 
 }  // namespace
@@ -324,112 +339,110 @@ void Transformer::attention_tiles() {
   Ta_ = ta;
 }
 
-namespace {
+namespace detail {
 
-// The current batch: padded lengths, the packed token rows of each side,
-// and the attention tiles' lengths (Transformer::upload).
-struct BatchShape { int64_t B, S, T, Ns, Nt, Sa, Ta; };
-
-// Runs one model pass over the planned memory. Forward and backward walk
-// the same structure in opposite orders.
+// Runs one model pass over a model's planned memory, for the batch it
+// uploaded last. Forward and backward walk the same structure in opposite
+// orders. Built from the model alone (a friend of Transformer), in one place.
 class Pass {
  public:
-  Pass(const ModelConfig& c, const ParamLayout& layout, const Transformer::Plan& plan,
-       const PlannedMemory& mem, const Stream& stream, const TensorView& positions,
-       const BatchShape& shape, const TrainStep& step, const model::Int8Weights* int8)
-      : c_(c), L_(layout), plan_(plan), mem_(mem), st_(stream), positions_(positions),
-        B_(shape.B), S_(shape.S), T_(shape.T), Ns_(shape.Ns), Nt_(shape.Nt), Sa_(shape.Sa),
-        Ta_(shape.Ta), step_(step),
-        master_(mem.view(plan.params)),
-        m_{stream, c, layout, plan.shadow >= 0 ? mem.view(plan.shadow) : mem.view(plan.params),
-           mem.view(plan.grads),
-           {mem.view(plan.proj), mem.view(plan.scores), mem.view(plan.split), mem.view(plan.dq),
-            mem.view(plan.dk), mem.view(plan.dv), mem.view(plan.dprobs), mem.view(plan.dproj)},
-           step.tf32} {
-    m_.int8 = int8;
+  Pass(const Transformer& t, const TrainStep& step)
+      : config_(t.config_), layout_(t.layout_), plan_(*t.plan_), memory_(*t.memory_), stream_(*t.stream_),
+        positions_(t.positions_.view()), B_(t.B_), S_(t.S_), T_(t.T_), Ns_(t.Ns_), Nt_(t.Nt_), Sa_(t.Sa_),
+        Ta_(t.Ta_), step_(step), master_(memory_.view(plan_.params)),
+        blocks_{stream_, config_, layout_,
+                memory_.view(plan_.shadow >= 0 ? plan_.shadow : plan_.params), memory_.view(plan_.grads),
+                {memory_.view(plan_.proj), memory_.view(plan_.scores), memory_.view(plan_.split),
+                 memory_.view(plan_.dq), memory_.view(plan_.dk), memory_.view(plan_.dv),
+                 memory_.view(plan_.dprobs), memory_.view(plan_.dproj)},
+                step.tf32} {
+    blocks_.int8 = t.int8_.get();
   }
 
-  TensorView v(int id, Shape s) const { return prefix(mem_.view(id), s); }
+  TensorView buffer(int id, Shape s) const { return prefix(memory_.view(id), s); }
   // logits = y E^T, the output projection of decoder output rows y.
   void logits(const TensorView& y, const TensorView& out) const {
-    model::output_projection(m_, y, m_.p(L_.tgt_embed), out);
+    model::output_projection(blocks_, y, blocks_.p(layout_.tgt_embed), out);
   }
-  float p_drop() const { return step_.dropout ? c_.dropout : 0.0f; }
-  float p_attn() const { return step_.dropout ? c_.attention_dropout : 0.0f; }
+  float p_drop() const { return step_.dropout ? config_.dropout : 0.0f; }
+  float p_attn() const { return step_.dropout ? config_.attention_dropout : 0.0f; }
   RngKey key(uint32_t site_id) const { return {step_.seed, site_id, step_.rng_step}; }
   // Packed token rows of the source and target sides.
-  int64_t rs() const { return Ns_; }
-  int64_t rt() const { return Nt_; }
-  TensorView src_offsets() const { return v(plan_.src_offsets, {B_ + 1}); }
-  TensorView tgt_offsets() const { return v(plan_.tgt_offsets, {B_ + 1}); }
+  int64_t source_rows() const { return Ns_; }
+  int64_t target_rows() const { return Nt_; }
+  TensorView src_offsets() const { return buffer(plan_.src_offsets, {B_ + 1}); }
+  TensorView tgt_offsets() const { return buffer(plan_.tgt_offsets, {B_ + 1}); }
 
   // The f32 master of a parameter that is not a GEMM operand (embedding
   // tables, positions, layer-norm gains and biases: ops take them in f32).
-  TensorView pm(int id) const { return L_.view(master_, id); }
+  TensorView master(int id) const { return layout_.view(master_, id); }
 
   TensorView positions(int pos_id) const {
-    return pos_id >= 0 ? pm(pos_id) : positions_;
+    return pos_id >= 0 ? master(pos_id) : positions_;
   }
 
   TensorView encoder_output() const {
-    return c_.pre_norm ? v(plan_.enc_final.y, {rs(), c_.d_model})
-                       : v(plan_.enc.back().b.y, {rs(), c_.d_model});
+    return config_.pre_norm ? buffer(plan_.enc_final.y, {source_rows(), config_.d_model})
+                            : buffer(plan_.enc.back().b.y, {source_rows(), config_.d_model});
   }
   TensorView decoder_output() const {
-    return c_.pre_norm ? v(plan_.dec_final.y, {rt(), c_.d_model})
-                       : v(plan_.dec.back().c.y, {rt(), c_.d_model});
+    return config_.pre_norm ? buffer(plan_.dec_final.y, {target_rows(), config_.d_model})
+                            : buffer(plan_.dec.back().c.y, {target_rows(), config_.d_model});
   }
 
   TensorView encode() {
-    embed(0, plan_.src, plan_.enc_in, L_.src_embed, L_.src_pos, S_, src_offsets(), rs());
-    TensorView x = v(plan_.enc_in, {rs(), c_.d_model});
-    for (int64_t l = 0; l < c_.layers; ++l) x = encoder_layer(l, x);
-    if (c_.pre_norm) x = final_norm(plan_.enc_final, L_.encoder_norm, x);
+    embed(Stack::encoder, plan_.src, plan_.enc_in, layout_.src_embed, layout_.src_pos, S_, src_offsets(),
+          source_rows());
+    TensorView x = buffer(plan_.enc_in, {source_rows(), config_.d_model});
+    for (int64_t l = 0; l < config_.layers; ++l) x = encoder_layer(l, x);
+    if (config_.pre_norm) x = final_norm(plan_.enc_final, layout_.encoder_norm, x);
     return x;
   }
 
   void forward() {
-    phases::mark(st_, "encoder forward");
+    phases::mark(stream_, "encoder forward");
     const TensorView enc_out = encode();
-    phases::mark(st_, "decoder forward");
-    embed(1, plan_.tgt_in, plan_.dec_in, L_.tgt_embed, L_.tgt_pos, T_, tgt_offsets(), rt());
-    TensorView x = v(plan_.dec_in, {rt(), c_.d_model});
-    for (int64_t l = 0; l < c_.layers; ++l) x = decoder_layer(l, x, enc_out);
-    if (c_.pre_norm) final_norm(plan_.dec_final, L_.decoder_norm, x);
+    phases::mark(stream_, "decoder forward");
+    embed(Stack::decoder, plan_.tgt_in, plan_.dec_in, layout_.tgt_embed, layout_.tgt_pos, T_, tgt_offsets(),
+          target_rows());
+    TensorView x = buffer(plan_.dec_in, {target_rows(), config_.d_model});
+    for (int64_t l = 0; l < config_.layers; ++l) x = decoder_layer(l, x, enc_out);
+    if (config_.pre_norm) final_norm(plan_.dec_final, layout_.decoder_norm, x);
   }
 
   // g: d loss / d decoder output, (B*T, D); consumed. With a sink, each
   // piece of the gradient is announced as it completes, in the order of
   // Transformer::gradient_order().
   void backward(const TensorView& g_top) {
-    const int64_t D = c_.d_model;
+    const int64_t D = config_.d_model;
     int piece = 0;
     const auto done = [&] {
       if (step_.sink) step_.sink->ready(piece);
       ++piece;
     };
-    phases::mark(st_, "decoder backward");
+    phases::mark(stream_, "decoder backward");
     TensorView g = g_top;
-    const TensorView g_enc = v(plan_.g_enc, {rs(), D});
-    device_memset_zero(g_enc.data(), g_enc.device(), g_enc.bytes(), st_);
-    if (c_.pre_norm) final_norm_backward(plan_.dec_final, L_.decoder_norm, decoder_block_input(c_.layers), g);
+    const TensorView g_enc = buffer(plan_.g_enc, {source_rows(), D});
+    device_memset_zero(g_enc.data(), g_enc.device(), g_enc.bytes(), stream_);
+    if (config_.pre_norm)
+      final_norm_backward(plan_.dec_final, layout_.decoder_norm, decoder_block_input(config_.layers), g);
     const TensorView enc_out = encoder_output();
-    for (int64_t l = c_.layers - 1; l >= 0; --l) {
+    for (int64_t l = config_.layers - 1; l >= 0; --l) {
       decoder_layer_backward(l, g, enc_out, g_enc);
       done();
     }
-    embed_backward(1, plan_.tgt_in, L_.tgt_embed, L_.tgt_pos, T_, tgt_offsets(), g);
+    embed_backward(Stack::decoder, plan_.tgt_in, layout_.tgt_embed, layout_.tgt_pos, T_, tgt_offsets(), g);
 
-    phases::mark(st_, "encoder backward");
-    if (c_.pre_norm) {
-      final_norm_backward(plan_.enc_final, L_.encoder_norm, encoder_block_input(c_.layers), g_enc);
+    phases::mark(stream_, "encoder backward");
+    if (config_.pre_norm) {
+      final_norm_backward(plan_.enc_final, layout_.encoder_norm, encoder_block_input(config_.layers), g_enc);
       done();  // both final norms
     }
-    for (int64_t l = c_.layers - 1; l >= 0; --l) {
+    for (int64_t l = config_.layers - 1; l >= 0; --l) {
       encoder_layer_backward(l, g_enc);
       done();
     }
-    embed_backward(0, plan_.src, L_.src_embed, L_.src_pos, S_, src_offsets(), g_enc);
+    embed_backward(Stack::encoder, plan_.src, layout_.src_embed, layout_.src_pos, S_, src_offsets(), g_enc);
     done();
   }
 
@@ -437,43 +450,45 @@ class Pass {
   // ------------------------------------------------------------ embeddings
   // x = dropout(sqrt(D) * E[ids] + PE[t]): computed on the padded (B, len)
   // grid of the uploaded ids, then packed into the n rows of x.
-  void embed(int stack, int ids_id, int out_id, int embed_id, int pos_id, int64_t len,
+  void embed(Stack stack, int ids_id, int out_id, int embed_id, int pos_id, int64_t len,
              const TensorView& offsets, int64_t n) {
-    const int64_t R = B_ * len, D = c_.d_model;
-    const TensorView padded = v(plan_.padded, {R, D});
-    ops::embedding_forward(v(ids_id, {R}), pm(embed_id), embed_scale(), padded, st_);
-    ops::position_add(padded.reshape({B_, len, D}), positions(pos_id), 0, st_);
-    const TensorView x = v(out_id, {n, D});
-    ops::pack_heads(padded.reshape({B_, 1, len, D}), offsets, x, st_);
-    ops::dropout_forward(x, p_drop(), key(site(stack, 0, 0)), x, st_);
+    const int64_t R = B_ * len, D = config_.d_model;
+    const TensorView padded = buffer(plan_.padded, {R, D});
+    ops::embedding_forward(buffer(ids_id, {R}), master(embed_id), embed_scale(), padded, stream_);
+    ops::position_add(padded.reshape({B_, len, D}), positions(pos_id), 0, stream_);
+    const TensorView x = buffer(out_id, {n, D});
+    ops::pack_heads(padded.reshape({B_, 1, len, D}), offsets, x, stream_);
+    ops::dropout_forward(x, p_drop(), key(site(stack, 0, Site::embedding)), x, stream_);
   }
-  void embed_backward(int stack, int ids_id, int embed_id, int pos_id, int64_t len,
+  void embed_backward(Stack stack, int ids_id, int embed_id, int pos_id, int64_t len,
                       const TensorView& offsets, const TensorView& g) {
-    const int64_t R = B_ * len, D = c_.d_model;
-    ops::dropout_backward(g, p_drop(), key(site(stack, 0, 0)), g, st_);
-    const TensorView padded = v(plan_.padded, {R, D});  // zeros at the padding
-    ops::unpack_heads(g, offsets, padded.reshape({B_, 1, len, D}), st_);
-    if (pos_id >= 0) ops::position_backward(padded.reshape({B_, len, D}), 0, m_.g(pos_id), st_);
-    ops::embedding_backward(v(ids_id, {R}), padded, embed_scale(), m_.g(embed_id), st_);
+    const int64_t R = B_ * len, D = config_.d_model;
+    ops::dropout_backward(g, p_drop(), key(site(stack, 0, Site::embedding)), g, stream_);
+    const TensorView padded = buffer(plan_.padded, {R, D});  // zeros at the padding
+    ops::unpack_heads(g, offsets, padded.reshape({B_, 1, len, D}), stream_);
+    if (pos_id >= 0) ops::position_backward(padded.reshape({B_, len, D}), 0, blocks_.g(pos_id), stream_);
+    ops::embedding_backward(buffer(ids_id, {R}), padded, embed_scale(), blocks_.g(embed_id), stream_);
   }
-  float embed_scale() const { return static_cast<float>(std::sqrt(static_cast<double>(c_.d_model))); }
+  float embed_scale() const { return static_cast<float>(std::sqrt(static_cast<double>(config_.d_model))); }
 
   // ------------------------------------------------------- sub-layer ends
   // The forward pieces are model::sublayer_input, sublayer_end and
   // final_norm (layers.h), shared with the decoder; here, their buffers.
-  model::Norm norm_params(NormIds norm) const { return {pm(norm.gamma), pm(norm.beta), c_.layer_norm_eps}; }
+  model::Norm norm_params(NormIds norm) const {
+    return {master(norm.gamma), master(norm.beta), config_.layer_norm_eps};
+  }
   model::NormBuffers norm_buffers(const SublayerIds& ids, const TensorView& x) const {
     const int64_t R = x.dim(0);
-    return {v(ids.h, x.shape()), v(ids.mean, {R}), v(ids.rstd, {R})};
+    return {buffer(ids.h, x.shape()), buffer(ids.mean, {R}), buffer(ids.rstd, {R})};
   }
   TensorView sublayer_input(const SublayerIds& ids, NormIds norm, const TensorView& x) {
-    return model::sublayer_input(m_, norm_params(norm), x, norm_buffers(ids, x));
+    return model::sublayer_input(blocks_, norm_params(norm), x, norm_buffers(ids, x));
   }
   // Block output from the residual x and the sub-layer output s.
   TensorView sublayer_end(const SublayerIds& ids, NormIds norm, const TensorView& x,
                           const TensorView& s, uint32_t site_id) {
-    const TensorView y = v(ids.y, x.shape());
-    model::sublayer_end(m_, norm_params(norm), x, s, p_drop(), key(site_id), norm_buffers(ids, x), y);
+    const TensorView y = buffer(ids.y, x.shape());
+    model::sublayer_end(blocks_, norm_params(norm), x, s, p_drop(), key(site_id), norm_buffers(ids, x), y);
     return y;
   }
   // g: d/d(block output) in, d/d(residual x) out (in place). Returns ds,
@@ -482,178 +497,190 @@ class Pass {
   SublayerGrads sublayer_end_backward(const SublayerIds& ids, NormIds norm, const TensorView& g,
                                       uint32_t site_id) {
     const int64_t R = g.dim(0);
-    const TensorView ds = v(plan_.ds, g.shape());
-    if (c_.pre_norm) {
-      ops::dropout_backward(g, p_drop(), key(site_id), ds, st_);
-      return {ds, v(plan_.dln, g.shape()), 0.0f};
+    const TensorView ds = buffer(plan_.ds, g.shape());
+    if (config_.pre_norm) {
+      ops::dropout_backward(g, p_drop(), key(site_id), ds, stream_);
+      return {ds, buffer(plan_.dln, g.shape()), 0.0f};
     }
-    ops::add_dropout_layernorm_backward(v(ids.h, g.shape()), pm(norm.gamma), v(ids.mean, {R}),
-                                        v(ids.rstd, {R}), g, p_drop(), key(site_id), g, ds,
-                                        m_.g(norm.gamma), m_.g(norm.beta), st_);
+    ops::add_dropout_layernorm_backward(buffer(ids.h, g.shape()), master(norm.gamma), buffer(ids.mean, {R}),
+                                        buffer(ids.rstd, {R}), g, p_drop(), key(site_id), g, ds,
+                                        blocks_.g(norm.gamma), blocks_.g(norm.beta), stream_);
     return {ds, g, 1.0f};
   }
   // Pre-norm only: the sub-layer's input gradient (in dln) through its
   // LayerNorm, added to g. x is the block's residual input.
   void sublayer_input_backward(const SublayerIds& ids, NormIds norm, const TensorView& x,
                                const TensorView& g) {
-    if (!c_.pre_norm) return;
+    if (!config_.pre_norm) return;
     const int64_t R = x.dim(0);
-    const TensorView dln = v(plan_.dln, x.shape());
-    ops::layernorm_backward(x, pm(norm.gamma), v(ids.mean, {R}), v(ids.rstd, {R}), dln, dln,
-                            m_.g(norm.gamma), m_.g(norm.beta), st_);
-    ops::add(g, dln, g, st_);
+    const TensorView dln = buffer(plan_.dln, x.shape());
+    ops::layernorm_backward(x, master(norm.gamma), buffer(ids.mean, {R}), buffer(ids.rstd, {R}), dln, dln,
+                            blocks_.g(norm.gamma), blocks_.g(norm.beta), stream_);
+    ops::add(g, dln, g, stream_);
   }
 
   TensorView final_norm(const SublayerIds& ids, NormIds norm, const TensorView& x) {
-    const TensorView y = v(ids.y, x.shape());
-    model::final_norm(m_, norm_params(norm), x, norm_buffers(ids, x), y);
+    const TensorView y = buffer(ids.y, x.shape());
+    model::final_norm(blocks_, norm_params(norm), x, norm_buffers(ids, x), y);
     return y;
   }
   void final_norm_backward(const SublayerIds& ids, NormIds norm, const TensorView& x,
                            const TensorView& g) {
     const int64_t R = x.dim(0);
-    ops::layernorm_backward(x, pm(norm.gamma), v(ids.mean, {R}), v(ids.rstd, {R}), g, g,
-                            m_.g(norm.gamma), m_.g(norm.beta), st_);
+    ops::layernorm_backward(x, master(norm.gamma), buffer(ids.mean, {R}), buffer(ids.rstd, {R}), g, g,
+                            blocks_.g(norm.gamma), blocks_.g(norm.beta), stream_);
   }
 
   // ------------------------------------------------------------ attention
   AttentionSaved saved(const AttentionPlanIds& a, const AttentionShape& s) const {
-    const int64_t H = c_.heads;
-    return {v(a.q, {B_, H, s.tile_q, c_.d_k}), v(a.k, {B_, H, s.tile_k, c_.d_k}),
-            v(a.v, {B_, H, s.tile_k, c_.d_v}), v(a.probs, {B_, H, s.tile_q, s.tile_k}),
-            v(a.ctx, {s.nq, H * c_.d_v})};
+    const int64_t H = config_.heads;
+    return {buffer(a.q, {B_, H, s.tile_q, config_.d_k}), buffer(a.k, {B_, H, s.tile_k, config_.d_k}),
+            buffer(a.v, {B_, H, s.tile_k, config_.d_v}), buffer(a.probs, {B_, H, s.tile_q, s.tile_k}),
+            buffer(a.ctx, {s.nq, H * config_.d_v})};
   }
-  // Self-attention of a side (source: 0, target: 1), or the decoder's
+  // Self-attention of a stack, or the decoder's
   // attention over the source (cross).
-  AttentionShape self_shape(int stack, bool causal, uint32_t site_id) const {
-    const int64_t len = stack == 0 ? S_ : T_, tile = stack == 0 ? Sa_ : Ta_;
-    const int64_t n = stack == 0 ? rs() : rt();
-    const TensorView off = stack == 0 ? src_offsets() : tgt_offsets();
-    const int lengths = stack == 0 ? plan_.src_lengths : plan_.tgt_lengths;
-    return {B_, len, len, tile, tile, n, n, off, off, v(lengths, {B_}), causal, p_attn(),
+  AttentionShape self_shape(Stack stack, bool causal, uint32_t site_id) const {
+    const int64_t len = stack == Stack::encoder ? S_ : T_, tile = stack == Stack::encoder ? Sa_ : Ta_;
+    const int64_t n = stack == Stack::encoder ? source_rows() : target_rows();
+    const TensorView off = stack == Stack::encoder ? src_offsets() : tgt_offsets();
+    const int lengths = stack == Stack::encoder ? plan_.src_lengths : plan_.tgt_lengths;
+    return {B_, len, len, tile, tile, n, n, off, off, buffer(lengths, {B_}), causal, p_attn(),
             key(site_id)};
   }
   AttentionShape cross_shape(uint32_t site_id) const {
-    return {B_, T_, S_, Ta_, Sa_, rt(), rs(), tgt_offsets(), src_offsets(),
-            v(plan_.src_lengths, {B_}), false, p_attn(), key(site_id)};
+    return {B_, T_, S_, Ta_, Sa_, target_rows(), source_rows(), tgt_offsets(), src_offsets(),
+            buffer(plan_.src_lengths, {B_}), false, p_attn(), key(site_id)};
   }
 
   // ------------------------------------------------------------------ FFN
   void ffn_forward(FfnIds w, int f_id, const TensorView& in, const TensorView& s) {
-    model::ffn_forward(m_, w, in, v(f_id, {in.dim(0), c_.d_ff}), s);
+    model::ffn_forward(blocks_, w, in, buffer(f_id, {in.dim(0), config_.d_ff}), s);
   }
   void ffn_backward(FfnIds w, int f_id, const TensorView& in, const TensorView& ds,
                     const TensorView& d_in, float beta) {
     const int64_t R = in.dim(0);
-    const TensorView f = v(f_id, {R, c_.d_ff});
-    const TensorView df = v(plan_.df, {R, c_.d_ff});
-    model::linear_backward(m_, f, w.fc2, ds, df, 0.0f);
-    ops::relu_backward(f, df, df, st_);
-    model::linear_backward(m_, in, w.fc1, df, d_in, beta);
+    const TensorView f = buffer(f_id, {R, config_.d_ff});
+    const TensorView df = buffer(plan_.df, {R, config_.d_ff});
+    model::linear_backward(blocks_, f, w.fc2, ds, df, 0.0f);
+    ops::relu_backward(f, df, df, stream_);
+    model::linear_backward(blocks_, in, w.fc1, df, d_in, beta);
   }
 
   // --------------------------------------------------------------- layers
   TensorView encoder_block_input(int64_t l) const {
-    return l == 0 ? v(plan_.enc_in, {rs(), c_.d_model}) : v(plan_.enc[l - 1].b.y, {rs(), c_.d_model});
+    return l == 0 ? buffer(plan_.enc_in, {source_rows(), config_.d_model})
+                  : buffer(plan_.enc[l - 1].b.y, {source_rows(), config_.d_model});
   }
   TensorView decoder_block_input(int64_t l) const {
-    return l == 0 ? v(plan_.dec_in, {rt(), c_.d_model}) : v(plan_.dec[l - 1].c.y, {rt(), c_.d_model});
+    return l == 0 ? buffer(plan_.dec_in, {target_rows(), config_.d_model})
+                  : buffer(plan_.dec[l - 1].c.y, {target_rows(), config_.d_model});
   }
 
   TensorView encoder_layer(int64_t l, const TensorView& x) {
-    const EncoderLayerIds& w = L_.encoder[static_cast<size_t>(l)];
+    const EncoderLayerIds& w = layout_.encoder[static_cast<size_t>(l)];
     const EncoderLayerPlan& p = plan_.enc[static_cast<size_t>(l)];
-    const TensorView s = v(plan_.s, x.shape());
+    const TensorView s = buffer(plan_.s, x.shape());
     const TensorView in_a = sublayer_input(p.a, w.self_attn_norm, x);
-    const AttentionShape sa = self_shape(0, false, site(0, l + 1, 1));
-    model::attention_forward(m_, w.self_attn, sa, in_a, in_a, saved(p.attn, sa), s);
-    const TensorView y_a = sublayer_end(p.a, w.self_attn_norm, x, s, site(0, l + 1, 2));
+    const AttentionShape sa =
+        self_shape(Stack::encoder, false, site(Stack::encoder, l + 1, Site::self_attention));
+    model::attention_forward(blocks_, w.self_attn, sa, in_a, in_a, saved(p.attn, sa), s);
+    const TensorView y_a =
+        sublayer_end(p.a, w.self_attn_norm, x, s, site(Stack::encoder, l + 1, Site::self_attention_out));
     const TensorView in_b = sublayer_input(p.b, w.ffn_norm, y_a);
     ffn_forward(w.ffn, p.f, in_b, s);
-    return sublayer_end(p.b, w.ffn_norm, y_a, s, site(0, l + 1, 3));
+    return sublayer_end(p.b, w.ffn_norm, y_a, s, site(Stack::encoder, l + 1, Site::encoder_ffn_out));
   }
 
   void encoder_layer_backward(int64_t l, const TensorView& g) {
-    const EncoderLayerIds& w = L_.encoder[static_cast<size_t>(l)];
+    const EncoderLayerIds& w = layout_.encoder[static_cast<size_t>(l)];
     const EncoderLayerPlan& p = plan_.enc[static_cast<size_t>(l)];
     const TensorView x = encoder_block_input(l);
-    const TensorView y_a = v(p.a.y, x.shape());
-    SublayerGrads b = sublayer_end_backward(p.b, w.ffn_norm, g, site(0, l + 1, 3));
-    ffn_backward(w.ffn, p.f, c_.pre_norm ? v(p.b.h, x.shape()) : y_a, b.ds, b.d_input, b.beta);
+    const TensorView y_a = buffer(p.a.y, x.shape());
+    SublayerGrads b =
+        sublayer_end_backward(p.b, w.ffn_norm, g, site(Stack::encoder, l + 1, Site::encoder_ffn_out));
+    ffn_backward(w.ffn, p.f, config_.pre_norm ? buffer(p.b.h, x.shape()) : y_a, b.ds, b.d_input, b.beta);
     sublayer_input_backward(p.b, w.ffn_norm, y_a, g);
-    SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g, site(0, l + 1, 2));
-    const TensorView in_a = c_.pre_norm ? v(p.a.h, x.shape()) : x;
-    const AttentionShape sa = self_shape(0, false, site(0, l + 1, 1));
-    model::attention_backward(m_, w.self_attn, sa, in_a, in_a, saved(p.attn, sa), a.ds, a.d_input,
+    SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g,
+                                            site(Stack::encoder, l + 1, Site::self_attention_out));
+    const TensorView in_a = config_.pre_norm ? buffer(p.a.h, x.shape()) : x;
+    const AttentionShape sa =
+        self_shape(Stack::encoder, false, site(Stack::encoder, l + 1, Site::self_attention));
+    model::attention_backward(blocks_, w.self_attn, sa, in_a, in_a, saved(p.attn, sa), a.ds, a.d_input,
                               a.beta, a.d_input);
     sublayer_input_backward(p.a, w.self_attn_norm, x, g);
   }
 
   TensorView decoder_layer(int64_t l, const TensorView& x, const TensorView& enc_out) {
-    const DecoderLayerIds& w = L_.decoder[static_cast<size_t>(l)];
+    const DecoderLayerIds& w = layout_.decoder[static_cast<size_t>(l)];
     const DecoderLayerPlan& p = plan_.dec[static_cast<size_t>(l)];
-    const TensorView s = v(plan_.s, x.shape());
+    const TensorView s = buffer(plan_.s, x.shape());
     const TensorView in_a = sublayer_input(p.a, w.self_attn_norm, x);
-    const AttentionShape sa = self_shape(1, true, site(1, l + 1, 1));
-    model::attention_forward(m_, w.self_attn, sa, in_a, in_a, saved(p.self_attn, sa), s);
-    const TensorView y_a = sublayer_end(p.a, w.self_attn_norm, x, s, site(1, l + 1, 2));
+    const AttentionShape sa =
+        self_shape(Stack::decoder, true, site(Stack::decoder, l + 1, Site::self_attention));
+    model::attention_forward(blocks_, w.self_attn, sa, in_a, in_a, saved(p.self_attn, sa), s);
+    const TensorView y_a =
+        sublayer_end(p.a, w.self_attn_norm, x, s, site(Stack::decoder, l + 1, Site::self_attention_out));
     const TensorView in_b = sublayer_input(p.b, w.cross_attn_norm, y_a);
-    const AttentionShape ca = cross_shape(site(1, l + 1, 3));
-    model::attention_forward(m_, w.cross_attn, ca, in_b, enc_out, saved(p.cross_attn, ca), s);
-    const TensorView y_b = sublayer_end(p.b, w.cross_attn_norm, y_a, s, site(1, l + 1, 4));
+    const AttentionShape ca = cross_shape(site(Stack::decoder, l + 1, Site::cross_attention));
+    model::attention_forward(blocks_, w.cross_attn, ca, in_b, enc_out, saved(p.cross_attn, ca), s);
+    const TensorView y_b =
+        sublayer_end(p.b, w.cross_attn_norm, y_a, s, site(Stack::decoder, l + 1, Site::cross_attention_out));
     const TensorView in_c = sublayer_input(p.c, w.ffn_norm, y_b);
     ffn_forward(w.ffn, p.f, in_c, s);
-    return sublayer_end(p.c, w.ffn_norm, y_b, s, site(1, l + 1, 5));
+    return sublayer_end(p.c, w.ffn_norm, y_b, s, site(Stack::decoder, l + 1, Site::decoder_ffn_out));
   }
 
   void decoder_layer_backward(int64_t l, const TensorView& g, const TensorView& enc_out,
                               const TensorView& g_enc) {
-    const DecoderLayerIds& w = L_.decoder[static_cast<size_t>(l)];
+    const DecoderLayerIds& w = layout_.decoder[static_cast<size_t>(l)];
     const DecoderLayerPlan& p = plan_.dec[static_cast<size_t>(l)];
     const TensorView x = decoder_block_input(l);
-    const TensorView y_a = v(p.a.y, x.shape()), y_b = v(p.b.y, x.shape());
+    const TensorView y_a = buffer(p.a.y, x.shape()), y_b = buffer(p.b.y, x.shape());
 
-    SublayerGrads c = sublayer_end_backward(p.c, w.ffn_norm, g, site(1, l + 1, 5));
-    ffn_backward(w.ffn, p.f, c_.pre_norm ? v(p.c.h, x.shape()) : y_b, c.ds, c.d_input, c.beta);
+    SublayerGrads c =
+        sublayer_end_backward(p.c, w.ffn_norm, g, site(Stack::decoder, l + 1, Site::decoder_ffn_out));
+    ffn_backward(w.ffn, p.f, config_.pre_norm ? buffer(p.c.h, x.shape()) : y_b, c.ds, c.d_input, c.beta);
     sublayer_input_backward(p.c, w.ffn_norm, y_b, g);
 
-    SublayerGrads b = sublayer_end_backward(p.b, w.cross_attn_norm, g, site(1, l + 1, 4));
-    const TensorView in_b = c_.pre_norm ? v(p.b.h, x.shape()) : y_a;
-    const AttentionShape ca = cross_shape(site(1, l + 1, 3));
-    model::attention_backward(m_, w.cross_attn, ca, in_b, enc_out, saved(p.cross_attn, ca), b.ds,
+    SublayerGrads b = sublayer_end_backward(p.b, w.cross_attn_norm, g,
+                                            site(Stack::decoder, l + 1, Site::cross_attention_out));
+    const TensorView in_b = config_.pre_norm ? buffer(p.b.h, x.shape()) : y_a;
+    const AttentionShape ca = cross_shape(site(Stack::decoder, l + 1, Site::cross_attention));
+    model::attention_backward(blocks_, w.cross_attn, ca, in_b, enc_out, saved(p.cross_attn, ca), b.ds,
                               b.d_input, b.beta, g_enc);
     sublayer_input_backward(p.b, w.cross_attn_norm, y_a, g);
 
-    SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g, site(1, l + 1, 2));
-    const TensorView in_a = c_.pre_norm ? v(p.a.h, x.shape()) : x;
-    const AttentionShape sa = self_shape(1, true, site(1, l + 1, 1));
-    model::attention_backward(m_, w.self_attn, sa, in_a, in_a, saved(p.self_attn, sa), a.ds,
+    SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g,
+                                            site(Stack::decoder, l + 1, Site::self_attention_out));
+    const TensorView in_a = config_.pre_norm ? buffer(p.a.h, x.shape()) : x;
+    const AttentionShape sa =
+        self_shape(Stack::decoder, true, site(Stack::decoder, l + 1, Site::self_attention));
+    model::attention_backward(blocks_, w.self_attn, sa, in_a, in_a, saved(p.self_attn, sa), a.ds,
                               a.d_input, a.beta, a.d_input);
     sublayer_input_backward(p.a, w.self_attn_norm, x, g);
   }
 
-  const ModelConfig& c_;
-  const ParamLayout& L_;
+  const ModelConfig& config_;
+  const ParamLayout& layout_;
   const Transformer::Plan& plan_;
-  const PlannedMemory& mem_;
-  const Stream& st_;
+  const PlannedMemory& memory_;
+  const Stream& stream_;
   TensorView positions_;
   int64_t B_, S_, T_, Ns_, Nt_, Sa_, Ta_;
   TrainStep step_;
   TensorView master_;
-  model::Blocks m_;
+  model::Blocks blocks_;
 };
 
-}  // namespace
+}  // namespace detail
 
-void Transformer::forward(const TrainStep& step) {
-  Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
-           int8_.get()).forward();
-}
+using detail::Pass;
+
+void Transformer::forward(const TrainStep& step) { Pass(*this, step).forward(); }
 
 void Transformer::backward(const TrainStep& step) {
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
-           int8_.get());
+  Pass pass(*this, step);
   pass.backward(prefix(memory_->view(plan_->g_dec), {Nt_, config_.d_model}));
 }
 
@@ -665,8 +692,7 @@ void Transformer::backward(const TrainStep& step) {
 void Transformer::output_loss(const TrainStep& step, bool with_grads, const TensorView& sums) {
   TFM_REQUIRE(!with_grads || !int8_, "a model quantized to int8 is for inference: it does not train");
   phases::mark(*stream_, with_grads ? "output layer and loss, with gradients" : "output layer and loss");
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
-           int8_.get());
+  Pass pass(*this, step);
   const TensorView y = pass.decoder_output();
   const TensorView E = weight(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
   const TensorView targets = prefix(memory_->view(plan_->tgt_out), {Nt_});
@@ -795,10 +821,7 @@ TensorView Transformer::encode(const HostBatch& batch) {
   TrainStep step;
   step.dropout = false;
   upload(batch);
-  const TensorView packed =
-      Pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
-           int8_.get())
-          .encode();
+  const TensorView packed = Pass(*this, step).encode();
   // Back to the padded layout callers index by (sentence, position).
   const TensorView out = prefix(memory_->view(plan_->padded), {B_ * S_, config_.d_model});
   ops::unpack_heads(packed, prefix(memory_->view(plan_->src_offsets), {B_ + 1}),
@@ -823,8 +846,7 @@ Tensor Transformer::log_probs(const HostBatch& batch) {
   step.dropout = false;
   upload(batch);
   forward(step);
-  Pass pass(config_, layout_, *plan_, *memory_, *stream_, positions_.view(), {B_, S_, T_, Ns_, Nt_, Sa_, Ta_}, step,
-           int8_.get());
+  Pass pass(*this, step);
   const TensorView y = pass.decoder_output();  // packed rows
   const int64_t V = config_.vocab_size, chunk = memory_->view(plan_->logits).dim(0);
   // Host row of packed row r: sentence i's rows go to i * T + t.

@@ -30,6 +30,9 @@ namespace tfm {
 namespace model {
 class Int8Weights;
 }
+namespace detail {
+class Pass;  // transformer.cc
+}
 
 struct ModelLimits {
   int64_t max_tokens = 4096;  // padded tokens on each side of a batch: B*S and B*T
@@ -195,6 +198,7 @@ class Transformer {
   struct Plan;  // the named activation table (transformer.cc)
 
  private:
+  friend class detail::Pass;  // runs the passes over this model's memory
   void upload(const HostBatch& batch);
   void attention_tiles();  // Sa_, Ta_ of the uploaded batch
   void forward(const TrainStep& step);
