@@ -7,28 +7,21 @@
 #include "kernels/ops.h"
 #include "libcore/model/int8.h"
 #include "libcore/model/layers.h"
+#include "libcore/model/plan.h"
 #include "libcore/phases.h"
 
 namespace tfm {
 
+using model::AttentionPlanIds;
 using model::AttentionSaved;
 using model::AttentionShape;
+using model::DecoderLayerPlan;
+using model::EncoderLayerPlan;
+using model::SublayerIds;
 using model::prefix;
 using model::rows;
 
 namespace {
-
-// What one sub-layer end saves. Post-norm: h = residual + dropout(s) and
-// y = LayerNorm(h) (the block output). Pre-norm: h = LayerNorm(x) (the
-// sub-layer's input) and y = x + dropout(s) (the block output).
-struct SublayerIds { int h, y, mean, rstd; };
-struct AttentionPlanIds { int q, k, v, probs, ctx; };
-struct EncoderLayerPlan { AttentionPlanIds attn; SublayerIds a; int f; SublayerIds b; };
-struct DecoderLayerPlan {
-  AttentionPlanIds self_attn; SublayerIds a;
-  AttentionPlanIds cross_attn; SublayerIds b;
-  int f; SublayerIds c;
-};
 
 // Where dropout draws a mask: each site is one RNG stream (its key's id,
 // libcore/rng.h), so no two draw the same mask. The numbers are part of a
@@ -51,100 +44,6 @@ uint32_t site(Stack stack, int64_t layer, Site which) {
 }
 
 }  // namespace
-
-// The named activation table (STYLE.md rule 4): every buffer the model
-// uses, sized from (config, limits), in one MemoryPlan.
-struct Transformer::Plan {
-  MemoryPlan mem;
-  int params, grads = -1, adam_m = -1, adam_v = -1;  // -1: inference only
-  int src, src_lengths, src_offsets, tgt_in, tgt_out, tgt_lengths, tgt_offsets;
-  int enc_in, dec_in;
-  std::vector<EncoderLayerPlan> enc;
-  std::vector<DecoderLayerPlan> dec;
-  SublayerIds enc_final{-1, -1, -1, -1}, dec_final{-1, -1, -1, -1};
-  // workspace
-  int shadow = -1;  // the 16-bit copy of the parameters (16-bit compute only)
-  int padded, proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
-  // Room for attention tiles: rows of a (B, H, rows, X) head buffer, and
-  // elements of one head's (Tq, Tk) weights (R x L).
-  int64_t head_rows = 0, map_elems = 0;
-  // {loss, nll, sum of squared gradients} of the update in progress: summed
-  // on the device over its batches, sent to the host once (send_update);
-  // and the decision ops::update_control makes from them.
-  int update = -1, control = -1;
-
-  // dt: compute dtype; pt: parameters, gradients, logits and loss.
-  // rows_for_heads: the rows of (B, H, rows, X) head buffers, at least R (room
-  // for attention tiles padded past the batch's lengths, on CUDA).
-  Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, DType pt, int64_t param_elems,
-       int64_t rows_for_heads) {
-    const int64_t R = lim.max_tokens, L = lim.max_len, D = c.d_model, F = c.d_ff, H = c.heads;
-    const int64_t HK = H * c.d_k, HE = H * c.d_v, HX = std::max(HK, HE), Rh = rows_for_heads;
-    head_rows = Rh;
-    map_elems = R * L;
-    const DType st = ops::stats_dtype(pt);
-    auto act = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::activations, n, t, s); };
-    auto ws = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::workspace, n, t, s); };
-    auto sub = [&](const std::string& n) {
-      return SublayerIds{act(n + ".h", dt, {R, D}), act(n + ".y", dt, {R, D}),
-                         act(n + ".mean", st, {R}), act(n + ".rstd", st, {R})};
-    };
-    auto attn = [&](const std::string& n) {
-      return AttentionPlanIds{act(n + ".q", dt, {Rh * HK}), act(n + ".k", dt, {Rh * HK}),
-                              act(n + ".v", dt, {Rh * HE}), act(n + ".probs", dt, {R * H * L}),
-                              act(n + ".ctx", dt, {R, HE})};
-    };
-    params = mem.add(MemoryKind::parameters, "params", pt, {param_elems});
-    if (dt != pt) shadow = mem.add(MemoryKind::parameters, "params.compute", dt, {param_elems});
-    if (lim.inference) return;  // everything below serves the passes
-    grads = mem.add(MemoryKind::gradients, "grads", pt, {param_elems});
-    adam_m = mem.add(MemoryKind::optimizer, "adam.m", pt, {param_elems});
-    adam_v = mem.add(MemoryKind::optimizer, "adam.v", pt, {param_elems});
-    src = mem.add(MemoryKind::io, "src", DType::i32, {R});
-    src_lengths = mem.add(MemoryKind::io, "src_lengths", DType::i32, {R});
-    src_offsets = mem.add(MemoryKind::io, "src_offsets", DType::i32, {R + 1});
-    tgt_in = mem.add(MemoryKind::io, "tgt_in", DType::i32, {R});
-    tgt_out = mem.add(MemoryKind::io, "tgt_out", DType::i32, {R});
-    tgt_lengths = mem.add(MemoryKind::io, "tgt_lengths", DType::i32, {R});
-    tgt_offsets = mem.add(MemoryKind::io, "tgt_offsets", DType::i32, {R + 1});
-    enc_in = act("encoder.input", dt, {R, D});
-    dec_in = act("decoder.input", dt, {R, D});
-    for (int64_t l = 0; l < c.layers; ++l) {
-      const std::string p = fmt::format("encoder.{}", l);
-      enc.push_back({attn(p + ".self_attn"), sub(p + ".a"), act(p + ".ffn", dt, {R, F}), sub(p + ".b")});
-    }
-    for (int64_t l = 0; l < c.layers; ++l) {
-      const std::string p = fmt::format("decoder.{}", l);
-      dec.push_back({attn(p + ".self_attn"), sub(p + ".a"), attn(p + ".cross_attn"), sub(p + ".b"),
-                     act(p + ".ffn", dt, {R, F}), sub(p + ".c")});
-    }
-    if (c.pre_norm) {
-      enc_final = sub("encoder.final");
-      dec_final = sub("decoder.final");
-    }
-    padded = ws("padded", dt, {R, D});
-    proj = ws("proj", dt, {R * (2 * HK + HE)});
-    scores = ws("scores", dt, {R * H * L});
-    split = ws("split", dt, {Rh * HX});
-    dq = ws("dq", dt, {Rh * HK});
-    dk = ws("dk", dt, {Rh * HK});
-    dv = ws("dv", dt, {Rh * HE});
-    dprobs = ws("dprobs", dt, {R * H * L});
-    dproj = ws("dproj", dt, {R * (2 * HK + HE)});
-    s = ws("s", dt, {R, D});
-    ds = ws("ds", dt, {R, D});
-    df = ws("df", dt, {R, F});
-    dln = ws("dln", dt, {R, D});
-    g_dec = ws("g_dec", dt, {R, D});
-    g_enc = ws("g_enc", dt, {R, D});
-    const int64_t chunk = std::min(lim.loss_chunk, R);
-    logits = ws("logits", pt, {chunk, c.vocab_size});
-    logits16 = dt != pt ? ws("logits.compute", dt, {chunk, c.vocab_size}) : logits;
-    sums = ws("sums", st, {2});
-    update = mem.add(MemoryKind::io, "update", st, {3});
-    control = mem.add(MemoryKind::io, "update.control", st, {ops::kUpdateControlSize});
-  }
-};
 
 Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, Device device,
                          DType dtype)
@@ -256,87 +155,6 @@ std::vector<GradientPiece> Transformer::gradient_order() const {
 
 void Transformer::refresh_weights() {
   if (plan_->shadow >= 0) ops::cast(params(), weights(), *stream_);
-}
-
-void Transformer::upload(const HostBatch& b) {
-  TFM_REQUIRE(!limits_.inference,
-              "the model was built for inference only: training and evaluation passes need "
-              "a model planned for them");
-  const int64_t R = limits_.max_tokens;
-  TFM_REQUIRE(b.batch >= 1 && b.src_len >= 1 && b.tgt_len >= 1, "the batch is empty");
-  TFM_REQUIRE(b.batch * b.src_len <= R && b.batch * b.tgt_len <= R,
-              "batch of {} x {} source and {} x {} target tokens is over the planned {} tokens a side",
-              b.batch, b.src_len, b.batch, b.tgt_len, R);
-  TFM_REQUIRE(b.src_len <= limits_.max_len && b.tgt_len <= limits_.max_len,
-              "a sentence of {} tokens is over the planned maximum length {}",
-              std::max(b.src_len, b.tgt_len), limits_.max_len);
-  const auto check_ids = [&](const std::vector<int32_t>& ids, bool allow_ignore, const char* what) {
-    for (int32_t id : ids)
-      TFM_REQUIRE((id >= 0 || (allow_ignore && id == -1)) && id < config_.vocab_size,
-                  "{} id {} is outside the vocabulary [0, {})", what, id, config_.vocab_size);
-  };
-  check_ids(b.src, false, "source");
-  check_ids(b.tgt_in, false, "target");
-  check_ids(b.tgt_out, true, "target");
-  // Every pass starts from the current parameters (an optimizer step may
-  // have changed them): refresh the 16-bit copy the GEMMs read.
-  refresh_weights();
-  B_ = b.batch;
-  S_ = b.src_len;
-  T_ = b.tgt_len;
-  tokens_ = b.target_tokens;
-  // Token rows are packed: sentence i owns rows [offsets[i], offsets[i + 1]).
-  const auto offsets = [&](const std::vector<int32_t>& lengths, int64_t len, const char* what) {
-    std::vector<int32_t> off(lengths.size() + 1, 0);
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      TFM_REQUIRE(lengths[i] >= 0 && lengths[i] <= len, "{} sentence {} has length {}, outside [0, {}]",
-                  what, i, lengths[i], len);
-      off[i + 1] = off[i] + lengths[i];
-    }
-    return off;
-  };
-  const std::vector<int32_t> src_off = offsets(b.src_lengths, S_, "source");
-  const std::vector<int32_t> tgt_off = offsets(b.tgt_lengths, T_, "target");
-  Ns_ = src_off.back();
-  Nt_ = tgt_off.back();
-  attention_tiles();
-  std::vector<int32_t> tgt_out;  // packed: padding (-1) dropped
-  tgt_out.reserve(static_cast<size_t>(Nt_));
-  for (int64_t i = 0; i < B_; ++i)
-    for (int64_t t = 0; t < b.tgt_lengths[static_cast<size_t>(i)]; ++t)
-      tgt_out.push_back(b.tgt_out[static_cast<size_t>(i * T_ + t)]);
-  // One staged upload: the host does not wait for the step in flight,
-  // which may still read the previous batch's ids (libcore/memory.h).
-  const auto part = [&](int id, const std::vector<int32_t>& v) {
-    return HostStaging::Part{prefix(memory_->view(id), {static_cast<int64_t>(v.size())}), v};
-  };
-  const HostStaging::Part parts[] = {part(plan_->src, b.src),
-                                     part(plan_->src_lengths, b.src_lengths),
-                                     part(plan_->tgt_in, b.tgt_in),
-                                     part(plan_->tgt_out, tgt_out),
-                                     part(plan_->tgt_lengths, b.tgt_lengths),
-                                     part(plan_->src_offsets, src_off),
-                                     part(plan_->tgt_offsets, tgt_off)};
-  staging_->upload(parts);
-}
-
-// CUDA pads the attention tiles of a batch to multiples of 8 in both
-// lengths: the score and context GEMMs then have 16-byte aligned rows and
-// matrices in 16-bit dtypes (cuBLASLt falls back to slower kernels for odd
-// pitches). Each side is padded when its heads fit the plan's head rows,
-// and both when the (Tq, Tk) maps of all three attentions fit the planned
-// weights; otherwise the tiles are the batch's own lengths. The CPU gains
-// nothing from aligned rows and never pads.
-void Transformer::attention_tiles() {
-  Sa_ = S_;
-  Ta_ = T_;
-  if (!device_.is_cuda()) return;
-  const auto up8 = [](int64_t n) { return (n + 7) / 8 * 8; };
-  const int64_t sa = B_ * up8(S_) <= plan_->head_rows ? up8(S_) : S_;
-  const int64_t ta = B_ * up8(T_) <= plan_->head_rows ? up8(T_) : T_;
-  if (B_ * std::max({sa * sa, ta * ta, ta * sa}) > plan_->map_elems) return;
-  Sa_ = sa;
-  Ta_ = ta;
 }
 
 namespace detail {

@@ -195,11 +195,11 @@ class Transformer {
   enum class Attention { encoder, decoder, cross };
   TensorView attention_probs(Attention kind, int64_t layer) const;
 
-  struct Plan;  // the named activation table (transformer.cc)
+  struct Plan;  // the named activation table (plan.h)
 
  private:
   friend class detail::Pass;  // runs the passes over this model's memory
-  void upload(const HostBatch& batch);
+  void upload(const HostBatch& batch);  // upload.cc, with attention_tiles
   void attention_tiles();  // Sa_, Ta_ of the uploaded batch
   void forward(const TrainStep& step);
   void backward(const TrainStep& step);
