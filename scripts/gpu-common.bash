@@ -54,7 +54,8 @@ start_common() {
   [ -n "$BUILD" ] || BUILD=$GPU_SOURCE/build-gpu
   mkdir -p "$OUT" || die "cannot make $OUT"
   OUT=$(cd "$OUT" && pwd)
-  BUILD=$(mkdir -p "$BUILD" && cd "$BUILD" && pwd) || die "cannot make $BUILD"
+  # With a pack, BUILD is where it is unpacked (pack_step).
+  [ -n "$PACK" ] || BUILD=$(mkdir -p "$BUILD" && cd "$BUILD" && pwd) || die "cannot make $BUILD"
   [ -z "$DEPS" ] || DEPS=$(cd "$DEPS" 2>/dev/null && pwd) || die "--deps $DEPS: no such folder"
   [ -z "$PACK" ] || [ -f "$PACK" ] || die "--pack $PACK: no such file (scripts/gpu-pack makes it)"
   # nvcc and compute-sanitizer live there on the GPU machine, often off PATH.

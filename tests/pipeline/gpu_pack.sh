@@ -8,6 +8,7 @@ require_shared multi30k/task1/raw/train.en.gz
 require_shared wmt14/newstest2014-full/newstest2014.en-de.en
 BUILD=$(cd "$TFM_BIN/.." && pwd)
 PACK=$TMP/pack.tar.xz
+export TMPDIR=$TMP  # where gpu-check and gpu-bench unpack it (110 MB each), removed with $TMP
 "$TFM_SOURCE/scripts/gpu-pack" --build "$BUILD" --out "$PACK" --data "$SHARED" --jobs 2 >"$TMP/pack.txt" 2>&1 \
   || { cat "$TMP/pack.txt" >&2; fail "gpu-pack failed"; }
 grep -q "^gpu-pack: $PACK: [0-9.]* MiB" "$TMP/pack.txt" || fail "gpu-pack said: $(cat "$TMP/pack.txt")"
