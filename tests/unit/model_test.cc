@@ -190,6 +190,44 @@ TEST_CASE("the loss gradient equals finite differences in double", "[model]") {
   }
 }
 
+// What test::without_key_biases (support.h) rests on, for the cuda tests
+// that compare parameters after Adam: a constant added to all of a query's
+// scores leaves its softmax unchanged, so the key projections' biases get
+// no gradient; what a device computes for them is rounding, far below
+// every other parameter's gradient.
+TEST_CASE("the key projections' biases get only rounding for a gradient", "[model]") {
+  ModelLimits limits;
+  limits.max_tokens = 64;
+  limits.max_len = 16;
+  for (int variant = 0; variant < 4; ++variant) {
+    const ModelConfig c = tiny_variant(variant);
+    Transformer model(c, limits, Device::cpu());
+    model.init(11);
+    TrainStep step;
+    step.seed = 5;
+    model.zero_grads();
+    model.forward_backward(test_batch(c.vocab_size), step);
+    const std::vector<double> g = test::to_f64(model.grads());
+    double largest = 0, key_bias = 0;
+    int64_t key_biases = 0;
+    for (const ParamEntry& e : model.layout().entries()) {
+      const bool is_key_bias = e.name.ends_with("k_proj.bias");
+      key_biases += is_key_bias;
+      for (int64_t i = e.offset; i < e.offset + e.shape.numel(); ++i) {
+        const double a = std::abs(g[static_cast<size_t>(i)]);
+        (is_key_bias ? key_bias : largest) = std::max(is_key_bias ? key_bias : largest, a);
+      }
+    }
+    INFO(kVariantNames[variant] << ": largest gradient " << largest << ", largest of a key bias " << key_bias);
+    CHECK(key_biases == 3 * c.layers);  // encoder self, decoder self and cross
+    CHECK(largest > 0);
+    CHECK(key_bias <= 1e-5 * largest);
+    // And the helper leaves out exactly those elements.
+    CHECK(static_cast<int64_t>(test::without_key_biases(g, model.layout()).size()) ==
+          model.layout().total() - key_biases * c.heads * c.d_k);
+  }
+}
+
 TEST_CASE("the model plans its memory and refuses batches over the plan", "[model]") {
   ModelLimits limits;
   limits.max_tokens = 32;
