@@ -35,7 +35,7 @@ struct Options {
 // f32 between matrix products whose weights are 8-bit (CPU only).
 tfm::DType compute_dtype(const std::string& precision, tfm::Device device) {
   if (precision == "auto") return device.is_cuda() ? tfm::DType::bf16 : tfm::DType::f32;
-  if (precision == "int8") return tfm::DType::f32;  // on a GPU: refused by Transformer::quantize_int8
+  if (precision == "int8") return tfm::DType::f32;  // on a GPU: refused by ModelWeights::quantize_int8
   const tfm::DType dtype = precision == "bf16" ? tfm::DType::bf16
                            : precision == "fp16" ? tfm::DType::f16
                                                  : tfm::DType::f32;
@@ -46,10 +46,8 @@ tfm::DType compute_dtype(const std::string& precision, tfm::Device device) {
 
 void decode(Options& o) {
   const tfm::Device device = tfm::select_device(tfm::parse_device(o.device));
-  tfm::ModelLimits limits;
-  limits.inference = true;
   std::string tokenizer;
-  auto model = tfm::load_model(o.model, limits, device, &tokenizer, compute_dtype(o.precision, device));
+  auto model = tfm::load_weights(o.model, device, &tokenizer, compute_dtype(o.precision, device));
   if (o.precision == "int8") model->quantize_int8();
   std::unique_ptr<tfm::Vocab> vocab;
   if (!tokenizer.empty()) vocab = std::make_unique<tfm::Vocab>(tfm::Vocab::from_bytes(tokenizer, o.model));

@@ -56,7 +56,7 @@ std::vector<double> download(const TensorView& t, const Stream& st) {
 
 }  // namespace
 
-IncrementalDecoder::IncrementalDecoder(Transformer& model, const DecoderLimits& limits)
+IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits)
     : model_(model), limits_(limits) {
   const ModelConfig& c = model.config();
   DecoderLimits& l = limits_;

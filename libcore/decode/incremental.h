@@ -30,7 +30,8 @@
 #include <vector>
 
 #include "libcore/memory.h"
-#include "libcore/model/transformer.h"
+#include "libcore/model/batch.h"
+#include "libcore/model/weights.h"
 
 namespace tfm {
 
@@ -56,7 +57,9 @@ struct DecoderLimits {
 
 class IncrementalDecoder {
  public:
-  IncrementalDecoder(Transformer& model, const DecoderLimits& limits);
+  // Reads `model`'s weights (a ModelWeights, or a Transformer's), which
+  // must outlive it; plans and owns the rest of its memory.
+  IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits);
   ~IncrementalDecoder();
   IncrementalDecoder(const IncrementalDecoder&) = delete;
   IncrementalDecoder& operator=(const IncrementalDecoder&) = delete;
@@ -110,7 +113,7 @@ class IncrementalDecoder {
   TensorView final_norm(NormIds norm, const TensorView& y, int64_t rows);
   TensorView feed_forward(FfnIds w, NormIds norm, const TensorView& x, int64_t rows);
 
-  Transformer& model_;
+  const ModelWeights& model_;
   DecoderLimits limits_;
   MemoryPlan plan_;
   std::unique_ptr<Ids> ids_;

@@ -51,7 +51,7 @@ void check_options(const TranslateOptions& o) {
 
 }  // namespace
 
-int64_t max_output_len(const Transformer& model, const TranslateOptions& o, int64_t source_len) {
+int64_t max_output_len(const ModelWeights& model, const TranslateOptions& o, int64_t source_len) {
   const double n = std::floor(o.max_len_a * static_cast<double>(source_len) + o.max_len_b);
   int64_t len = static_cast<int64_t>(std::min(n, 1e9));
   const ModelConfig& c = model.config();
@@ -59,7 +59,7 @@ int64_t max_output_len(const Transformer& model, const TranslateOptions& o, int6
   return len;
 }
 
-DecoderLimits translate_limits(const Transformer& model, const TranslateOptions& o) {
+DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions& o) {
   const ModelConfig& c = model.config();
   const int64_t W = o.search.beam_size;
   DecoderLimits l;
@@ -97,7 +97,7 @@ std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& leng
   return batches;
 }
 
-Translator::Translator(Transformer& model, const Vocab* vocab, const TranslateOptions& options)
+Translator::Translator(const ModelWeights& model, const Vocab* vocab, const TranslateOptions& options)
     : model_(model), vocab_(vocab), options_(options) {
   check_options(options_);
   const ModelConfig& c = model.config();

@@ -52,7 +52,7 @@ struct TranslateOptions {
 
 // The decoder limits that hold every batch a Translator with these options
 // forms (sentences of at most options.max_input_len tokens).
-DecoderLimits translate_limits(const Transformer& model, const TranslateOptions& options);
+DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions& options);
 
 // Sentences of `lengths` (tokens) in batches: sorted by length (stably),
 // then cut so that no batch has more than `batch_size` sentences or more
@@ -63,7 +63,7 @@ std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& leng
 
 // The most output tokens a source of `source_len` tokens may get:
 // floor(a * source_len + b), within the model's learned positions.
-int64_t max_output_len(const Transformer& model, const TranslateOptions& options, int64_t source_len);
+int64_t max_output_len(const ModelWeights& model, const TranslateOptions& options, int64_t source_len);
 
 struct TranslateTotals {
   int64_t sentences = 0;
@@ -74,7 +74,7 @@ struct TranslateTotals {
 class Translator {
  public:
   // `vocab` may be null when ids come in and go out (ids, no detok).
-  Translator(Transformer& model, const Vocab* vocab, const TranslateOptions& options);
+  Translator(const ModelWeights& model, const Vocab* vocab, const TranslateOptions& options);
   ~Translator();
 
   // Translates every line of `inputs` ("-" or none: stdin) to `out`.
@@ -90,7 +90,7 @@ class Translator {
   std::string format(const Item& item, const std::vector<Hypothesis>& nbest) const;
   std::string tokens_text(const std::vector<int32_t>& ids) const;
 
-  Transformer& model_;
+  const ModelWeights& model_;
   const Vocab* vocab_;
   TranslateOptions options_;
   std::unique_ptr<IncrementalDecoder> decoder_;

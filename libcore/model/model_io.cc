@@ -7,7 +7,7 @@ namespace {
 
 // The flat parameter buffer on the host: the buffer itself on the CPU, a
 // staging copy for a GPU model.
-Tensor host_params(const Transformer& model) {
+Tensor host_params(const ModelWeights& model) {
   Tensor host(model.params().shape(), model.param_dtype());
   copy(host, model.params(), model.stream());
   return host;
@@ -15,7 +15,7 @@ Tensor host_params(const Transformer& model) {
 
 }  // namespace
 
-void save_model(const std::string& path, const Transformer& model, std::string_view tokenizer,
+void save_model(const std::string& path, const ModelWeights& model, std::string_view tokenizer,
                 std::span<const io::NamedSection> sections) {
   Tensor staging;
   TensorView flat = model.params();
@@ -33,7 +33,7 @@ ModelConfig read_model_config(const std::string& path) {
   return checked_model_config(path, io::read_checkpoint_info(path));
 }
 
-void load_parameters(const std::string& path, Transformer& model) {
+void load_parameters(const std::string& path, ModelWeights& model) {
   const io::CheckpointInfo info = io::read_checkpoint_info(path);
   ModelConfig c;
   c.parse(info.config, path + " (config)");
@@ -73,6 +73,15 @@ std::unique_ptr<Transformer> load_model(const std::string& path, const ModelLimi
   model->refresh_weights();
   if (tokenizer) *tokenizer = io::read_checkpoint_tokenizer(path);
   return model;
+}
+
+std::unique_ptr<ModelWeights> load_weights(const std::string& path, Device device, std::string* tokenizer,
+                                           DType dtype) {
+  auto weights = std::make_unique<ModelWeights>(read_model_config(path), device, dtype);
+  load_parameters(path, *weights);
+  weights->refresh_weights();
+  if (tokenizer) *tokenizer = io::read_checkpoint_tokenizer(path);
+  return weights;
 }
 
 }  // namespace tfm

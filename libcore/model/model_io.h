@@ -15,7 +15,7 @@
 namespace tfm {
 
 // Writes the parameters (copied to the host when the model is on a GPU).
-void save_model(const std::string& path, const Transformer& model, std::string_view tokenizer = {},
+void save_model(const std::string& path, const ModelWeights& model, std::string_view tokenizer = {},
                 std::span<const io::NamedSection> sections = {});
 
 // The configuration a checkpoint was written with, checked by
@@ -29,7 +29,12 @@ std::unique_ptr<Transformer> load_model(const std::string& path, const ModelLimi
                                         Device device, std::string* tokenizer = nullptr,
                                         DType dtype = DType::f32);
 
-// Loads parameters into an existing model of the same configuration.
-void load_parameters(const std::string& path, Transformer& model);
+// The weights alone, for decoding (ModelWeights: no training or scoring
+// memory), loaded and their compute copy refreshed.
+std::unique_ptr<ModelWeights> load_weights(const std::string& path, Device device,
+                                           std::string* tokenizer = nullptr, DType dtype = DType::f32);
+
+// Loads parameters into an existing model (or weights) of the same configuration.
+void load_parameters(const std::string& path, ModelWeights& model);
 
 }  // namespace tfm

@@ -30,9 +30,6 @@ Transformer::Plan::Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, 
                             act(n + ".v", dt, {Rh * HE}), act(n + ".probs", dt, {R * H * L}),
                             act(n + ".ctx", dt, {R, HE})};
   };
-  params = mem.add(MemoryKind::parameters, "params", pt, {param_elems});
-  if (dt != pt) shadow = mem.add(MemoryKind::parameters, "params.compute", dt, {param_elems});
-  if (lim.inference) return;  // everything below serves the passes
   grads = mem.add(MemoryKind::gradients, "grads", pt, {param_elems});
   adam_m = mem.add(MemoryKind::optimizer, "adam.m", pt, {param_elems});
   adam_v = mem.add(MemoryKind::optimizer, "adam.v", pt, {param_elems});

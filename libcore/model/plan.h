@@ -31,14 +31,15 @@ struct DecoderLayerPlan {
 // uses, sized from (config, limits), in one MemoryPlan.
 struct Transformer::Plan {
   MemoryPlan mem;
-  int params, grads = -1, adam_m = -1, adam_v = -1;  // -1: inference only
+  // The parameters and their compute copy are the model's weights'
+  // (ModelWeights); gradients and Adam's moments have their layout.
+  int grads, adam_m, adam_v;
   int src, src_lengths, src_offsets, tgt_in, tgt_out, tgt_lengths, tgt_offsets;
   int enc_in, dec_in;
   std::vector<model::EncoderLayerPlan> enc;
   std::vector<model::DecoderLayerPlan> dec;
   model::SublayerIds enc_final{-1, -1, -1, -1}, dec_final{-1, -1, -1, -1};
   // workspace
-  int shadow = -1;  // the 16-bit copy of the parameters (16-bit compute only)
   int padded, proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
   // Room for attention tiles: rows of a (B, H, rows, X) head buffer, and
   // elements of one head's (Tq, Tk) weights (R x L).

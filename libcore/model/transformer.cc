@@ -47,31 +47,21 @@ uint32_t site(Stack stack, int64_t layer, Site which) {
 
 Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, Device device,
                          DType dtype)
-    : config_(config), limits_(limits), device_(device), dtype_(dtype),
-      param_dtype_(dtype == DType::f64 ? DType::f64 : DType::f32), layout_(config) {
-  config_.validate();
-  const bool ok = dtype == DType::f32 || (device.is_cpu() && dtype == DType::f64) ||
-                  (device.is_cuda() && (dtype == DType::bf16 || dtype == DType::f16));
-  TFM_REQUIRE(ok, "the model computes in f32 (f64 on the cpu for tests, bf16 or f16 on cuda), not {} on {}",
-              dtype_name(dtype), device.str());
+    : ModelWeights(config, device, dtype), limits_(limits) {
   TFM_REQUIRE(limits.max_tokens >= 1 && limits.max_len >= 1 && limits.loss_chunk >= 1,
               "model limits must be positive (max_tokens {}, max_len {}, loss_chunk {})",
               limits.max_tokens, limits.max_len, limits.loss_chunk);
-  TFM_REQUIRE(limits.inference || limits.max_len <= config.max_positions,
+  TFM_REQUIRE(limits.max_len <= config_.max_positions,
               "max_len {} is over the {} positions the model has (max_positions)", limits.max_len,
-              config.max_positions);
-  stream_ = std::make_unique<Stream>(device);
+              config_.max_positions);
   plan_ = std::make_unique<Plan>(config_, limits_, dtype_, param_dtype_, layout_.total(),
                                  device.is_cuda() ? limits_.max_tokens * 5 / 4 : limits_.max_tokens);
   memory_ = std::make_unique<PlannedMemory>(plan_->mem, device);
-  // What the op layer's libraries take beside the plan (OpenBLAS's GEMM
-  // buffers), checked now rather than found missing in the first GEMM.
   try {
     ops::check_library_memory(device);
   } catch (const Error& e) {
     throw Error(fmt::format("{}; the plan needs {}", e.what(), plan_->mem.report()));
   }
-  if (limits_.inference) return;
   if (!config_.learned_positions) {
     Tensor table = sinusoid_table(limits_.max_len, config_.d_model, param_dtype_);
     positions_ = Tensor(table.shape(), param_dtype_, device);
@@ -91,40 +81,27 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
 
 Transformer::~Transformer() = default;
 
-TensorView Transformer::params() const { return memory_->view(plan_->params); }
-TensorView Transformer::grads() const {
-  return plan_->grads >= 0 ? memory_->view(plan_->grads) : TensorView();
-}
+TensorView Transformer::grads() const { return memory_->view(plan_->grads); }
 std::pair<TensorView, TensorView> Transformer::optimizer_state() const {
-  TFM_REQUIRE(!limits_.inference, "the model was built for inference only: it has no optimizer state");
   return {memory_->view(plan_->adam_m), memory_->view(plan_->adam_v)};
 }
 
-TensorView Transformer::weights() const {
-  return plan_->shadow >= 0 ? memory_->view(plan_->shadow) : params();
+namespace {
+// The weights' plan and the passes' as one, for the report and the total.
+MemoryPlan joined(const MemoryPlan& a, const MemoryPlan& b) {
+  MemoryPlan out = a;
+  for (const MemoryPlan::Entry& e : b.entries()) out.add(e.kind, e.name, e.dtype, e.shape);
+  return out;
 }
+}  // namespace
 
-std::string Transformer::memory_report() const {
-  std::string report = plan_->mem.report();
-  if (int8_) report += fmt::format("; int8 weights {}", format_bytes(int8_->bytes()));
-  const size_t outside = ops::library_memory_bytes(device());
-  if (outside == 0) return report;
-  return fmt::format("{}; beside the plan, OpenBLAS's GEMM buffers {}", report, format_bytes(outside));
-}
+std::string Transformer::memory_report() const { return report_with(joined(weights_plan(), plan_->mem)); }
 
-void Transformer::quantize_int8() {
-  TFM_REQUIRE(device_.is_cpu() && dtype_ == DType::f32,
-              "int8 inference runs on the CPU from f32 parameters (on a GPU: --precision bf16)");
-  int8_ = std::make_unique<model::Int8Weights>(layout_, params());
-}
-size_t Transformer::memory_bytes() const { return plan_->mem.total(); }
-
-void Transformer::init(uint64_t seed) { init_parameters(layout_, config_, params(), seed, *stream_); }
+size_t Transformer::memory_bytes() const { return weights_plan().total() + plan_->mem.total(); }
 
 void Transformer::zero_grads() {
   phases::mark(*stream_, "zero gradients");
   const TensorView g = grads();
-  if (g.empty()) return;
   device_memset_zero(g.data(), device_, g.bytes(), *stream_);
   const TensorView u = memory_->view(plan_->update);
   device_memset_zero(u.data(), device_, u.bytes(), *stream_);
@@ -153,10 +130,6 @@ std::vector<GradientPiece> Transformer::gradient_order() const {
   return order;
 }
 
-void Transformer::refresh_weights() {
-  if (plan_->shadow >= 0) ops::cast(params(), weights(), *stream_);
-}
-
 namespace detail {
 
 // Runs one model pass over a model's planned memory, for the batch it
@@ -167,9 +140,8 @@ class Pass {
   Pass(const Transformer& t, const TrainStep& step)
       : config_(t.config_), layout_(t.layout_), plan_(*t.plan_), memory_(*t.memory_), stream_(*t.stream_),
         positions_(t.positions_.view()), B_(t.B_), S_(t.S_), T_(t.T_), Ns_(t.Ns_), Nt_(t.Nt_), Sa_(t.Sa_),
-        Ta_(t.Ta_), step_(step), master_(memory_.view(plan_.params)),
-        blocks_{stream_, config_, layout_,
-                memory_.view(plan_.shadow >= 0 ? plan_.shadow : plan_.params), memory_.view(plan_.grads),
+        Ta_(t.Ta_), step_(step), master_(t.params()),
+        blocks_{stream_, config_, layout_, t.weights(), memory_.view(plan_.grads),
                 {memory_.view(plan_.proj), memory_.view(plan_.scores), memory_.view(plan_.split),
                  memory_.view(plan_.dq), memory_.view(plan_.dk), memory_.view(plan_.dv),
                  memory_.view(plan_.dprobs), memory_.view(plan_.dproj)},
@@ -587,12 +559,10 @@ void Transformer::finish_update() {
 }
 
 TensorView Transformer::update_sums() const {
-  TFM_REQUIRE(!limits_.inference, "the model was built for inference only: it has no updates");
   return memory_->view(plan_->update);
 }
 
 TensorView Transformer::update_control() const {
-  TFM_REQUIRE(!limits_.inference, "the model was built for inference only: it has no updates");
   return memory_->view(plan_->control);
 }
 
@@ -648,7 +618,7 @@ TensorView Transformer::encode(const HostBatch& batch) {
 }
 
 TensorView Transformer::attention_probs(Attention kind, int64_t layer) const {
-  TFM_REQUIRE(!limits_.inference && B_ > 0, "no model pass has run: there are no attention weights yet");
+  TFM_REQUIRE(B_ > 0, "no model pass has run: there are no attention weights yet");
   TFM_REQUIRE(layer >= 0 && layer < config_.layers, "layer {} is outside the model's {} layers", layer,
               config_.layers);
   const auto l = static_cast<size_t>(layer);

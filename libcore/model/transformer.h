@@ -23,6 +23,7 @@
 #include "libcore/model/batch.h"
 #include "libcore/model/config.h"
 #include "libcore/model/params.h"
+#include "libcore/model/weights.h"
 #include "libcore/stream.h"
 
 namespace tfm {
@@ -38,10 +39,6 @@ struct ModelLimits {
   int64_t max_tokens = 4096;  // padded tokens on each side of a batch: B*S and B*T
   int64_t max_len = 256;      // longest sentence on either side (S, T; positions too)
   int64_t loss_chunk = 1024;  // target rows whose logits exist at once (C x V)
-  // Plans the parameters alone (and their 16-bit copy): no gradients,
-  // optimizer state or pass activations, for a decoder that plans its own
-  // (libcore/decode). The passes below then throw; the other limits are unused.
-  bool inference = false;
 };
 
 // A piece of the flat gradient buffer: elements [begin, end) of grads().
@@ -89,7 +86,9 @@ struct UpdateTicket {
   int64_t tokens = 0;  // its target tokens
 };
 
-class Transformer {
+// The model with the memory and passes of training and scoring around its
+// weights (ModelWeights: parameters, their compute copy, int8 weights).
+class Transformer : public ModelWeights {
  public:
   // dtype: the compute dtype of activations and matrix products. f32 on
   // either device; f64 on the CPU (tests); bf16 or f16 on CUDA, where the
@@ -97,31 +96,16 @@ class Transformer {
   // the parameters feeds the GEMMs, refreshed at the start of every pass.
   Transformer(const ModelConfig& config, const ModelLimits& limits, Device device,
               DType dtype = DType::f32);
-  ~Transformer();
-  Transformer(const Transformer&) = delete;
-  Transformer& operator=(const Transformer&) = delete;
+  ~Transformer() override;
 
-  const ModelConfig& config() const { return config_; }
   const ModelLimits& limits() const { return limits_; }
-  const ParamLayout& layout() const { return layout_; }
-  Device device() const { return device_; }
-  DType dtype() const { return dtype_; }              // compute
-  DType param_dtype() const { return param_dtype_; }  // parameters and gradients
-  const Stream& stream() const { return *stream_; }
 
-  // The flat buffers (layout()): parameters and their gradients (an empty
-  // view for an inference-only model).
-  TensorView params() const;
+  // The flat gradient buffer, in the parameters' layout (layout()).
   TensorView grads() const;
-  TensorView param(int id) const { return layout_.view(params(), id); }
   TensorView grad(int id) const { return layout_.view(grads(), id); }
   // Adam's first and second moments, in the parameters' layout (zeroed at
   // construction): the optimizer's share of the planned memory.
   std::pair<TensorView, TensorView> optimizer_state() const;
-  // What the GEMMs read: the 16-bit copy of the parameters, or the
-  // parameters themselves when compute and parameter dtypes agree.
-  TensorView weights() const;
-  TensorView weight(int id) const { return layout_.view(weights(), id); }
   // The pieces of grads() in the order backward completes them: each
   // decoder layer from the top, the final layer norms (pre-norm), each
   // encoder layer from the top, and last the embeddings (and learned
@@ -129,24 +113,11 @@ class Transformer {
   // they cover the buffer once.
   std::vector<GradientPiece> gradient_order() const;
 
-  // Refreshes the 16-bit copy from the parameters (no-op without one). Every
-  // pass below does it itself; a decoder calls it once after loading.
-  void refresh_weights();
-
-  // Inference on the CPU with 8-bit weights from now on (--precision int8):
-  // quantizes the matrices of the f32 parameters (model/int8.h), which the
-  // forward passes (evaluate, log_probs, encode) and decoders
-  // (IncrementalDecoder) then multiply by; training passes refuse. Call it
-  // after the parameters are loaded: later changes to them are not seen.
-  void quantize_int8();
-  const model::Int8Weights* int8_weights() const { return int8_.get(); }
-
   // "parameters 240.6 MiB, gradients 240.6 MiB, optimizer 481.3 MiB,
   // activations ..., workspace ..., total ..."
-  std::string memory_report() const;
-  size_t memory_bytes() const;  // the total of that report
+  std::string memory_report() const override;
+  size_t memory_bytes() const override;  // the total of that report
 
-  void init(uint64_t seed);
   // Starts an update: zeroes the gradients and the update's loss sums.
   void zero_grads();
 
@@ -207,12 +178,7 @@ class Transformer {
   // batch's {loss, nll}.
   void output_loss(const TrainStep& step, bool with_grads, const TensorView& sums);
 
-  ModelConfig config_;
   ModelLimits limits_;
-  Device device_;
-  DType dtype_, param_dtype_;
-  ParamLayout layout_;
-  std::unique_ptr<Stream> stream_;
   std::unique_ptr<Plan> plan_;
   std::unique_ptr<PlannedMemory> memory_;
   Tensor positions_;  // sinusoid table on the device (sinusoidal positions), param dtype
@@ -221,9 +187,8 @@ class Transformer {
   int64_t Sa_ = 0, Ta_ = 0;        // its attention tiles' lengths (S, T or, on CUDA, padded)
   int64_t tokens_ = 0;
   int64_t update_tokens_ = 0;  // target tokens since zero_grads()
-  std::unique_ptr<HostStaging> staging_;    // batch uploads (training models)
+  std::unique_ptr<HostStaging> staging_;    // batch uploads
   std::unique_ptr<HostReadback> readback_;  // updates' sums on their way to the host
-  std::unique_ptr<model::Int8Weights> int8_;  // quantize_int8()'s
 };
 
 }  // namespace tfm

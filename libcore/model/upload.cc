@@ -11,9 +11,6 @@ namespace tfm {
 using model::prefix;
 
 void Transformer::upload(const HostBatch& b) {
-  TFM_REQUIRE(!limits_.inference,
-              "the model was built for inference only: training and evaluation passes need "
-              "a model planned for them");
   const int64_t R = limits_.max_tokens;
   TFM_REQUIRE(b.batch >= 1 && b.src_len >= 1 && b.tgt_len >= 1, "the batch is empty");
   TFM_REQUIRE(b.batch * b.src_len <= R && b.batch * b.tgt_len <= R,

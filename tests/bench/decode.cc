@@ -160,7 +160,7 @@ struct Run {
   int64_t graphs = 0, graphs_built = 0;  // its steps' CUDA graphs: launched, built anew
 };
 
-Run run_tfm(const Options& o, Transformer& model, const std::vector<SearchRequest>& requests) {
+Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests) {
   TranslateOptions t;
   t.search.beam_size = o.beam;
   // A trained model's natural lengths: ranked as CTranslate2 ranks them.
@@ -199,7 +199,7 @@ Run run_tfm(const Options& o, Transformer& model, const std::vector<SearchReques
 
 // The share of the first n sentences whose n-best lists decoded alone are
 // bit-identical to the batched ones.
-double invariance_share(const Options& o, Transformer& model, const std::vector<SearchRequest>& requests,
+double invariance_share(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests,
                         const Run& batched, int64_t n) {
   n = std::min<int64_t>(n, static_cast<int64_t>(requests.size()));
   TranslateOptions t;
@@ -276,7 +276,7 @@ struct Ct2Result {
 class Ct2 {
  public:
   // Converts `model` (saved first when it is not o.model's checkpoint).
-  Ct2(const Options& o, const Transformer& model, const std::vector<SearchRequest>& requests) : o_(o) {
+  Ct2(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests) : o_(o) {
     char dir_template[] = "/tmp/tfm-bench-ct2-XXXXXX";
     TFM_REQUIRE(mkdtemp(dir_template) != nullptr, "cannot make a temporary directory");
     dir_ = dir_template;
@@ -419,12 +419,10 @@ int main(int argc, char** argv) {
     std::vector<SearchRequest> requests;
     int64_t src_tokens = 0;
     ModelConfig config;
-    std::unique_ptr<Transformer> model;
-    ModelLimits limits;
-    limits.inference = true;
+    std::unique_ptr<ModelWeights> model;
     std::string tokenizer;  // the checkpoint's SentencePiece model, for --reference
     if (!o.model.empty()) {
-      model = load_model(o.model, limits, device, &tokenizer, dtype);
+      model = load_weights(o.model, device, &tokenizer, dtype);
       config = model->config();
       for (const std::string& line : read_lines(o.input, o.sentences)) {
         SearchRequest r;
@@ -457,18 +455,18 @@ int main(int argc, char** argv) {
         src_tokens += static_cast<int64_t>(r.source.size());
         requests.push_back(std::move(r));
       }
-      model = std::make_unique<Transformer>(config, limits, device, dtype);
+      model = std::make_unique<ModelWeights>(config, device, dtype);
       model->init(1);
       model->refresh_weights();
     }
     TFM_REQUIRE(o.reference.empty() || !o.model.empty(), "--reference goes with --model");
     // The same weights in int8, decoded in turn with fp32 (CPU).
-    std::unique_ptr<Transformer> model8;
+    std::unique_ptr<ModelWeights> model8;
     if (!o.no_int8 && device.is_cpu() && dtype == DType::f32) {
       if (!o.model.empty()) {
-        model8 = load_model(o.model, limits, device, nullptr, dtype);
+        model8 = load_weights(o.model, device, nullptr, dtype);
       } else {
-        model8 = std::make_unique<Transformer>(config, limits, device, dtype);
+        model8 = std::make_unique<ModelWeights>(config, device, dtype);
         model8->init(1);
       }
       model8->quantize_int8();

@@ -109,9 +109,7 @@ TEST_CASE("cuda log_softmax_topk breaks ties by the smaller id, as the cpu does"
 TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[decode]") {
   ModelConfig c = ModelConfig::preset("tiny");
   c.parse("vocab_size = 97\nd_model = 48\nd_ff = 80\nheads = 3\nd_k = 20\nd_v = 12");  // row B's shapes
-  ModelLimits limits;
-  limits.inference = true;
-  Transformer cpu(c, limits, Device::cpu()), gpu(c, limits, Device::cuda(0));
+  ModelWeights cpu(c, Device::cpu()), gpu(c, Device::cuda(0));
   cpu.init(8);
   gpu.init(8);
   const std::vector<std::vector<int32_t>> sources = {{5, 6, 7}, {8, 9, 10, 11, 12}};
@@ -156,10 +154,8 @@ TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[dec
 TEST_CASE("decoder steps as cuda graphs give the bits of plain launches", "[decode]") {
   ModelConfig c = ModelConfig::preset("tiny");
   c.parse("vocab_size = 97\nd_model = 48\nd_ff = 80\nheads = 3\nd_k = 16\nd_v = 16");
-  ModelLimits limits;
-  limits.inference = true;
   for (DType dtype : {DType::f32, DType::bf16}) {
-    Transformer gpu(c, limits, Device::cuda(0), dtype);
+    ModelWeights gpu(c, Device::cuda(0), dtype);
     gpu.init(8);
     gpu.refresh_weights();
     const std::vector<std::vector<int32_t>> sources = {{5, 6, 7}, {8, 9, 10, 11, 12}};

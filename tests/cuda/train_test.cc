@@ -250,8 +250,6 @@ TEST_CASE("bf16 and f16 decoding on cuda give fp32's outputs on a trained model"
   INFO("training perplexity at the end " << ppl);
   REQUIRE(ppl < 1.5);
 
-  ModelLimits inference;
-  inference.inference = true;
   const auto sources = random_sentences(64, 99);
   std::vector<SearchRequest> batch;
   for (const auto& s : sources) batch.push_back({s, static_cast<int64_t>(s.size()) + 5, 0});
@@ -259,7 +257,7 @@ TEST_CASE("bf16 and f16 decoding on cuda give fp32's outputs on a trained model"
   o.beam_size = 4;
   o.n_best = 4;
   const auto decode = [&](DType dtype) {
-    Transformer m(c, inference, Device::cuda(0), dtype);
+    ModelWeights m(c, Device::cuda(0), dtype);
     copy(m.params(), model.params(), m.stream());
     m.refresh_weights();
     DecoderLimits dl{.sentences = 64, .src_tokens = 64 * 10, .src_len = 10,

@@ -78,9 +78,7 @@ int main(int argc, char** argv) {
         config.parse(flag, "argument");  // KEY=VALUE
       }
     }
-    ModelLimits limits;
-    limits.inference = true;
-    Transformer model(config, limits, Device::cpu());
+    ModelWeights model(config, Device::cpu());
     model.init(seed);
     if (eos) {
       TFM_REQUIRE(!config.pre_norm, "--eos-logit needs a post-norm model");

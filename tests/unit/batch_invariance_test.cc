@@ -135,9 +135,7 @@ TEST_CASE("decoding gives the same n-best lists and scores at batch sizes 1, 7 a
   }
   for (const bool int8 : {false, true}) {
     INFO((int8 ? "int8" : "fp32"));
-    ModelLimits inference;
-    inference.inference = true;
-    auto model = load_model(dir.file("tiny.bin"), inference, Device::cpu());
+    auto model = load_weights(dir.file("tiny.bin"), Device::cpu());
     if (int8) model->quantize_int8();
     const int64_t V = model->config().vocab_size;
     std::vector<SearchRequest> requests;

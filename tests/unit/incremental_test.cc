@@ -102,10 +102,8 @@ TEST_CASE("the incremental decoder gives the full forward pass's log-probabiliti
 }
 
 TEST_CASE("the decoder's top-k and eos log-probabilities agree with its full log-softmax", "[decode]") {
-  ModelLimits limits;
-  limits.inference = true;
   const ModelConfig c = variant(0);
-  Transformer model(c, limits, Device::cpu());
+  ModelWeights model(c, Device::cpu());
   model.init(4);
   IncrementalDecoder dec(model, {.sentences = 2, .src_tokens = 8, .src_len = 4, .rows = 2, .steps = 3, .top_k = 5});
   dec.start({{5, 6, 7, 8}, {9}}, 2, 3);
@@ -128,10 +126,9 @@ TEST_CASE("the decoder's top-k and eos log-probabilities agree with its full log
     }
     CHECK(eos[static_cast<size_t>(r)] == Approx(full[static_cast<size_t>(r * c.vocab_size + kEosId)]).margin(1e-5));
   }
-  // The plan is the decoder's; the model planned its parameters alone.
+  // The plan is the decoder's; the weights are the parameters alone.
   CHECK(model.memory_report().find("gradients") == std::string::npos);
   CHECK(dec.memory_report().find("kv-cache") != std::string::npos);
-  REQUIRE_THROWS_WITH(model.evaluate(HostBatch::from_pairs({{5}}, {{6}})), Catch::Contains("inference only"));
   REQUIRE_THROWS_WITH(dec.start({{5, 6, 7, 8, 9}}, 2, 3), Catch::Contains("over the planned"));
   REQUIRE_THROWS_WITH(dec.start({{5}}, 2, 4), Catch::Contains("over the plan"));
 }

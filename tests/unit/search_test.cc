@@ -26,11 +26,9 @@ ModelConfig small_config(int64_t vocab) {
   return c;
 }
 
-// A random f32 model planned for inference only.
-std::unique_ptr<Transformer> inference_model(int64_t vocab, uint64_t seed) {
-  ModelLimits limits;
-  limits.inference = true;
-  auto model = std::make_unique<Transformer>(small_config(vocab), limits, Device::cpu());
+// Random f32 weights, for decoding.
+std::unique_ptr<ModelWeights> inference_model(int64_t vocab, uint64_t seed) {
+  auto model = std::make_unique<ModelWeights>(small_config(vocab), Device::cpu());
   model->init(seed);
   return model;
 }
@@ -51,7 +49,7 @@ DecoderLimits limits_for(const std::vector<SearchRequest>& batch, const BeamSear
   return l;
 }
 
-std::vector<std::vector<Hypothesis>> search(Transformer& model, const std::vector<SearchRequest>& batch,
+std::vector<std::vector<Hypothesis>> search(const ModelWeights& model, const std::vector<SearchRequest>& batch,
                                             const BeamSearchOptions& o) {
   IncrementalDecoder dec(model, limits_for(batch, o, model.config().vocab_size));
   return beam_search(dec, batch, o);
@@ -157,7 +155,7 @@ TEST_CASE("beam search with a beam of V^length equals exhaustive search", "[sear
 
 TEST_CASE("beam search with a beam of 1 is greedy search", "[search]") {
   const auto owned = inference_model(29, 5);
-  Transformer& model = *owned;
+  ModelWeights& model = *owned;
   const ModelConfig& c = model.config();
   const std::vector<SearchRequest> batch = random_requests(9, c.vocab_size, 6, 77);
   for (const LengthPenalty form : {LengthPenalty::gnmt, LengthPenalty::plain}) {
@@ -227,7 +225,7 @@ TEST_CASE("n-best lists are sorted and distinct, and the bound stops with the sa
 
 TEST_CASE("beam search keeps cross-attention weights and honours forced lengths", "[search]") {
   const auto owned = inference_model(13, 2);
-  Transformer& model = *owned;
+  ModelWeights& model = *owned;
   const ModelConfig& c = model.config();
   std::vector<SearchRequest> batch = random_requests(4, c.vocab_size, 3, 9);
   for (SearchRequest& r : batch) r.min_len = r.max_len = static_cast<int64_t>(r.source.size()) + 1;
@@ -274,9 +272,7 @@ TEST_CASE("a model trained to copy decodes its inputs, through a checkpoint", "[
     }
     save_model(dir.file("copy.bin"), model);
   }
-  ModelLimits inference;
-  inference.inference = true;
-  auto loaded = load_model(dir.file("copy.bin"), inference, Device::cpu());
+  auto loaded = load_weights(dir.file("copy.bin"), Device::cpu());
   BeamSearchOptions o;
   const auto got = search(*loaded, batch, o);
   int exact = 0;
