@@ -357,7 +357,7 @@ class Pass {
     model::linear_backward(blocks_, in, w.fc1, df, d_in, beta);
   }
 
-  // --------------------------------------------------------------- layers
+  // The running input of block l of each stack (what backward recomputes from).
   TensorView encoder_block_input(int64_t l) const {
     return l == 0 ? buffer(plan_.enc_in, {source_rows(), config_.d_model})
                   : buffer(plan_.enc[l - 1].b.y, {source_rows(), config_.d_model});
@@ -367,19 +367,53 @@ class Pass {
                   : buffer(plan_.dec[l - 1].c.y, {target_rows(), config_.d_model});
   }
 
+  // ------------------------------------------------------ sub-layer blocks
+  // A sub-layer of block l of a stack from its running input x: the input
+  // (pre-norm: normalized), the sub-layer, its end (dropout, residual,
+  // post-norm). Returns the running output. Backward: g is d/d(output) in
+  // and d/d(x) out, in place.
+  static Site ffn_site(Stack stack) { return stack == Stack::encoder ? Site::encoder_ffn_out : Site::decoder_ffn_out; }
+  AttentionShape self_attention_shape(Stack stack, int64_t l) const {
+    return self_shape(stack, /*causal=*/stack == Stack::decoder, site(stack, l + 1, Site::self_attention));
+  }
+
+  TensorView self_attention_block(Stack stack, int64_t l, AttentionIds w, NormIds norm,
+                                  const AttentionPlanIds& ids, const SublayerIds& sub, const TensorView& x) {
+    const TensorView s = buffer(plan_.s, x.shape());
+    const TensorView in = sublayer_input(sub, norm, x);
+    const AttentionShape a = self_attention_shape(stack, l);
+    model::attention_forward(blocks_, w, a, in, in, saved(ids, a), s);
+    return sublayer_end(sub, norm, x, s, site(stack, l + 1, Site::self_attention_out));
+  }
+  void self_attention_block_backward(Stack stack, int64_t l, AttentionIds w, NormIds norm,
+                                     const AttentionPlanIds& ids, const SublayerIds& sub, const TensorView& x,
+                                     const TensorView& g) {
+    const SublayerGrads d = sublayer_end_backward(sub, norm, g, site(stack, l + 1, Site::self_attention_out));
+    const TensorView in = config_.pre_norm ? buffer(sub.h, x.shape()) : x;
+    const AttentionShape a = self_attention_shape(stack, l);
+    model::attention_backward(blocks_, w, a, in, in, saved(ids, a), d.ds, d.d_input, d.beta, d.d_input);
+    sublayer_input_backward(sub, norm, x, g);
+  }
+
+  TensorView ffn_block(Stack stack, int64_t l, FfnIds w, NormIds norm, int f_id, const SublayerIds& sub,
+                       const TensorView& x) {
+    const TensorView s = buffer(plan_.s, x.shape());
+    ffn_forward(w, f_id, sublayer_input(sub, norm, x), s);
+    return sublayer_end(sub, norm, x, s, site(stack, l + 1, ffn_site(stack)));
+  }
+  void ffn_block_backward(Stack stack, int64_t l, FfnIds w, NormIds norm, int f_id, const SublayerIds& sub,
+                          const TensorView& x, const TensorView& g) {
+    const SublayerGrads d = sublayer_end_backward(sub, norm, g, site(stack, l + 1, ffn_site(stack)));
+    ffn_backward(w, f_id, config_.pre_norm ? buffer(sub.h, x.shape()) : x, d.ds, d.d_input, d.beta);
+    sublayer_input_backward(sub, norm, x, g);
+  }
+
+  // --------------------------------------------------------------- layers
   TensorView encoder_layer(int64_t l, const TensorView& x) {
     const EncoderLayerIds& w = layout_.encoder[static_cast<size_t>(l)];
     const EncoderLayerPlan& p = plan_.enc[static_cast<size_t>(l)];
-    const TensorView s = buffer(plan_.s, x.shape());
-    const TensorView in_a = sublayer_input(p.a, w.self_attn_norm, x);
-    const AttentionShape sa =
-        self_shape(Stack::encoder, false, site(Stack::encoder, l + 1, Site::self_attention));
-    model::attention_forward(blocks_, w.self_attn, sa, in_a, in_a, saved(p.attn, sa), s);
-    const TensorView y_a =
-        sublayer_end(p.a, w.self_attn_norm, x, s, site(Stack::encoder, l + 1, Site::self_attention_out));
-    const TensorView in_b = sublayer_input(p.b, w.ffn_norm, y_a);
-    ffn_forward(w.ffn, p.f, in_b, s);
-    return sublayer_end(p.b, w.ffn_norm, y_a, s, site(Stack::encoder, l + 1, Site::encoder_ffn_out));
+    const TensorView y_a = self_attention_block(Stack::encoder, l, w.self_attn, w.self_attn_norm, p.attn, p.a, x);
+    return ffn_block(Stack::encoder, l, w.ffn, w.ffn_norm, p.f, p.b, y_a);
   }
 
   void encoder_layer_backward(int64_t l, const TensorView& g) {
@@ -387,38 +421,23 @@ class Pass {
     const EncoderLayerPlan& p = plan_.enc[static_cast<size_t>(l)];
     const TensorView x = encoder_block_input(l);
     const TensorView y_a = buffer(p.a.y, x.shape());
-    SublayerGrads b =
-        sublayer_end_backward(p.b, w.ffn_norm, g, site(Stack::encoder, l + 1, Site::encoder_ffn_out));
-    ffn_backward(w.ffn, p.f, config_.pre_norm ? buffer(p.b.h, x.shape()) : y_a, b.ds, b.d_input, b.beta);
-    sublayer_input_backward(p.b, w.ffn_norm, y_a, g);
-    SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g,
-                                            site(Stack::encoder, l + 1, Site::self_attention_out));
-    const TensorView in_a = config_.pre_norm ? buffer(p.a.h, x.shape()) : x;
-    const AttentionShape sa =
-        self_shape(Stack::encoder, false, site(Stack::encoder, l + 1, Site::self_attention));
-    model::attention_backward(blocks_, w.self_attn, sa, in_a, in_a, saved(p.attn, sa), a.ds, a.d_input,
-                              a.beta, a.d_input);
-    sublayer_input_backward(p.a, w.self_attn_norm, x, g);
+    ffn_block_backward(Stack::encoder, l, w.ffn, w.ffn_norm, p.f, p.b, y_a, g);
+    self_attention_block_backward(Stack::encoder, l, w.self_attn, w.self_attn_norm, p.attn, p.a, x, g);
   }
 
   TensorView decoder_layer(int64_t l, const TensorView& x, const TensorView& enc_out) {
     const DecoderLayerIds& w = layout_.decoder[static_cast<size_t>(l)];
     const DecoderLayerPlan& p = plan_.dec[static_cast<size_t>(l)];
-    const TensorView s = buffer(plan_.s, x.shape());
-    const TensorView in_a = sublayer_input(p.a, w.self_attn_norm, x);
-    const AttentionShape sa =
-        self_shape(Stack::decoder, true, site(Stack::decoder, l + 1, Site::self_attention));
-    model::attention_forward(blocks_, w.self_attn, sa, in_a, in_a, saved(p.self_attn, sa), s);
     const TensorView y_a =
-        sublayer_end(p.a, w.self_attn_norm, x, s, site(Stack::decoder, l + 1, Site::self_attention_out));
+        self_attention_block(Stack::decoder, l, w.self_attn, w.self_attn_norm, p.self_attn, p.a, x);
+    // Attention over the source.
+    const TensorView s = buffer(plan_.s, x.shape());
     const TensorView in_b = sublayer_input(p.b, w.cross_attn_norm, y_a);
     const AttentionShape ca = cross_shape(site(Stack::decoder, l + 1, Site::cross_attention));
     model::attention_forward(blocks_, w.cross_attn, ca, in_b, enc_out, saved(p.cross_attn, ca), s);
     const TensorView y_b =
         sublayer_end(p.b, w.cross_attn_norm, y_a, s, site(Stack::decoder, l + 1, Site::cross_attention_out));
-    const TensorView in_c = sublayer_input(p.c, w.ffn_norm, y_b);
-    ffn_forward(w.ffn, p.f, in_c, s);
-    return sublayer_end(p.c, w.ffn_norm, y_b, s, site(Stack::decoder, l + 1, Site::decoder_ffn_out));
+    return ffn_block(Stack::decoder, l, w.ffn, w.ffn_norm, p.f, p.c, y_b);
   }
 
   void decoder_layer_backward(int64_t l, const TensorView& g, const TensorView& enc_out,
@@ -427,28 +446,17 @@ class Pass {
     const DecoderLayerPlan& p = plan_.dec[static_cast<size_t>(l)];
     const TensorView x = decoder_block_input(l);
     const TensorView y_a = buffer(p.a.y, x.shape()), y_b = buffer(p.b.y, x.shape());
+    ffn_block_backward(Stack::decoder, l, w.ffn, w.ffn_norm, p.f, p.c, y_b, g);
 
-    SublayerGrads c =
-        sublayer_end_backward(p.c, w.ffn_norm, g, site(Stack::decoder, l + 1, Site::decoder_ffn_out));
-    ffn_backward(w.ffn, p.f, config_.pre_norm ? buffer(p.c.h, x.shape()) : y_b, c.ds, c.d_input, c.beta);
-    sublayer_input_backward(p.c, w.ffn_norm, y_b, g);
-
-    SublayerGrads b = sublayer_end_backward(p.b, w.cross_attn_norm, g,
-                                            site(Stack::decoder, l + 1, Site::cross_attention_out));
+    const SublayerGrads b = sublayer_end_backward(p.b, w.cross_attn_norm, g,
+                                                  site(Stack::decoder, l + 1, Site::cross_attention_out));
     const TensorView in_b = config_.pre_norm ? buffer(p.b.h, x.shape()) : y_a;
     const AttentionShape ca = cross_shape(site(Stack::decoder, l + 1, Site::cross_attention));
     model::attention_backward(blocks_, w.cross_attn, ca, in_b, enc_out, saved(p.cross_attn, ca), b.ds,
                               b.d_input, b.beta, g_enc);
     sublayer_input_backward(p.b, w.cross_attn_norm, y_a, g);
 
-    SublayerGrads a = sublayer_end_backward(p.a, w.self_attn_norm, g,
-                                            site(Stack::decoder, l + 1, Site::self_attention_out));
-    const TensorView in_a = config_.pre_norm ? buffer(p.a.h, x.shape()) : x;
-    const AttentionShape sa =
-        self_shape(Stack::decoder, true, site(Stack::decoder, l + 1, Site::self_attention));
-    model::attention_backward(blocks_, w.self_attn, sa, in_a, in_a, saved(p.self_attn, sa), a.ds,
-                              a.d_input, a.beta, a.d_input);
-    sublayer_input_backward(p.a, w.self_attn_norm, x, g);
+    self_attention_block_backward(Stack::decoder, l, w.self_attn, w.self_attn_norm, p.self_attn, p.a, x, g);
   }
 
   const ModelConfig& config_;
