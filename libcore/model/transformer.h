@@ -28,9 +28,6 @@
 
 namespace tfm {
 
-namespace model {
-class Int8Weights;
-}
 namespace detail {
 class Pass;  // transformer.cc
 }
