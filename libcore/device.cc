@@ -235,26 +235,6 @@ void device_memset_zero(void* dst, Device device, size_t bytes, const Stream& st
 #endif
 }
 
-void device_copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
-                    size_t rows, Device device, const Stream& stream) {
-  if (rows == 0 || width == 0) return;
-  if (device.is_cpu()) {
-    for (size_t r = 0; r < rows; ++r)
-      std::memcpy(static_cast<char*>(dst) + r * dst_pitch,
-                  static_cast<const char*>(src) + r * src_pitch, width);
-    return;
-  }
-#ifdef TFM_WITH_CUDA
-  cudaStream_t s = native_of(stream, device);
-  activate(device);
-  TFM_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows,
-                                   cudaMemcpyDeviceToDevice, s));
-#else
-  (void)stream;
-  no_cuda();
-#endif
-}
-
 void device_synchronize(Device device) {
   if (device.is_cpu()) return;
 #ifdef TFM_WITH_CUDA

@@ -104,11 +104,6 @@ void device_memset_zero(void* dst, Device device, size_t bytes, const Stream& st
 void device_download_async(void* pinned_dst, const void* src, Device src_device, size_t bytes,
                            const Stream& stream);
 
-// Copies `rows` rows of `width` bytes from src (row pitch src_pitch bytes)
-// to dst (row pitch dst_pitch), both on `device`, in the order of `stream`.
-// Writes one time step into a KV cache, say.
-void device_copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
-                    size_t rows, Device device, const Stream& stream);
 
 // Waits for all work queued on `device`, on every stream (cudaDeviceSynchronize).
 // For tests and program ends, never inside a step.

@@ -238,7 +238,7 @@ pack_step() {
   done
   while read -r n; do
     grep -qxF "$n" <<<"$known" && continue
-    f=$(find /usr/local/cuda/ /usr/local/cuda*/ /opt /usr/lib /usr/local/lib -name "$n" 2>/dev/null | head -n 1 || true)
+    f=$(find /usr/local/cuda*/ /opt /usr/lib /usr/local/lib -name "$n" 2>/dev/null | head -n 1 || true)
     [ -n "$f" ] && ln -sf "$f" "$libs/$n"
   done <"$dir/lib/NEEDED"
   export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

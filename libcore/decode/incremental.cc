@@ -447,10 +447,8 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
   TFM_REQUIRE(token >= 0 && token < V, "token id {} is outside the vocabulary [0, {})", token, V);
   const Ids& i = *ids_;
   const Stream& st = model_.stream();
-  const TensorView logits = view(i.logits), column = prefix(view(i.column), {N_});
-  const size_t el = dtype_size(logits.dtype());
-  device_copy_2d(column.data(), el, static_cast<const char*>(logits.data()) + token * el, V * el,
-                 el, static_cast<size_t>(N_), logits.device(), st);
+  const TensorView column = prefix(view(i.column), {N_});
+  ops::copy_columns(prefix(view(i.logits), {N_, V}), token, column.reshape({N_, 1}), st);
   std::vector<double> out = download(column, st);
   const std::vector<double> lse = download(prefix(view(i.lse), {N_}), st);
   for (size_t r = 0; r < out.size(); ++r) out[r] -= lse[r];
