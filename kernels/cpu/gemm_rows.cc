@@ -1,28 +1,31 @@
 // CPU GEMM whose rows do not see each other (GemmOptions::row_invariant):
-// C = act(alpha * A B^T + beta * C + bias) with every element a dot product
-// of a row of A and a row of B computed in one fixed order, so a row of C
-// has the same bits whatever the other rows are, how many there are, where
-// it sits among them and how many threads run. The decoder needs that for
-// batch invariance, and OpenBLAS does not give it: its kernels sum an
-// element differently by its column's place in a register block (measured
-// on the Zen / Haswell sgemm of OpenBLAS 0.3.21: a period of 12 rows, half
-// of them one way, and other sums in the tails).
+// C = act(alpha * A B^T + beta * C + bias) with every element summed in one
+// fixed order, so a row of C has the same bits whatever the other rows are,
+// how many there are, where it sits among them and how many threads run.
+// The decoder needs that for batch invariance, and OpenBLAS does not give
+// it: its kernels sum an element differently by its column's place in a
+// register block (measured on the Zen / Haswell sgemm of OpenBLAS 0.3.21:
+// a period of 12 rows, half of them one way, and other sums in the tails).
 //
-// The order of element (i, j): eight lanes, lane l the products of
-// k = l (mod 8) added in order by fused multiply-adds; the lanes added by a
-// fixed tree ((0+1) + (2+3)) + ((4+5) + (6+7)) (what two rounds of AVX's
-// pairwise adds and one of halves give, eight elements at once); the k % 8
-// last products fused onto that in order; then alpha, beta C and the bias
-// (and ReLU). AVX2 computes
-// it eight lanes to a register, the portable path lane by lane with
-// std::fma: both give the same bits on every x86-64 (and any other CPU).
-// B's rows are read as they lie (a weight matrix (N, K)): nothing is
-// packed, so nothing is repacked on every call.
+// The order of element (i, j): the products a[i, k] b[j, k] fused onto one
+// accumulator by multiply-adds, k = 0, 1, ..., K - 1 in turn, from zero;
+// then alpha, beta C and the bias (and ReLU). That is the order of a
+// register-tiled kernel that broadcasts A: a tile of 6 rows x 16 columns
+// holds 12 AVX2 accumulators, each step one broadcast of a[i, k] per row
+// against 16 values of B's column k, every element a chain of its own. The
+// portable path runs the same chains with std::fma: the same bits on every
+// x86-64 (and any other CPU).
+//
+// B (a weight matrix (N, K), rows as they lie) is copied 16 rows at a time
+// into a panel (K, 16), B's column k of those rows contiguous, which every
+// row of A then runs against while it stays in cache. The copy is 1/M of
+// the multiply-adds (under 1% at the decoder's 128 rows and more).
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #if defined(__x86_64__)
@@ -34,9 +37,8 @@
 namespace tfm::ops::cpu {
 namespace {
 
-constexpr int kLanes = 8;
-constexpr int64_t kTileRows = 2, kTileCols = 4;  // 8 accumulators a tile
-constexpr int64_t kBlockCols = 16;                // B rows a thread takes at once
+constexpr int64_t kPanel = 16;  // B rows (C columns) a panel holds: two AVX2 registers
+constexpr int kTileRows = 6;    // A rows a tile holds: 6 x 2 accumulators, 15 of 16 registers
 
 template <typename T>
 struct Epilogue {
@@ -51,110 +53,141 @@ struct Epilogue {
   }
 };
 
-// The k % 8 last products, fused onto the lanes' sum in order.
+// The calling thread's panel memory, at least n elements, 64-byte aligned;
+// kept from call to call (a decoder calls with the same shapes every step).
 template <typename T>
-T tail(T s, const T* a, const T* b, int64_t k0, int64_t k) {
-  for (int64_t p = k0; p < k; ++p) s = std::fma(a[p], b[p], s);
-  return s;
+T* scratch(int64_t n) {
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<T, Free> memory;
+  thread_local int64_t size = 0;
+  if (n > size) {
+    const size_t bytes = (sizeof(T) * static_cast<size_t>(n) + 63) / 64 * 64;
+    memory.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
+    TFM_REQUIRE(memory, "gemm: no memory for {} bytes of panels", bytes);
+    size = n;
+  }
+  return memory.get();
 }
 
-// The lanes' tree and the tail: `lane` holds the eight lane sums of the
-// whole vectors.
+// B's rows [j0, j0 + cols) as panel[k * kPanel + q] = b[j0 + q, k]; columns
+// past cols are zero.
 template <typename T>
-T finish(const T* lane, const T* a, const T* b, int64_t k0, int64_t k) {
-  return tail(((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7])),
-              a, b, k0, k);
+void pack_panel(const GemmShape& s, const T* b, int64_t j0, int64_t cols, T* panel) {
+  if (cols < kPanel) std::fill(panel, panel + s.k * kPanel, T(0));
+  for (int64_t q = 0; q < cols; ++q) {
+    const T* row = b + (j0 + q) * s.ldb;
+    for (int64_t p = 0; p < s.k; ++p) panel[p * kPanel + q] = row[p];
+  }
 }
 
-// Rows [i0, i1) x columns [j0, j1), lane by lane.
+// Rows [0, m) of C's columns [j0, j0 + cols) from their panel, chain by chain.
 template <typename T>
-void block_portable(const GemmShape& s, const T* a, const T* b, T* c, const Epilogue<T>& e,
-                    int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  const int64_t k8 = s.k / kLanes * kLanes;
-  for (int64_t i = i0; i < i1; ++i)
-    for (int64_t j = j0; j < j1; ++j) {
-      const T* ar = a + i * s.lda;
-      const T* br = b + j * s.ldb;
-      T lane[kLanes] = {};
-      for (int64_t p = 0; p < k8; p += kLanes)
-        for (int l = 0; l < kLanes; ++l) lane[l] = std::fma(ar[p + l], br[p + l], lane[l]);
-      T* cp = c + i * s.ldc + j;
-      *cp = e.apply(finish(lane, ar, br, k8, s.k), cp, j);
-    }
+void panel_portable(const GemmShape& s, const T* a, const T* panel, T* c, const Epilogue<T>& e,
+                    int64_t j0, int64_t cols) {
+  for (int64_t i = 0; i < s.m; ++i) {
+    const T* ar = a + i * s.lda;
+    T acc[kPanel] = {};
+    for (int64_t p = 0; p < s.k; ++p)
+      for (int64_t q = 0; q < kPanel; ++q) acc[q] = std::fma(ar[p], panel[p * kPanel + q], acc[q]);
+    T* cr = c + i * s.ldc + j0;
+    for (int64_t q = 0; q < cols; ++q) cr[q] = e.apply(acc[q], cr + q, j0 + q);
+  }
 }
 
 #if defined(__x86_64__)
-// A tile of R x C elements, eight lanes to a register.
-template <int R, int C>
-[[gnu::target("avx2,fma")]] void tile_avx2(const GemmShape& s, const float* a, const float* b,
-                                            float* c, const Epilogue<float>& e, int64_t i, int64_t j) {
-  const int64_t k8 = s.k / kLanes * kLanes;
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) acc[r][q] = _mm256_setzero_ps();
+// Rows [i, i + R) x the panel's columns: 2 R accumulators, one chain each.
+template <int R>
+[[gnu::target("avx2,fma")]] void tile_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
+                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols) {
+  __m256 acc[R][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   const float* ar[R];
-  const float* br[C];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) ar[r] = a + (i + r) * s.lda;
-  for (int q = 0; q < C; ++q) br[q] = b + (j + q) * s.ldb;
-  for (int64_t p = 0; p < k8; p += kLanes) {
-    __m256 x[R], w[C];
-    for (int r = 0; r < R; ++r) x[r] = _mm256_loadu_ps(ar[r] + p);
-    for (int q = 0; q < C; ++q) w[q] = _mm256_loadu_ps(br[q] + p);
-    for (int r = 0; r < R; ++r)
-      for (int q = 0; q < C; ++q) acc[r][q] = _mm256_fmadd_ps(x[r], w[q], acc[r][q]);
-  }
-  if constexpr (R == 2 && C == 4) {
-    // The eight trees at once: pairwise adds twice, then the halves.
-    const __m256 t0 = _mm256_hadd_ps(acc[0][0], acc[0][1]), t1 = _mm256_hadd_ps(acc[0][2], acc[0][3]);
-    const __m256 t2 = _mm256_hadd_ps(acc[1][0], acc[1][1]), t3 = _mm256_hadd_ps(acc[1][2], acc[1][3]);
-    const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-    const __m256 sums = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-    if (k8 == s.k) {  // no tail: the epilogue as apply() does it, four columns at once
-      const __m128 half[2] = {_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1)};
-      for (int r = 0; r < 2; ++r) {
-        float* cp = c + (i + r) * s.ldc + j;
-        __m128 v = half[r];
-        if (e.alpha != 1.0f) v = _mm_mul_ps(_mm_set1_ps(e.alpha), v);
-        if (e.beta != 0.0f) v = _mm_add_ps(v, _mm_mul_ps(_mm_set1_ps(e.beta), _mm_loadu_ps(cp)));
-        if (e.bias) v = _mm_add_ps(v, _mm_loadu_ps(e.bias + j));
-        if (e.relu) v = _mm_max_ps(_mm_setzero_ps(), v);  // v < 0 ? 0 : v, as std::max(v, 0)
-        _mm_storeu_ps(cp, v);
-      }
-      return;
+  const int64_t k = s.k;
+  for (int64_t p = 0; p < k; ++p) {
+    const __m256 w0 = _mm256_load_ps(panel + p * kPanel), w1 = _mm256_load_ps(panel + p * kPanel + 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(ar[r] + p);
+      acc[r][0] = _mm256_fmadd_ps(x, w0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, w1, acc[r][1]);
     }
-    alignas(32) float sum[8];
-    _mm256_store_ps(sum, sums);
-    for (int r = 0; r < 2; ++r)
+  }
+  // Out of the registers once (an epilogue indexing them would keep them in
+  // memory through the loop), then the epilogue as apply() does it, eight
+  // columns at once.
+  alignas(32) float dot[R][kPanel];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    _mm256_store_ps(dot[r], acc[r][0]);
+    _mm256_store_ps(dot[r] + 8, acc[r][1]);
+  }
+  const __m256 alpha = _mm256_set1_ps(e.alpha), beta = _mm256_set1_ps(e.beta);
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + (i + r) * s.ldc + j0;
+    if (cols < kPanel) {  // the last panel's columns: one at a time
+      for (int64_t q = 0; q < cols; ++q) cr[q] = e.apply(dot[r][q], cr + q, j0 + q);
+      continue;
+    }
+    for (int h = 0; h < 2; ++h) {
+      __m256 v = _mm256_load_ps(dot[r] + 8 * h);
+      if (e.alpha != 1.0f) v = _mm256_mul_ps(alpha, v);
+      if (e.beta != 0.0f) v = _mm256_add_ps(v, _mm256_mul_ps(beta, _mm256_loadu_ps(cr + 8 * h)));
+      if (e.bias) v = _mm256_add_ps(v, _mm256_loadu_ps(e.bias + j0 + 8 * h));
+      if (e.relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);  // v < 0 ? 0 : v, as std::max(v, 0)
+      _mm256_storeu_ps(cr + 8 * h, v);
+    }
+  }
+}
+
+// pack_panel for a whole panel: eight rows by eight columns of B at a time,
+// transposed in registers (the same values, so the same bits after).
+[[gnu::target("avx2,fma")]] void pack_panel_avx2(const GemmShape& s, const float* b, int64_t j0, float* panel) {
+  const int64_t k8 = s.k / 8 * 8;
+  for (int64_t half = 0; half < kPanel; half += 8) {
+    const float* row = b + (j0 + half) * s.ldb;
+    for (int64_t p = 0; p < k8; p += 8) {
+      __m256 r[8], t[8];
+      for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(row + q * s.ldb + p);
+      for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);      // q0 q1 at k 0, 1 | 4, 5
+        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);  // q0 q1 at k 2, 3 | 6, 7
+      }
+      for (int q = 0; q < 8; q += 4) {
+        r[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);      // q0..q3 at k 0 | 4
+        r[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);  // k 1 | 5
+        r[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);  // k 2 | 6
+        r[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);  // k 3 | 7
+      }
+      float* out = panel + p * kPanel + half;
       for (int q = 0; q < 4; ++q) {
-        float* cp = c + (i + r) * s.ldc + j + q;
-        *cp = e.apply(tail(sum[r * 4 + q], ar[r], br[q], k8, s.k), cp, j + q);
+        _mm256_store_ps(out + q * kPanel, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+        _mm256_store_ps(out + (q + 4) * kPanel, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
       }
-  } else {
-    for (int r = 0; r < R; ++r)
-      for (int q = 0; q < C; ++q) {
-        alignas(32) float lane[kLanes];
-        _mm256_store_ps(lane, acc[r][q]);
-        float* cp = c + (i + r) * s.ldc + j + q;
-        *cp = e.apply(finish(lane, ar[r], br[q], k8, s.k), cp, j + q);
-      }
+    }
+    for (int64_t q = 0; q < 8; ++q)
+      for (int64_t p = k8; p < s.k; ++p) panel[p * kPanel + half + q] = row[q * s.ldb + p];
   }
 }
 
 template <int R>
-[[gnu::target("avx2,fma")]] void row_tiles_avx2(const GemmShape& s, const float* a, const float* b,
-                                                 float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
-                                                 int64_t j1) {
-  int64_t j = j0;
-  for (; j + kTileCols <= j1; j += kTileCols) tile_avx2<R, kTileCols>(s, a, b, c, e, i, j);
-  for (; j < j1; ++j) tile_avx2<R, 1>(s, a, b, c, e, i, j);
+[[gnu::target("avx2,fma")]] void tail_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
+                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols) {
+  if constexpr (R > 0) {
+    if (s.m - i == R) return tile_avx2<R>(s, a, panel, c, e, i, j0, cols);
+    tail_avx2<R - 1>(s, a, panel, c, e, i, j0, cols);
+  }
 }
 
-[[gnu::target("avx2,fma")]] void block_avx2(const GemmShape& s, const float* a, const float* b,
-                                             float* c, const Epilogue<float>& e, int64_t i0, int64_t i1,
-                                             int64_t j0, int64_t j1) {
-  int64_t i = i0;
-  for (; i + kTileRows <= i1; i += kTileRows) row_tiles_avx2<kTileRows>(s, a, b, c, e, i, j0, j1);
-  for (; i < i1; ++i) row_tiles_avx2<1>(s, a, b, c, e, i, j0, j1);
+[[gnu::target("avx2,fma")]] void panel_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
+                                             const Epilogue<float>& e, int64_t j0, int64_t cols) {
+  int64_t i = 0;
+  for (; i + kTileRows <= s.m; i += kTileRows) tile_avx2<kTileRows>(s, a, panel, c, e, i, j0, cols);
+  tail_avx2<kTileRows - 1>(s, a, panel, c, e, i, j0, cols);
 }
 
 bool has_avx2_fma() {
@@ -182,21 +215,33 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
 #else
   simd = false;
 #endif
-  // Threads take blocks of B's rows (C's columns) and run every row of A
-  // against them: the block stays in cache while A streams.
-  const int64_t blocks = (s.n + kBlockCols - 1) / kBlockCols;
+  // Threads take panels of B's rows (C's columns) and run every row of A
+  // against them: the panel stays in cache while A streams.
+  const int64_t panels = (s.n + kPanel - 1) / kPanel;
   const bool parallel = s.m * s.n * s.k > (int64_t{1} << 18);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t j0 = blk * kBlockCols, j1 = std::min(s.n, j0 + kBlockCols);
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  const int64_t stride = s.k * kPanel;  // a multiple of 64 bytes
+  T* const panels_of = scratch<T>(stride * threads);
+#pragma omp parallel num_threads(threads) if (parallel)
+  {
+    T* const panel = panels_of + stride * omp_get_thread_num();
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < panels; ++blk) {
+      const int64_t j0 = blk * kPanel, cols = std::min(kPanel, s.n - j0);
 #if defined(__x86_64__)
-    if constexpr (std::is_same_v<T, float>)
-      if (simd) {
-        block_avx2(s, a, b, c, e, 0, s.m, j0, j1);
-        continue;
-      }
+      if constexpr (std::is_same_v<T, float>)
+        if (simd) {
+          if (cols == kPanel)
+            pack_panel_avx2(s, b, j0, panel);
+          else
+            pack_panel(s, b, j0, cols, panel);
+          panel_avx2(s, a, panel, c, e, j0, cols);
+          continue;
+        }
 #endif
-    block_portable(s, a, b, c, e, 0, s.m, j0, j1);
+      pack_panel(s, b, j0, cols, panel);
+      panel_portable(s, a, panel, c, e, j0, cols);
+    }
   }
 }
 
