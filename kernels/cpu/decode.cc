@@ -138,15 +138,22 @@ constexpr int64_t kWide = 8;
 // float lanes, the values added in key order. When K and E are whole
 // vectors, at most kWide, sixteen keys' dot products are reduced together
 // (sum16x16) and the output stays in registers; else each dot product is
-// folded alone and the output is added to in memory.
-template <bool kZmm>
+// folded alone and the output is added to in memory. kChunks > 0: K = E =
+// 16 kChunks, known to the compiler, which then keeps q and the output in
+// registers (with the count at run time it kept them on the stack, each
+// multiply-add a store and a load: half the demo model's decoding time);
+// the same operations in the same order, so the same bits.
+template <bool kZmm, int kChunks>
 [[gnu::always_inline]] inline void attend_lanes(const float* qr, const float* keys, const float* values,
                                                 const int32_t* idx, int64_t len, int64_t nh, int64_t h,
                                                 int64_t k, int64_t e, float scale, float* w, float* o) {
-  const bool wide = k % 16 == 0 && e % 16 == 0 && k <= 16 * kWide && e <= 16 * kWide;
+  const bool wide = kChunks > 0 || (k % 16 == 0 && e % 16 == 0 && k <= 16 * kWide && e <= 16 * kWide);
+  const int64_t ck = kChunks > 0 ? kChunks : k / 16, ce = kChunks > 0 ? kChunks : e / 16;
+  constexpr int kHeld = kChunks > 0 ? kChunks : kWide;
   if (wide) {
-    F16 q[kWide];
-    for (int64_t c = 0; c < k / 16; ++c) q[c] = load16(qr + 16 * c);
+    F16 q[kHeld] = {};
+#pragma GCC unroll 8
+    for (int64_t c = 0; c < ck; ++c) q[c] = load16(qr + 16 * c);
     for (int64_t j0 = 0; j0 < len; j0 += 16) {
       F16 acc[16];
       const int64_t n = std::min<int64_t>(16, len - j0);
@@ -154,7 +161,18 @@ template <bool kZmm>
         acc[j] = F16{};
         if (j >= n) continue;
         const float* kr = keys + (idx[j0 + j] * nh + h) * k;
-        for (int64_t c = 0; c < k / 16; ++c) acc[j] += q[c] * load16(kr + 16 * c);
+        if constexpr (kChunks > 0 && !kZmm) {
+          // By eight-float halves: lane for lane the same sums.
+          for (int half = 0; half < 2; ++half) {
+            F8 sum = {};
+#pragma GCC unroll 8
+            for (int c = 0; c < kChunks; ++c) sum += load8(qr + 16 * c + 8 * half) * load8(kr + 16 * c + 8 * half);
+            std::memcpy(reinterpret_cast<float*>(&acc[j]) + 8 * half, &sum, sizeof sum);
+          }
+          continue;
+        }
+#pragma GCC unroll 8
+        for (int64_t c = 0; c < ck; ++c) acc[j] += q[c] * load16(kr + 16 * c);
       }
       const F16 d = scale * sum16x16(acc);
       std::memcpy(w + j0, &d, sizeof d);
@@ -188,11 +206,23 @@ template <bool kZmm>
   for (int l = 0; l < 16; ++l) sum += part[l];
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t j = 0; j < len; ++j) w[j] *= inv;
-  if (wide) {
-    F16 acc[kWide] = {};
+  if constexpr (kChunks > 0 && !kZmm) {  // eight-float halves, as above
+    F8 acc[2 * kChunks] = {};
     for (int64_t j = 0; j < len; ++j) {
       const float* vr = values + (idx[j] * nh + h) * e;
-      for (int64_t c = 0; c < e / 16; ++c) acc[c] += w[j] * load16(vr + 16 * c);
+      const float wj = w[j];
+#pragma GCC unroll 16
+      for (int c = 0; c < 2 * kChunks; ++c) acc[c] += wj * load8(vr + 8 * c);
+    }
+    std::memcpy(o, acc, sizeof acc);
+    return;
+  }
+  if (wide) {
+    F16 acc[kHeld] = {};
+    for (int64_t j = 0; j < len; ++j) {
+      const float* vr = values + (idx[j] * nh + h) * e;
+#pragma GCC unroll 8
+      for (int64_t c = 0; c < ce; ++c) acc[c] += w[j] * load16(vr + 16 * c);
     }
     std::memcpy(o, acc, static_cast<size_t>(e) * sizeof(float));
     return;
@@ -206,10 +236,25 @@ template <bool kZmm>
 TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float* values,
                                 const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
                                 int64_t e, float scale, float* w, float* o) {
-  if (wide512())
-    attend_lanes<true>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
-  else
-    attend_lanes<false>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+  // The head sizes of the presets and the demo's model, then any other.
+  // (No lambda here: a lambda is compiled for the default target, not for
+  // each clone's.)
+  const int chunks = k == e && (k == 16 || k == 32 || k == 64) ? static_cast<int>(k / 16) : 0;
+  const bool zmm = wide512();
+  switch (chunks) {
+    case 1:
+      if (zmm) return attend_lanes<true, 1>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+      return attend_lanes<false, 1>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+    case 2:
+      if (zmm) return attend_lanes<true, 2>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+      return attend_lanes<false, 2>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+    case 4:
+      if (zmm) return attend_lanes<true, 4>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+      return attend_lanes<false, 4>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+    default:
+      if (zmm) return attend_lanes<true, 0>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+      return attend_lanes<false, 0>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+  }
 }
 
 // The same in f64 (tests): scalar, std::exp, sums in order.

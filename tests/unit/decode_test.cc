@@ -65,6 +65,8 @@ TEST_CASE("attention_gather matches float64", "[decode]") {
       {3, 2, 5, 3, 7, 4, {4, 1, 0}, {0, 1, 2}},                // an empty list gives zeros
       {6, 3, 8, 8, 11, 9, {9, 5}, {1, 1, 0, 0, 1, 0}},         // rows share lists (beams)
       {5, 8, 64, 64, 40, 33, {33, 17, 1, 32, 20}, {4, 3, 2, 1, 0}},  // base-sized heads
+      {4, 4, 32, 32, 20, 19, {19, 7}, {0, 1, 1, 0}},              // the demo model's heads
+      {3, 2, 16, 16, 17, 17, {17, 16}, {0, 1, 0}},                // one vector a head
       {4, 2, 128, 128, 30, 29, {29, 16}, {0, 1, 1, 0}},           // the widest register path
       {3, 2, 144, 24, 12, 10, {10, 3}, {0, 1, 0}},                // too wide: the general path
   };
