@@ -51,7 +51,7 @@ std::vector<float> row_product(const Tensor& row, const Tensor& w, const Tensor&
 TEST_CASE("row-invariant GEMM computes a row the same at any row count and position", "[invariance]") {
   // (n, k) of x W^T in the tiny and the base model (attention projections,
   // feed-forward in and out, output projection), and odd sizes for the
-  // tails of the tiles and of the eight lanes.
+  // tails of the tiles, the panels and their 8 x 8 copies.
   struct Shape2 { int64_t n, k; };
   const Shape2 shapes[] = {{32, 32}, {64, 32}, {96, 64}, {512, 512}, {2048, 512}, {512, 2048},
                            {37000, 512}, {7, 13}, {33, 70}, {1, 1}};
