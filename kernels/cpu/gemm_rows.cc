@@ -18,8 +18,10 @@
 //
 // B (a weight matrix (N, K), rows as they lie) is copied 16 rows at a time
 // into a panel (K, 16), B's column k of those rows contiguous, which every
-// row of A then runs against while it stays in cache. The copy is 1/M of
-// the multiply-adds (under 1% at the decoder's 128 rows and more).
+// row of A then runs against while it stays in cache. The copy moves each
+// weight once a call, against M multiply-adds; at the decoder's 128 rows it
+// took 4-10% of the kernel's time (tests/bench/NOTES.md), since the copy is
+// where the weights arrive from memory.
 #include <omp.h>
 
 #include <algorithm>
