@@ -1,6 +1,7 @@
 #include "libcore/device.h"
 
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <charconv>
 #include <cstdlib>
@@ -136,9 +137,18 @@ void activate(Device device) {
 void* device_alloc(Device device, size_t bytes) {
   if (bytes == 0) return nullptr;
   if (device.is_cpu()) {
-    const size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    // Large buffers (weights, the KV cache, a plan's activations) on 2 MiB
+    // pages where the kernel has them: the decoder gathers keys and values
+    // from all over its KV cache, one 4 KiB page each on small pages, and
+    // the TLB's misses then cost more than the arithmetic.
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t align = bytes >= kHuge ? kHuge : 64;
+    const size_t rounded = (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded);
     if (!p) fail("out of memory on the CPU: could not allocate {} bytes", bytes);
+#ifdef MADV_HUGEPAGE
+    if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: no error if refused
+#endif
     return p;
   }
 #ifdef TFM_WITH_CUDA

@@ -162,6 +162,14 @@ template <bool kZmm, int kChunks>
         if (j >= n) continue;
         const float* kr = keys + (idx[j0 + j] * nh + h) * k;
         if constexpr (kChunks > 0 && !kZmm) {
+          // The value this key weighs, for the loop after the softmax, and
+          // a key further on: gathered rows are misses the loads would wait for.
+          const float* vr = values + (idx[j0 + j] * nh + h) * e;
+          for (int c = 0; c < kChunks; ++c) __builtin_prefetch(vr + 16 * c);
+          if (j0 + j + 8 < len) {
+            const float* ahead = keys + (idx[j0 + j + 8] * nh + h) * k;
+            for (int c = 0; c < kChunks; ++c) __builtin_prefetch(ahead + 16 * c);
+          }
           // By eight-float halves: lane for lane the same sums.
           for (int half = 0; half < 2; ++half) {
             F8 sum = {};
