@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "libcore/device.h"
 #include "libcore/error.h"
 #include "libcore/log.h"
 
@@ -24,8 +27,38 @@ std::string version_string() {
                      cuda.runtime_version % 1000 / 10, cuda.architectures);
 }
 
+namespace {
+
+// How many other tasks are runnable now: the kernel's count in /proc/loadavg
+// ("1.42 1.64 1.54 2/78 22680": running/total, this process included), the
+// median of nine samples a millisecond apart, so that a passing daemon does
+// not count and a build does. -1 when it cannot be read.
+int others_running() {
+  std::array<int, 9> counts{};
+  for (int& count : counts) {
+    std::FILE* f = std::fopen("/proc/loadavg", "r");
+    if (!f) return -1;
+    double load[3];
+    int running = 0, total = 0;
+    const int got = std::fscanf(f, "%lf %lf %lf %d/%d", &load[0], &load[1], &load[2], &running, &total);
+    std::fclose(f);
+    if (got != 5) return -1;
+    count = std::max(running - 1, 0);
+    usleep(1000);
+  }
+  std::nth_element(counts.begin(), counts.begin() + counts.size() / 2, counts.end());
+  return counts[counts.size() / 2];
+}
+
+}  // namespace
+
 void prefer_sleeping_threads(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  // Cores to spare for every thread: libgomp's default policy (a thread
+  // spins a moment after a region, then sleeps) suits a decoding step of a
+  // hundred short regions best.
+  const int others = others_running();
+  if (others >= 0 && others + cpu_threads() <= available_cpus()) return;
   if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
   execv("/proc/self/exe", argv);
   unsetenv("OMP_WAIT_POLICY");  // still here: run as we are

@@ -107,18 +107,21 @@ std::string cpu_name() {
   return "unknown CPU";
 }
 
-// As OpenMP counts them: OMP_NUM_THREADS (its first number) when set, else
-// the CPUs this process may run on (taskset, cgroup cpusets), else all.
-int cpu_threads() {
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+int available_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   const unsigned n = std::thread::hardware_concurrency();
   return n ? static_cast<int>(n) : 1;
+}
+
+// As OpenMP counts them.
+int cpu_threads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return available_cpus();
 }
 
 namespace {

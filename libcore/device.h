@@ -67,9 +67,11 @@ struct CudaStatus {
 const CudaStatus& cuda_status();
 bool cuda_usable();
 
-// The CPU as the OS names it ("Intel(R) Xeon(R) ..."), and the number of
-// threads tfm's CPU ops use.
+// The CPU as the OS names it ("Intel(R) Xeon(R) ..."), the CPUs this
+// process may run on (taskset, cgroup cpusets; else all), and the number of
+// threads tfm's CPU ops use (OMP_NUM_THREADS's first number, else those CPUs).
 std::string cpu_name();
+int available_cpus();
 int cpu_threads();
 
 // Makes `device` current for the calling thread (cudaSetDevice); no-op on
