@@ -51,6 +51,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -68,6 +69,7 @@
 #include "libcore/log.h"
 #include "libcore/model/model_io.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/detail.h"
 #include "tests/bench/decode_reference.h"
 #include "tests/bench/reference.h"
 
@@ -473,7 +475,16 @@ int main(int argc, char** argv) {
     }
     const std::string name = o.model.empty() ? o.preset : fs::path(o.model).filename().string();
     std::string kernel;
-    if (device.is_cpu()) kernel = fmt::format(", OpenBLAS {} ({})", ops::cpu::blas().core, ops::cpu::blas().core_source);
+    if (device.is_cpu()) {
+      // The decoder's products run tfm's row-invariant GEMM, the encoder's
+      // OpenBLAS; and the threads' wait policy (libcore/app.h), which moves
+      // a small model's figure by ~1.5x and the CTranslate2 child inherits.
+      const char* policy = std::getenv("OMP_WAIT_POLICY");
+      kernel = fmt::format(", decoder GEMMs tfm's row-invariant {}, encoder OpenBLAS {} ({}), OpenMP wait policy {}",
+                           ops::cpu::gemm_row_invariant_simd() ? "AVX2 kernel" : "portable kernel",
+                           ops::cpu::blas().core, ops::cpu::blas().core_source,
+                           policy ? policy : "libgomp's default");
+    }
     std::printf("%s model (%.1f M parameters) on %s%s (%d threads), %s; %zu sentences, %lld source "
                 "tokens, beam %lld, batches of <= %lld tokens and %lld sentences; %s\n",
                 name.c_str(), config.parameter_count() / 1e6,
