@@ -71,6 +71,8 @@ std::string version_string();
 // 2-core VM at load 9, tfm-decode 3x slower with spinning. On idle cores it
 // is the other way: libgomp's default (spin a moment, then sleep) decoded
 // the demo's test set in 6.3 s against 9.2 s sleeping at once (medians of 3).
+// "Other work" is the kernel's count of runnable tasks, which in a container
+// is the host's: a busy host makes a contained run sleep too, the safe side.
 void prefer_sleeping_threads(char** argv);
 
 }  // namespace tfm
