@@ -185,11 +185,29 @@ template <int R>
   }
 }
 
+// Every row of A against one panel. Meanwhile the next panel's rows of B
+// (`next`, `next_cols` of them) are asked into the L2 cache a share after
+// each tile, so that its copy does not wait on memory: the weights of a
+// large model come from DRAM once a step.
 [[gnu::target("avx2,fma")]] void panel_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
-                                             const Epilogue<float>& e, int64_t j0, int64_t cols) {
+                                             const Epilogue<float>& e, int64_t j0, int64_t cols,
+                                             const float* next, int64_t next_cols) {
+  const int64_t row_lines = (s.k + 15) / 16, lines = next_cols * row_lines;
+  const int64_t tiles = std::max<int64_t>(1, (s.m + kTileRows - 1) / kTileRows);
+  int64_t line = 0, tile = 0;
+  const auto prefetch_share = [&] {  // inlined into this AVX2 function: no vector code of its own
+    const int64_t end = lines * ++tile / tiles;
+    for (; line < end; ++line)
+      _mm_prefetch(reinterpret_cast<const char*>(next + line / row_lines * s.ldb + line % row_lines * 16),
+                   _MM_HINT_T1);
+  };
   int64_t i = 0;
-  for (; i + kTileRows <= s.m; i += kTileRows) tile_avx2<kTileRows>(s, a, panel, c, e, i, j0, cols);
+  for (; i + kTileRows <= s.m; i += kTileRows) {
+    tile_avx2<kTileRows>(s, a, panel, c, e, i, j0, cols);
+    prefetch_share();
+  }
   tail_avx2<kTileRows - 1>(s, a, panel, c, e, i, j0, cols);
+  while (line < lines) prefetch_share();
 }
 
 bool has_avx2_fma() {
@@ -237,7 +255,8 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
             pack_panel_avx2(s, b, j0, panel);
           else
             pack_panel(s, b, j0, cols, panel);
-          panel_avx2(s, a, panel, c, e, j0, cols);
+          const int64_t next_cols = std::clamp<int64_t>(s.n - j0 - kPanel, 0, kPanel);
+          panel_avx2(s, a, panel, c, e, j0, cols, next_cols > 0 ? b + (j0 + kPanel) * s.ldb : nullptr, next_cols);
           continue;
         }
 #endif
