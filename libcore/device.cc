@@ -3,12 +3,17 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <new>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "libcore/error.h"
 #include "libcore/log.h"
@@ -137,20 +142,70 @@ void activate(Device device) {
 #endif
 }
 
+namespace {
+
+// Zeroed CPU buffers of 2 MiB and more (device_alloc_zeroed) are mappings
+// of their own: the kernel's fresh pages, zero until written and faulted in
+// only where they are touched, so a plan sized for the largest batch costs
+// time and memory only for what a batch uses. Their lengths, for munmap.
+constexpr size_t kHugePage = size_t{2} << 20;
+std::mutex mapped_mutex;
+std::vector<std::pair<void*, size_t>> mapped;
+
+void* map_cpu(size_t bytes) {
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  // One huge page more than asked, trimmed to a 2 MiB boundary.
+  void* raw = mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) fail("out of memory on the CPU: could not allocate {} bytes", bytes);
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) munmap(raw, aligned - start);
+  const size_t tail = start + kHugePage - aligned;
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + rounded), tail);
+  void* p = reinterpret_cast<void*>(aligned);
+#ifdef MADV_HUGEPAGE
+  // Large buffers (weights, the KV cache, a plan's activations) on 2 MiB
+  // pages where the kernel has them: the decoder gathers keys and values
+  // from all over its KV cache, one 4 KiB page each on small pages, and the
+  // TLB's misses then cost more than the arithmetic. Advice only: no error
+  // if refused.
+  madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  try {
+    const std::lock_guard<std::mutex> lock(mapped_mutex);
+    mapped.emplace_back(p, rounded);
+  } catch (const std::bad_alloc&) {
+    munmap(p, rounded);
+    fail("out of memory on the CPU: could not allocate {} bytes", bytes);
+  }
+  return p;
+}
+
+// Unmaps p if map_cpu made it.
+bool unmap_cpu(void* p) noexcept {
+  size_t bytes = 0;
+  {
+    const std::lock_guard<std::mutex> lock(mapped_mutex);
+    auto it = std::find_if(mapped.begin(), mapped.end(), [&](const auto& m) { return m.first == p; });
+    if (it == mapped.end()) return false;
+    bytes = it->second;
+    mapped.erase(it);
+  }
+  munmap(p, bytes);
+  return true;
+}
+
+}  // namespace
+
 void* device_alloc(Device device, size_t bytes) {
   if (bytes == 0) return nullptr;
   if (device.is_cpu()) {
-    // Large buffers (weights, the KV cache, a plan's activations) on 2 MiB
-    // pages where the kernel has them: the decoder gathers keys and values
-    // from all over its KV cache, one 4 KiB page each on small pages, and
-    // the TLB's misses then cost more than the arithmetic.
-    constexpr size_t kHuge = size_t{2} << 20;
-    const size_t align = bytes >= kHuge ? kHuge : 64;
+    const size_t align = bytes >= kHugePage ? kHugePage : 64;
     const size_t rounded = (bytes + align - 1) / align * align;
     void* p = std::aligned_alloc(align, rounded);
     if (!p) fail("out of memory on the CPU: could not allocate {} bytes", bytes);
 #ifdef MADV_HUGEPAGE
-    if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: no error if refused
+    if (align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // as map_cpu's
 #endif
     return p;
   }
@@ -171,10 +226,22 @@ void* device_alloc(Device device, size_t bytes) {
 #endif
 }
 
+void* device_alloc_zeroed(Device device, size_t bytes, const Stream& stream) {
+  if (device.is_cpu() && bytes >= kHugePage) return map_cpu(bytes);
+  void* p = device_alloc(device, bytes);
+  try {
+    device_memset_zero(p, device, bytes, stream);
+  } catch (...) {
+    device_free(device, p);
+    throw;
+  }
+  return p;
+}
+
 void device_free(Device device, void* ptr) noexcept {
   if (!ptr) return;
   if (device.is_cpu()) {
-    std::free(ptr);
+    if (!unmap_cpu(ptr)) std::free(ptr);
     return;
   }
 #ifdef TFM_WITH_CUDA

@@ -82,6 +82,10 @@ void activate(Device device);
 // cudaMalloc. Sizes of 0 return nullptr. Out of memory throws Error naming
 // the device and the size.
 void* device_alloc(Device device, size_t bytes);
+// The same, all zeros: on the CPU, from 2 MiB on, the kernel's fresh pages,
+// zero without a write (a page costs its first touch only where it is
+// used); elsewhere filled on `stream`.
+void* device_alloc_zeroed(Device device, size_t bytes, const Stream& stream);
 void device_free(Device device, void* ptr) noexcept;
 
 // Raw copies and fills, each ordered on `stream` (a tfm::Stream on the

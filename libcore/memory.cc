@@ -1,5 +1,6 @@
 #include "libcore/memory.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "libcore/stream.h"
@@ -59,12 +60,25 @@ std::string MemoryPlan::report() const {
 }
 
 PlannedMemory::PlannedMemory(const MemoryPlan& plan, Device device) : plan_(plan), device_(device) {
+  allocate({}, nullptr);
+}
+
+PlannedMemory::PlannedMemory(const MemoryPlan& plan, Device device,
+                             std::initializer_list<MemoryKind> zeroed, const Stream& stream)
+    : plan_(plan), device_(device) {
+  allocate(zeroed, &stream);
+}
+
+void PlannedMemory::allocate(std::initializer_list<MemoryKind> zeroed, const Stream* stream) {
   try {
-    for (int k = 0; k < kMemoryKinds; ++k)
-      blocks_[static_cast<size_t>(k)] =
-          device_alloc(device, plan_.bytes(static_cast<MemoryKind>(k)));
+    for (int k = 0; k < kMemoryKinds; ++k) {
+      const auto kind = static_cast<MemoryKind>(k);
+      const bool zero = std::find(zeroed.begin(), zeroed.end(), kind) != zeroed.end();
+      blocks_[static_cast<size_t>(k)] = zero ? device_alloc_zeroed(device_, plan_.bytes(kind), *stream)
+                                             : device_alloc(device_, plan_.bytes(kind));
+    }
   } catch (const Error& e) {
-    for (int k = 0; k < kMemoryKinds; ++k) device_free(device, blocks_[static_cast<size_t>(k)]);
+    for (int k = 0; k < kMemoryKinds; ++k) device_free(device_, blocks_[static_cast<size_t>(k)]);
     throw Error(fmt::format("{}; the plan needs {}", e.what(), plan_.report()));
   }
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -62,6 +63,10 @@ class MemoryPlan {
 class PlannedMemory {
  public:
   PlannedMemory(const MemoryPlan& plan, Device device);
+  // Blocks of the kinds in `zeroed` start as zeros (device_alloc_zeroed:
+  // on the CPU no page is written before it is used), filled on `stream`.
+  PlannedMemory(const MemoryPlan& plan, Device device, std::initializer_list<MemoryKind> zeroed,
+                const Stream& stream);
   ~PlannedMemory();
   PlannedMemory(const PlannedMemory&) = delete;
   PlannedMemory& operator=(const PlannedMemory&) = delete;
@@ -73,6 +78,8 @@ class PlannedMemory {
   Device device() const { return device_; }
 
  private:
+  void allocate(std::initializer_list<MemoryKind> zeroed, const Stream* stream);
+
   MemoryPlan plan_;  // a copy: the plan is frozen once allocated
   Device device_;
   std::array<void*, kMemoryKinds> blocks_{};

@@ -125,10 +125,12 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   i.lse = act("lse", st, {l.rows});
   i.column = act("column", pt, {l.rows});
   if (l.attention_layer >= 0) i.probs = act("attention", st, {l.rows * H * l.src_len});
-  mem_ = std::make_unique<PlannedMemory>(plan_, model.device());
-  // Rows past the live ones feed GEMMs as padding: make them finite once.
-  for (MemoryKind kind : {MemoryKind::io, MemoryKind::activations})
-    device_memset_zero(mem_->block(kind), model.device(), plan_.bytes(kind), model.stream());
+  // Rows past the live ones feed GEMMs as padding: they start finite, as
+  // zeros (on the CPU without a write: the plan is sized for the largest
+  // batch, and a page is touched only once a batch uses it).
+  mem_ = std::make_unique<PlannedMemory>(plan_, model.device(),
+                                         std::initializer_list<MemoryKind>{MemoryKind::io, MemoryKind::activations},
+                                         model.stream());
   // The largest upload: encode()'s sources, groups and index (src each) and
   // lengths, or a step's three rows of N.
   staging_ = std::make_unique<HostStaging>(

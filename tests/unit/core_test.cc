@@ -2,6 +2,7 @@
 // float conversion, memory plans, errors for a build without CUDA.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <chrono>
 #include <cstring>
@@ -121,6 +122,34 @@ TEST_CASE("memory plans: aligned entries, one block per kind, totals", "[memory]
   std::memset(mem.view(y).data(), 0x22, mem.view(y).bytes());
   CHECK(static_cast<unsigned char*>(mem.view(x).data())[69] == 0x11);
   CHECK(format_bytes(3ull << 30) == "3.00 GiB");
+}
+
+TEST_CASE("zeroed memory starts as zeros, small and large, freed and taken again", "[memory]") {
+  const Stream& st = host_stream();
+  // Below and above the 2 MiB from which the CPU maps fresh pages instead
+  // of writing zeros; each block is dirtied and freed, and the next one of
+  // the size must be zeros again (the allocator may hand back a used block).
+  for (size_t bytes : {size_t{100}, size_t{3} << 20, (size_t{2} << 20) + 1, size_t{8} << 20}) {
+    for (int round = 0; round < 2; ++round) {
+      auto* p = static_cast<unsigned char*>(device_alloc_zeroed(Device::cpu(), bytes, st));
+      REQUIRE(p != nullptr);
+      size_t nonzero = 0;
+      for (size_t i = 0; i < bytes; i += 509) nonzero += p[i] != 0;
+      CHECK(nonzero + (p[bytes - 1] != 0) == 0);
+      std::memset(p, 0x5a, bytes);
+      device_free(Device::cpu(), p);
+      void* dirty = device_alloc(Device::cpu(), bytes);  // plain memory of the size, freed as usual
+      std::memset(dirty, 0x5a, bytes);
+      device_free(Device::cpu(), dirty);
+    }
+  }
+  MemoryPlan plan;
+  const int a = plan.add(MemoryKind::activations, "a", DType::f32, {1 << 20});
+  const int k = plan.add(MemoryKind::kv_cache, "k", DType::f32, {16});
+  PlannedMemory mem(plan, Device::cpu(), {MemoryKind::activations}, st);
+  const float* pa = mem.view(a).data_as<float>();
+  CHECK(std::all_of(pa, pa + (1 << 20), [](float v) { return v == 0.0f; }));
+  CHECK(mem.view(k).data() != nullptr);
 }
 
 TEST_CASE("phases sum the time between marks by phase, in the order first marked", "[core]") {
