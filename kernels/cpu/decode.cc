@@ -46,6 +46,7 @@ typedef double D8 __attribute__((vector_size(64)));
 // AVX-512 one. Those run on eight-float halves instead.
 typedef float F8 __attribute__((vector_size(32)));
 typedef int32_t I8 __attribute__((vector_size(32)));
+typedef double D4 __attribute__((vector_size(32)));
 #define TFM_WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 [[gnu::always_inline]] inline F16 load16(const float* p) {
@@ -161,24 +162,6 @@ template <bool kZmm, int kChunks>
         acc[j] = F16{};
         if (j >= n) continue;
         const float* kr = keys + (idx[j0 + j] * nh + h) * k;
-        if constexpr (kChunks > 0 && !kZmm) {
-          // The value this key weighs, for the loop after the softmax, and
-          // a key further on: gathered rows are misses the loads would wait for.
-          const float* vr = values + (idx[j0 + j] * nh + h) * e;
-          for (int c = 0; c < kChunks; ++c) __builtin_prefetch(vr + 16 * c);
-          if (j0 + j + 8 < len) {
-            const float* ahead = keys + (idx[j0 + j + 8] * nh + h) * k;
-            for (int c = 0; c < kChunks; ++c) __builtin_prefetch(ahead + 16 * c);
-          }
-          // By eight-float halves: lane for lane the same sums.
-          for (int half = 0; half < 2; ++half) {
-            F8 sum = {};
-#pragma GCC unroll 8
-            for (int c = 0; c < kChunks; ++c) sum += load8(qr + 16 * c + 8 * half) * load8(kr + 16 * c + 8 * half);
-            std::memcpy(reinterpret_cast<float*>(&acc[j]) + 8 * half, &sum, sizeof sum);
-          }
-          continue;
-        }
 #pragma GCC unroll 8
         for (int64_t c = 0; c < ck; ++c) acc[j] += q[c] * load16(kr + 16 * c);
       }
@@ -214,17 +197,6 @@ template <bool kZmm, int kChunks>
   for (int l = 0; l < 16; ++l) sum += part[l];
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t j = 0; j < len; ++j) w[j] *= inv;
-  if constexpr (kChunks > 0 && !kZmm) {  // eight-float halves, as above
-    F8 acc[2 * kChunks] = {};
-    for (int64_t j = 0; j < len; ++j) {
-      const float* vr = values + (idx[j] * nh + h) * e;
-      const float wj = w[j];
-#pragma GCC unroll 16
-      for (int c = 0; c < 2 * kChunks; ++c) acc[c] += wj * load8(vr + 8 * c);
-    }
-    std::memcpy(o, acc, sizeof acc);
-    return;
-  }
   if (wide) {
     F16 acc[kHeld] = {};
     for (int64_t j = 0; j < len; ++j) {
@@ -241,6 +213,86 @@ template <bool kZmm, int kChunks>
   }
 }
 
+// attend_lanes with K = E = 16 kChunks in AVX2 registers: the same
+// arithmetic lane for lane, so the same bits. Sixteen-float vectors there
+// are pairs of registers that GCC moves through the stack wherever they are
+// shuffled (sum16x16), and attention took a quarter of the demo model's
+// decoding. Here key j's sixteen lanes are two halves whose sum is the first
+// round of sum16x16's tree, and eight keys go through its other three
+// rounds together, by shuffles of eight-float vectors.
+template <int kChunks>
+[[gnu::always_inline]] inline void attend_ymm(const float* qr, const float* keys, const float* values,
+                                              const int32_t* idx, int64_t len, int64_t nh, int64_t h,
+                                              int64_t k, int64_t e, float scale, float* w, float* o) {
+  F8 q[2 * kChunks];
+#pragma GCC unroll 8
+  for (int c = 0; c < 2 * kChunks; ++c) q[c] = load8(qr + 8 * c);
+  for (int64_t j0 = 0; j0 < len; j0 += 8) {
+    const int64_t n = std::min<int64_t>(8, len - j0);
+    F8 s[8];
+#pragma GCC unroll 8
+    for (int64_t j = 0; j < 8; ++j) {
+      s[j] = F8{};
+      if (j >= n) continue;
+      const float* kr = keys + (idx[j0 + j] * nh + h) * k;
+      // The value this key weighs, for the loop after the softmax, and a
+      // key further on: gathered rows are misses the loads would wait for.
+      const float* vr = values + (idx[j0 + j] * nh + h) * e;
+      for (int c = 0; c < kChunks; ++c) __builtin_prefetch(vr + 16 * c);
+      if (j0 + j + 8 < len) {
+        const float* ahead = keys + (idx[j0 + j + 8] * nh + h) * k;
+        for (int c = 0; c < kChunks; ++c) __builtin_prefetch(ahead + 16 * c);
+      }
+      F8 lo = {}, hi = {};
+#pragma GCC unroll 4
+      for (int c = 0; c < kChunks; ++c) {
+        lo += q[2 * c] * load8(kr + 16 * c);
+        hi += q[2 * c + 1] * load8(kr + 16 * c + 8);
+      }
+      s[j] = lo + hi;  // lanes l and l + 8
+    }
+    F8 u[4], v[2];
+    for (int i = 0; i < 4; ++i)  // lanes l and l + 4: keys 2i (lanes 0-3) and 2i + 1 (4-7)
+      u[i] = __builtin_shufflevector(s[2 * i], s[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
+             __builtin_shufflevector(s[2 * i], s[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+    for (int i = 0; i < 2; ++i)  // l and l + 2: keys 4i, 4i + 2, 4i + 1, 4i + 3 (two lanes each)
+      v[i] = __builtin_shufflevector(u[2 * i], u[2 * i + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
+             __builtin_shufflevector(u[2 * i], u[2 * i + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+    // l and l + 1, into key order
+    const F8 d = scale * (__builtin_shufflevector(v[0], v[1], 0, 4, 2, 6, 8, 12, 10, 14) +
+                          __builtin_shufflevector(v[0], v[1], 1, 5, 3, 7, 9, 13, 11, 15));
+    std::memcpy(w + j0, &d, sizeof d);
+  }
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < len; ++j) mx = std::max(mx, w[j]);
+  F8 part_lo = {}, part_hi = {};  // attend_lanes' sixteen lanes
+  for (int64_t j0 = 0; j0 < len; j0 += 16) {
+    const int64_t n = std::min<int64_t>(16, len - j0);
+    float block[16];
+    std::fill(std::copy(w + j0, w + j0 + n, block), block + 16, mx);
+    F8 x_lo = exp_lanes(load8(block) - mx), x_hi = exp_lanes(load8(block + 8) - mx);
+    for (int64_t l = n; l < 16; ++l) (l < 8 ? x_lo[l] : x_hi[l - 8]) = 0.0f;
+    std::memcpy(block, &x_lo, sizeof x_lo);
+    std::memcpy(block + 8, &x_hi, sizeof x_hi);
+    std::copy(block, block + n, w + j0);
+    part_lo += x_lo;
+    part_hi += x_hi;
+  }
+  double sum = 0;
+  for (int l = 0; l < 8; ++l) sum += part_lo[l];
+  for (int l = 0; l < 8; ++l) sum += part_hi[l];
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < len; ++j) w[j] *= inv;
+  F8 acc[2 * kChunks] = {};
+  for (int64_t j = 0; j < len; ++j) {
+    const float* vr = values + (idx[j] * nh + h) * e;
+    const float wj = w[j];
+#pragma GCC unroll 16
+    for (int c = 0; c < 2 * kChunks; ++c) acc[c] += wj * load8(vr + 8 * c);
+  }
+  std::memcpy(o, acc, sizeof acc);
+}
+
 TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float* values,
                                 const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
                                 int64_t e, float scale, float* w, float* o) {
@@ -252,13 +304,13 @@ TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float*
   switch (chunks) {
     case 1:
       if (zmm) return attend_lanes<true, 1>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
-      return attend_lanes<false, 1>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+      return attend_ymm<1>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
     case 2:
       if (zmm) return attend_lanes<true, 2>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
-      return attend_lanes<false, 2>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+      return attend_ymm<2>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
     case 4:
       if (zmm) return attend_lanes<true, 4>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
-      return attend_lanes<false, 4>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
+      return attend_ymm<4>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
     default:
       if (zmm) return attend_lanes<true, 0>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
       return attend_lanes<false, 0>(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
@@ -355,19 +407,18 @@ TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float 
 // sum_j exp(x[j] - mx): sixteen float lanes over blocks of 64 terms, each
 // block added into eight double lanes (lane l + 8 into l); the lanes meet in
 // a fixed tree. The tail is padded with lanes that count 0.
-template <bool kZmm>
-[[gnu::always_inline]] inline double sum_exp_lanes(const float* x, int64_t v, float mx) {
+[[gnu::always_inline]] inline double sum_exp_zmm(const float* x, int64_t v, float mx) {
   D8 acc = {};
   for (int64_t j0 = 0; j0 < v; j0 += 64) {
     F16 part = {};
     for (int64_t j = j0; j < std::min(v, j0 + 64); j += 16) {
       if (j + 16 <= v) {
-        part += exp_nonpositive<kZmm>(load16(x + j) - mx);
+        part += exp_nonpositive<true>(load16(x + j) - mx);
         continue;
       }
       float tail[16] = {};
       std::copy(x + j, x + v, tail);
-      F16 e = exp_nonpositive<kZmm>(load16(tail) - mx);
+      F16 e = exp_nonpositive<true>(load16(tail) - mx);
       for (int64_t l = v - j; l < 16; ++l) e[l] = 0.0f;
       part += e;
     }
@@ -378,8 +429,38 @@ template <bool kZmm>
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
+// The same lanes and sums by AVX2 registers: the sixteen float lanes as
+// halves a (0-7) and b (8-15), the eight double lanes as acc0 (0-3) and
+// acc1 (4-7). Written with sixteen-float vectors, GCC moved the partial
+// sums through the stack and general registers each block, and the top-k's
+// exponentials took 11% of the demo model's decoding.
+[[gnu::always_inline]] inline double sum_exp_ymm(const float* x, int64_t v, float mx) {
+  D4 acc0 = {}, acc1 = {};
+  for (int64_t j0 = 0; j0 < v; j0 += 64) {
+    F8 a = {}, b = {};
+    for (int64_t j = j0; j < std::min(v, j0 + 64); j += 16) {
+      if (j + 16 <= v) {
+        a += exp_lanes(load8(x + j) - mx);
+        b += exp_lanes(load8(x + j + 8) - mx);
+        continue;
+      }
+      float tail[16] = {};
+      std::copy(x + j, x + v, tail);
+      F8 ea = exp_lanes(load8(tail) - mx), eb = exp_lanes(load8(tail + 8) - mx);
+      for (int64_t l = v - j; l < 16; ++l) (l < 8 ? ea[l] : eb[l - 8]) = 0.0f;
+      a += ea;
+      b += eb;
+    }
+    acc0 += __builtin_convertvector(__builtin_shufflevector(a, a, 0, 1, 2, 3), D4) +
+            __builtin_convertvector(__builtin_shufflevector(b, b, 0, 1, 2, 3), D4);
+    acc1 += __builtin_convertvector(__builtin_shufflevector(a, a, 4, 5, 6, 7), D4) +
+            __builtin_convertvector(__builtin_shufflevector(b, b, 4, 5, 6, 7), D4);
+  }
+  return ((acc0[0] + acc1[0]) + (acc0[2] + acc1[2])) + ((acc0[1] + acc1[1]) + (acc0[3] + acc1[3]));
+}
+
 TFM_WIDE_CLONES double sum_exp(const float* x, int64_t v, float mx) {
-  return wide512() ? sum_exp_lanes<true>(x, v, mx) : sum_exp_lanes<false>(x, v, mx);
+  return wide512() ? sum_exp_zmm(x, v, mx) : sum_exp_ymm(x, v, mx);
 }
 
 // f64 (the tests' exact path): std::exp, summed in order.
