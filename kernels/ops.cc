@@ -693,9 +693,11 @@ void extend_history(const TensorView& prev, const TensorView& parents, int64_t t
                                 std::pair{&next, "next"}, std::pair{&lengths, "lengths"}})
     require_i32(op, *x, name);
   TFM_REQUIRE(prev.rank() == 2, "{}: prev is {} but must be (R, T)", op, prev.str());
-  require_shape(op, next, "next", prev.shape(), "R, T as prev");
   TFM_REQUIRE(next.data() != prev.data(), "{}: next is prev (the rows are permuted)", op);
   const int64_t n = parents.numel();
+  TFM_REQUIRE(next.rank() == 2 && next.dim(0) >= n && next.dim(1) == prev.dim(1),
+              "{}: next is {} but must be (R', T) with R' >= {} and T as prev {}", op, next.str(), n,
+              prev.str());
   require_shape(op, parents, "parents", Shape{n}, "N");
   require_shape(op, lengths, "lengths", Shape{n}, "N");
   TFM_REQUIRE(n <= prev.dim(0), "{}: {} parents for lists of {} rows", op, n, prev.dim(0));

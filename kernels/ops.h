@@ -274,8 +274,10 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
 // rows, then to its own new one:
 //   next[r, j] = prev[parents[r], j]   (j < t)
 //   next[r, t] = first + r;  lengths[r] = t + 1
-// prev, next (R, T) i32, T > t, next not prev (rows of prev past N are not
-// read); parents (N) i32, each in [0, R), unread at t = 0; lengths (N) i32 =.
+// prev (R, T) i32, T > t (rows past N are not read); next (R', T) i32,
+// R' >= N, not prev (a slice of the step's lists: the decoder's threads
+// extend their own rows); parents (N) i32, each in [0, R), unread at t = 0;
+// lengths (N) i32 =.
 // The lists stay on the device from step to step: only the parents go up.
 void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
                     const TensorView& next, const TensorView& lengths, const Stream& stream);

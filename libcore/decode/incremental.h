@@ -101,17 +101,23 @@ class IncrementalDecoder {
 
  private:
   struct Ids;
+  // Rows [first, first + count) of the activations: a step's, or one
+  // thread's share of them (queue_step).
+  struct RowSpan {
+    int64_t first, count;
+  };
   TensorView view(int id) const;
-  TensorView gemm_view(int id, int64_t rows, int64_t cols) const;
+  TensorView gemm_view(int id, RowSpan rows, int64_t cols) const;
   model::Blocks blocks() const;
   void encode(const std::vector<std::vector<int32_t>>& sources);
   void queue_step(int64_t rows, int64_t position);
+  void queue_rows(RowSpan rows, int64_t step_rows, int64_t position);
   model::Norm norm_params(NormIds norm) const;
-  model::NormBuffers norm_buffers(int64_t rows) const;
-  TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, int64_t rows);
-  TensorView sublayer_input(NormIds norm, const TensorView& x, int64_t rows);
-  TensorView final_norm(NormIds norm, const TensorView& y, int64_t rows);
-  TensorView feed_forward(FfnIds w, NormIds norm, const TensorView& x, int64_t rows);
+  model::NormBuffers norm_buffers(RowSpan rows) const;
+  TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, RowSpan rows);
+  TensorView sublayer_input(NormIds norm, const TensorView& x, RowSpan rows);
+  TensorView final_norm(NormIds norm, const TensorView& y, RowSpan rows);
+  TensorView feed_forward(FfnIds w, NormIds norm, const TensorView& x, RowSpan rows);
 
   const ModelWeights& model_;
   DecoderLimits limits_;
