@@ -362,19 +362,47 @@ void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
   const int threads = model_.device().is_cpu() && weight_bytes <= kCachedWeights ? omp_get_max_threads() : 1;
   const int parts = static_cast<int>(std::min<int64_t>(threads, N / kRowsPerThread));
   if (parts <= 1) return queue_rows({0, N}, N, t);
+  // Rows differ in cost (a batch is sorted by source length, and a row's
+  // attention reads its source), so each thread's share of the rows follows
+  // how fast it went through its last ones: the threads finish together.
+  if (static_cast<int>(shares_.size()) != parts) shares_.assign(static_cast<size_t>(parts), 1.0 / parts);
+  std::vector<int64_t> bounds(static_cast<size_t>(parts) + 1, N);
+  double before = 0;
+  for (int p = 0; p < parts; ++p) {
+    const int64_t at = std::clamp(static_cast<int64_t>(std::llround(before * static_cast<double>(N))),
+                                  int64_t{p}, N - (parts - p));  // every share a row at least
+    bounds[static_cast<size_t>(p)] = p == 0 ? 0 : std::max(bounds[static_cast<size_t>(p) - 1] + 1, at);
+    before += shares_[static_cast<size_t>(p)];
+  }
+  std::vector<double> seconds(static_cast<size_t>(parts));
   std::vector<std::exception_ptr> failed(static_cast<size_t>(parts));
 #pragma omp parallel num_threads(parts)
   {
-    const int p = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t first = N * p / n, end = N * (p + 1) / n;
-    try {
-      queue_rows({first, end - first}, N, t);
-    } catch (...) {
-      failed[static_cast<size_t>(p)] = std::current_exception();
+    // One share a thread; a team smaller than asked (OMP_THREAD_LIMIT, an
+    // enclosing region) takes them in turn.
+    for (int part = omp_get_thread_num(); part < parts; part += omp_get_num_threads()) {
+      const auto p = static_cast<size_t>(part);
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        queue_rows({bounds[p], bounds[p + 1] - bounds[p]}, N, t);
+      } catch (...) {
+        failed[p] = std::current_exception();
+      }
+      seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
+  // Shares in proportion to rows a second, half-way from the old ones (a
+  // thread the OS paused for a moment loses rows for a few steps only).
+  std::vector<double> rate(static_cast<size_t>(parts));
+  double total = 0;
+  for (size_t p = 0; p < rate.size(); ++p)
+    total += rate[p] = static_cast<double>(bounds[p + 1] - bounds[p]) / std::max(seconds[p], 1e-9);
+  double sum = 0;
+  for (size_t p = 0; p < rate.size(); ++p)
+    sum += shares_[p] = std::max(0.5 * (shares_[p] + rate[p] / total), 0.25 / parts);
+  for (double& share : shares_) share /= sum;
 }
 
 // Rows r of a step of N at position t, its rows uploaded: the whole step

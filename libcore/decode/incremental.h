@@ -134,6 +134,7 @@ class IncrementalDecoder {
   std::vector<char> down_;                // the host side of top_k's download
   bool lse_ready_ = false;                // top_k ran for the last step
   double waited_ = 0;                     // device_wait_seconds
+  std::vector<double> shares_;            // each CPU thread's share of a step's rows (queue_step)
 };
 
 }  // namespace tfm
