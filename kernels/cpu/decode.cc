@@ -438,7 +438,20 @@ TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float 
   D4 acc0 = {}, acc1 = {};
   for (int64_t j0 = 0; j0 < v; j0 += 64) {
     F8 a = {}, b = {};
-    for (int64_t j = j0; j < std::min(v, j0 + 64); j += 16) {
+    if (j0 + 64 <= v) {
+      // A whole block: its eight exponentials computed side by side (one
+      // at a time, each waited on the last's polynomial), then added in
+      // the order below.
+      F8 e[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) e[i] = exp_lanes(load8(x + j0 + 8 * i) - mx);
+#pragma GCC unroll 4
+      for (int i = 0; i < 8; i += 2) {
+        a += e[i];
+        b += e[i + 1];
+      }
+    }
+    for (int64_t j = j0 + 64 <= v ? v : j0; j < std::min(v, j0 + 64); j += 16) {
       if (j + 16 <= v) {
         a += exp_lanes(load8(x + j) - mx);
         b += exp_lanes(load8(x + j + 8) - mx);
