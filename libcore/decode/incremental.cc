@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <numeric>
 #include <string_view>
 
@@ -55,6 +56,24 @@ std::vector<double> download(const TensorView& t, const Stream& st) {
     std::copy(f.begin(), f.end(), out.begin());
   }
   return out;
+}
+
+// f(0) .. f(parts - 1) at once on the CPU's threads (one each; a team
+// smaller than asked, by OMP_THREAD_LIMIT or an enclosing region, takes
+// them in turn); the first exception any threw is thrown here after all
+// have returned.
+void for_parts(int parts, const std::function<void(int)>& f) {
+  std::vector<std::exception_ptr> failed(static_cast<size_t>(parts));
+#pragma omp parallel num_threads(parts)
+  for (int p = omp_get_thread_num(); p < parts; p += omp_get_num_threads()) {
+    try {
+      f(p);
+    } catch (...) {
+      failed[static_cast<size_t>(p)] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace
@@ -158,6 +177,8 @@ IncrementalDecoder::~IncrementalDecoder() = default;
 TensorView IncrementalDecoder::view(int id) const { return mem_->view(id); }
 
 // Rows of a buffer seen as packed (rows, cols): what a GEMM reads or writes.
+// Threads that split the rows (cpu_parts) must see a buffer at one width:
+// rows of another width would overlap another thread's.
 TensorView IncrementalDecoder::gemm_view(int id, RowSpan rows, int64_t cols) const {
   return model::rows(prefix(view(id), {rows.first + rows.count, cols}), rows.first, rows.count);
 }
@@ -251,11 +272,8 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources,
 // sentence's own tokens (groups), so padding never enters a sentence's sums.
 void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources) {
   const ModelConfig& c = model_.config();
-  const ParamLayout& L = model_.layout();
-  const Stream& st = model_.stream();
   const Ids& i = *ids_;
-  const int64_t B = B_, S = S_, M = B * S, H = c.heads, D = c.d_model;
-  const int64_t HK = H * c.d_k, HE = H * c.d_v;
+  const int64_t B = B_, S = S_, M = B * S;
   std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M));
   std::vector<int32_t> index(static_cast<size_t>(M)), lengths(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
@@ -270,45 +288,69 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
       index[static_cast<size_t>(b * S + j)] = static_cast<int32_t>(b * S + j);
     }
   }
-  const HostStaging::Part parts[] = {part(view(i.src), src), part(view(i.enc_groups), groups),
-                                     part(view(i.enc_index), index),
-                                     part(view(i.enc_lengths), lengths)};
-  staging_->upload(parts);
+  const HostStaging::Part tables[] = {part(view(i.src), src), part(view(i.enc_groups), groups),
+                                      part(view(i.enc_index), index),
+                                      part(view(i.enc_lengths), lengths)};
+  staging_->upload(tables);
+  // Sentences are padded to S rows each, so an even split of them is an
+  // even split of the work (cpu_parts); a thread's attention reads only
+  // its own sentences' rows.
+  const int threads = cpu_parts(M);
+  const int parts = static_cast<int>(std::min<int64_t>(threads, B));
+  if (parts == 1) return encode_rows(0, B);
+  for_parts(parts, [&](int p) { encode_rows(B * p / parts, B * (p + 1) / parts); });
+}
+
+// The encoder and the cross-attention pools for sentences [b0, b1) of the
+// batch (rows b0 S .. b1 S), its tables uploaded.
+void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1) {
+  const ModelConfig& c = model_.config();
+  const ParamLayout& L = model_.layout();
+  const Stream& st = model_.stream();
+  const Ids& i = *ids_;
+  const int64_t B = B_, S = S_, M = B * S, H = c.heads, D = c.d_model;
+  const int64_t HK = H * c.d_k, HE = H * c.d_v;
+  const RowSpan r{b0 * S, (b1 - b0) * S};
   const TensorView enc_index = prefix(view(i.enc_index), {B, S});
   const TensorView enc_lengths = prefix(view(i.enc_lengths), {B});
 
-  const TensorView x = prefix(view(i.x), {M, D});
-  ops::embedding_forward(prefix(view(i.src), {M}), model_.param(L.src_embed),
+  const TensorView x = gemm_view(i.x, r, D);
+  ops::embedding_forward(slice(view(i.src), r.first, r.count), model_.param(L.src_embed),
                          static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
-  ops::position_add(x.reshape({B, S, D}),
+  ops::position_add(x.reshape({b1 - b0, S, D}),
                     c.learned_positions ? model_.param(L.src_pos) : positions_.view(), 0, st);
   const model::Blocks m = blocks();
-  const RowSpan all{0, M};
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
-  TensorView y = gemm_view(i.x, all, D);
+  TensorView y = x;
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     const EncoderLayerIds& w = L.encoder[static_cast<size_t>(layer)];
-    TensorView in = sublayer_input(w.self_attn_norm, y, all);
-    const TensorView qkv = gemm_view(i.qkv, all, 2 * HK + HE);
+    TensorView in = sublayer_input(w.self_attn_norm, y, r);
+    const TensorView qkv = gemm_view(i.qkv, r, 2 * HK + HE);
     model::linear_forward(m, in, model::joined(m, w.self_attn.q, w.self_attn.v), qkv);
-    ops::copy_columns(qkv, 0, prefix(view(i.q), {M, HK}), st);
-    ops::copy_columns(qkv, HK, prefix(view(i.k), {M, HK}), st);
-    ops::copy_columns(qkv, 2 * HK, prefix(view(i.v), {M, HE}), st);
-    ops::attention_gather(prefix(view(i.q), {M, H, c.d_k}), prefix(view(i.k), {M, H, c.d_k}),
+    const TensorView q = gemm_view(i.q, r, HK), ctx = gemm_view(i.ctx, r, HE);
+    ops::copy_columns(qkv, 0, q, st);
+    ops::copy_columns(qkv, HK, gemm_view(i.k, r, HK), st);
+    ops::copy_columns(qkv, 2 * HK, gemm_view(i.v, r, HE), st);
+    // Keys and values by their rows in the batch: a sentence's own.
+    ops::attention_gather(q.reshape({r.count, H, c.d_k}), prefix(view(i.k), {M, H, c.d_k}),
                           prefix(view(i.v), {M, H, c.d_v}), enc_index, enc_lengths,
-                          prefix(view(i.enc_groups), {M}), scale,
-                          prefix(view(i.ctx), {M, H, c.d_v}), {}, st);
-    model::linear_forward(m, gemm_view(i.ctx, all, H * c.d_v), w.self_attn.out, gemm_view(i.s, all, D));
-    const TensorView y_a = sublayer_end(w.self_attn_norm, y, i.s, i.y_a, all);
-    y = feed_forward(w.ffn, w.ffn_norm, y_a, all);
+                          slice(view(i.enc_groups), r.first, r.count), scale,
+                          ctx.reshape({r.count, H, c.d_v}), {}, st);
+    model::linear_forward(m, ctx, w.self_attn.out, gemm_view(i.s, r, D));
+    const TensorView y_a = sublayer_end(w.self_attn_norm, y, i.s, i.y_a, r);
+    y = feed_forward(w.ffn, w.ffn_norm, y_a, r);
   }
-  if (c.pre_norm) y = final_norm(L.encoder_norm, y, all);
+  if (c.pre_norm) y = final_norm(L.encoder_norm, y, r);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     const AttentionIds& w = L.decoder[static_cast<size_t>(layer)].cross_attn;
-    const TensorView kv = gemm_view(i.qkv, all, HK + HE);
+    // In this thread's rows of qkv as the layers saw them ((2 HK + HE)
+    // wide): packed (HK + HE) wide from its own first row, they would reach
+    // into rows another thread may still be using.
+    const TensorView kv(gemm_view(i.qkv, r, 2 * HK + HE).data(), model_.dtype(), {r.count, HK + HE},
+                        model_.device());
     model::linear_forward(m, y, model::joined(m, w.k, w.v), kv);
-    ops::copy_columns(kv, 0, prefix(view(i.cross_k[static_cast<size_t>(layer)]), {M, HK}), st);
-    ops::copy_columns(kv, HK, prefix(view(i.cross_v[static_cast<size_t>(layer)]), {M, HE}), st);
+    ops::copy_columns(kv, 0, gemm_view(i.cross_k[static_cast<size_t>(layer)], r, HK), st);
+    ops::copy_columns(kv, HK, gemm_view(i.cross_v[static_cast<size_t>(layer)], r, HE), st);
   }
 }
 
@@ -344,24 +386,31 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   lse_ready_ = false;
 }
 
-// The kernels of a step of N rows at position t, its rows uploaded. On
-// the CPU with several threads, the rows are split between the threads for
-// the whole step: every op computes each row alone (the contract of the
-// decoding ops and of row_invariant's GEMM), so the split changes no bit,
-// and one parallel region replaces the ~14 a layer that each op would fork
-// and join, with the serial moments between them. Each thread then reads
-// every weight itself, where the ops' own threads split each GEMM's
-// columns: worth it while the weights stay in the last-level cache
-// (measured, 2-core AMD EPYC: the demo model's 5.5 MiB 1.2x faster; base's
-// 250 MiB 5% slower), and while each thread has rows enough to stream them.
-void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
+// How many of the CPU's threads to split `rows` rows between, each to run
+// a whole stretch of ops (a step, the encoder) on its own rows: every op
+// computes each row alone (the contract of the decoding ops and of
+// row_invariant's GEMM), so a split changes no bit, and one parallel region
+// replaces the ~14 a layer that each op would fork and join, with the
+// serial moments between them. Each thread then reads every weight itself,
+// where the ops' own threads split each GEMM's columns: worth it while the
+// weights stay in the last-level cache (measured, 2-core AMD EPYC: the demo
+// model's 5.5 MiB 1.2x faster; base's 250 MiB 5% slower), and while each
+// thread has rows enough to stream them. 1: the ops' own threads (and on
+// a GPU).
+int IncrementalDecoder::cpu_parts(int64_t rows) const {
   constexpr int64_t kRowsPerThread = 16;
   constexpr size_t kCachedWeights = size_t{32} << 20;
   const size_t weight_bytes = static_cast<size_t>(model_.layout().total()) *
                               (model_.int8_weights() ? 1 : dtype_size(model_.dtype()));
-  const int threads = model_.device().is_cpu() && weight_bytes <= kCachedWeights ? omp_get_max_threads() : 1;
-  const int parts = static_cast<int>(std::min<int64_t>(threads, N / kRowsPerThread));
-  if (parts <= 1) return queue_rows({0, N}, N, t);
+  if (!model_.device().is_cpu() || weight_bytes > kCachedWeights) return 1;
+  return static_cast<int>(std::clamp<int64_t>(rows / kRowsPerThread, 1, omp_get_max_threads()));
+}
+
+// The kernels of a step of N rows at position t, its rows uploaded; on the
+// CPU, split between threads (cpu_parts).
+void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
+  const int parts = cpu_parts(N);
+  if (parts == 1) return queue_rows({0, N}, N, t);
   // Rows differ in cost (a batch is sorted by source length, and a row's
   // attention reads its source), so each thread's share of the rows follows
   // how fast it went through its last ones: the threads finish together.
@@ -375,24 +424,12 @@ void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
     before += shares_[static_cast<size_t>(p)];
   }
   std::vector<double> seconds(static_cast<size_t>(parts));
-  std::vector<std::exception_ptr> failed(static_cast<size_t>(parts));
-#pragma omp parallel num_threads(parts)
-  {
-    // One share a thread; a team smaller than asked (OMP_THREAD_LIMIT, an
-    // enclosing region) takes them in turn.
-    for (int part = omp_get_thread_num(); part < parts; part += omp_get_num_threads()) {
-      const auto p = static_cast<size_t>(part);
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        queue_rows({bounds[p], bounds[p + 1] - bounds[p]}, N, t);
-      } catch (...) {
-        failed[p] = std::current_exception();
-      }
-      seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-  }
-  for (const std::exception_ptr& e : failed)
-    if (e) std::rethrow_exception(e);
+  for_parts(parts, [&](int part) {
+    const auto p = static_cast<size_t>(part);
+    const auto start = std::chrono::steady_clock::now();
+    queue_rows({bounds[p], bounds[p + 1] - bounds[p]}, N, t);
+    seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
   // Shares in proportion to rows a second, half-way from the old ones (a
   // thread the OS paused for a moment loses rows for a few steps only).
   std::vector<double> rate(static_cast<size_t>(parts));

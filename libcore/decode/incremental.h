@@ -110,6 +110,8 @@ class IncrementalDecoder {
   TensorView gemm_view(int id, RowSpan rows, int64_t cols) const;
   model::Blocks blocks() const;
   void encode(const std::vector<std::vector<int32_t>>& sources);
+  void encode_rows(int64_t first_sentence, int64_t end_sentence);
+  int cpu_parts(int64_t rows) const;
   void queue_step(int64_t rows, int64_t position);
   void queue_rows(RowSpan rows, int64_t step_rows, int64_t position);
   model::Norm norm_params(NormIds norm) const;
