@@ -196,4 +196,18 @@ TEST_CASE("extend_history grows each row's list from its parent's, and checks th
                       Catch::Contains("position 6 is outside the lists' [0, 6)"));
   REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0}), 1, 5, a, prefix_of(lengths, 1), cpu),
                       Catch::Contains("next is prev"));
+
+  // A thread's share of a step (IncrementalDecoder::queue_step): rows 1..2
+  // of step 2 again, into a slice of the lists from row 1, pool rows from
+  // 10 + 1. The slice must hold the rows and be as wide as prev.
+  const TensorView slice(b.data_as<int32_t>() + T, DType::i32, {2, T}, Device::cpu());
+  ops::extend_history(a, test::i32({0, 2}), 2, 11, slice, prefix_of(lengths, 2), cpu);
+  CHECK(row(b, 1, 3) == std::vector<int32_t>{0, 5, 11});
+  CHECK(row(b, 2, 3) == std::vector<int32_t>{1, 7, 12});
+  CHECK(row(b, 0, 3) == std::vector<int32_t>{1, 8, 10});  // untouched
+  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0, 2, 1}), 2, 11, slice, prefix_of(lengths, 3), cpu),
+                      Catch::Contains("with R' >= 3"));
+  const TensorView narrow(b.data_as<int32_t>(), DType::i32, {R, T - 1}, Device::cpu());
+  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0}), 2, 11, narrow, prefix_of(lengths, 1), cpu),
+                      Catch::Contains("T as prev"));
 }
