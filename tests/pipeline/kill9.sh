@@ -63,7 +63,9 @@ for k in $(seq "$KILLS"); do
   kill -9 "$pid" 2>/dev/null || true
   status=0
   wait "$pid" 2>/dev/null || status=$?
-  step=$(find "$TMP/b" -maxdepth 1 -name 'checkpoint_*.bin' -printf '%f\n' 2>/dev/null \
+  # (No run directory yet when the kill came before the start made it: on
+  # a busy machine the first kill can.)
+  step=$({ find "$TMP/b" -maxdepth 1 -name 'checkpoint_*.bin' -printf '%f\n' 2>/dev/null || true; } \
            | sed -n 's/^checkpoint_\([0-9]*\)\.bin$/\1/p' | sort -n | tail -1)
   check_all "$k"
   if [ "$status" -ne 137 ]; then  # it ended before its kill: finished, or failed
