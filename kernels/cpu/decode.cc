@@ -450,19 +450,20 @@ TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float 
         a += e[i];
         b += e[i + 1];
       }
-    }
-    for (int64_t j = j0 + 64 <= v ? v : j0; j < std::min(v, j0 + 64); j += 16) {
-      if (j + 16 <= v) {
-        a += exp_lanes(load8(x + j) - mx);
-        b += exp_lanes(load8(x + j + 8) - mx);
-        continue;
+    } else {  // the last block, short
+      for (int64_t j = j0; j < v; j += 16) {
+        if (j + 16 <= v) {
+          a += exp_lanes(load8(x + j) - mx);
+          b += exp_lanes(load8(x + j + 8) - mx);
+          continue;
+        }
+        float tail[16] = {};
+        std::copy(x + j, x + v, tail);
+        F8 ea = exp_lanes(load8(tail) - mx), eb = exp_lanes(load8(tail + 8) - mx);
+        for (int64_t l = v - j; l < 16; ++l) (l < 8 ? ea[l] : eb[l - 8]) = 0.0f;
+        a += ea;
+        b += eb;
       }
-      float tail[16] = {};
-      std::copy(x + j, x + v, tail);
-      F8 ea = exp_lanes(load8(tail) - mx), eb = exp_lanes(load8(tail + 8) - mx);
-      for (int64_t l = v - j; l < 16; ++l) (l < 8 ? ea[l] : eb[l - 8]) = 0.0f;
-      a += ea;
-      b += eb;
     }
     acc0 += __builtin_convertvector(__builtin_shufflevector(a, a, 0, 1, 2, 3), D4) +
             __builtin_convertvector(__builtin_shufflevector(b, b, 0, 1, 2, 3), D4);
