@@ -108,9 +108,10 @@ bool gemm_row_invariant_simd();  // the CPU runs gemm_row_invariant's AVX2 path
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
                const float* bias, bool relu, bool simd = true);
 bool gemm_int8_simd();  // the CPU runs gemm_int8's AVX2 path
-// One row of n values into q (ld bytes, zero past n); returns its scale (ops.h,
-// quantize_int8). simd false: the portable path, the same bits.
-float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool simd = true);
+// One row of n values into q (ld bytes, zero past n), in [-limit, limit];
+// returns its scale, max |v| / limit (ops.h, quantize_int8; gemm_int8's rows
+// of x: kInt8InputLimit). simd false: the portable path, the same bits.
+float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool simd = true, int limit = 127);
 }  // namespace tfm::ops::cpu
 
 namespace tfm::ops::cuda {

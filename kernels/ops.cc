@@ -745,7 +745,7 @@ void require_int8_input(const char* op, const Stream& stream, const TensorView& 
 }
 }  // namespace
 
-void quantize_int8(const TensorView& w, int8_t* values, int64_t ld, float* scales) {
+void quantize_int8(const TensorView& w, int8_t* values, int64_t ld, float* scales, int32_t* sums) {
   const char* op = "quantize_int8";
   require_int8_input(op, Stream(Device::cpu()), w, "w");
   TFM_REQUIRE(w.rank() == 2, "{}: w is {} but must be a matrix", op, w.str());
@@ -753,7 +753,13 @@ void quantize_int8(const TensorView& w, int8_t* values, int64_t ld, float* scale
   TFM_REQUIRE(ld >= cols && ld % kInt8RowAlign == 0, "{}: ld {} must be >= {} and a multiple of {}", op, ld,
               cols, kInt8RowAlign);
   const float* p = static_cast<const float*>(w.data());
-  for (int64_t j = 0; j < rows; ++j) scales[j] = cpu::quantize_row_int8(p + j * cols, cols, values + j * ld, ld);
+  for (int64_t j = 0; j < rows; ++j) {
+    int8_t* row = values + j * ld;
+    scales[j] = cpu::quantize_row_int8(p + j * cols, cols, row, ld);
+    int32_t sum = 0;
+    for (int64_t q = 0; q < cols; ++q) sum += row[q];
+    sums[j] = sum;
+  }
 }
 
 void gemm_int8(const TensorView& x, const Int8Matrix& w, const TensorView& y, const Stream& stream,
@@ -767,7 +773,7 @@ void gemm_int8(const TensorView& x, const Int8Matrix& w, const TensorView& y, co
   TFM_REQUIRE(x.dim(1) == w.cols && w.cols > 0 && w.cols < (int64_t{1} << 17),
               "{}: x is {} but W is {} x {} (0 < K < 131072)", op, x.shape().str(), w.rows,
               w.cols);
-  TFM_REQUIRE(w.ld >= w.cols && w.ld % kInt8RowAlign == 0 && w.values && w.scales,
+  TFM_REQUIRE(w.ld >= w.cols && w.ld % kInt8RowAlign == 0 && w.values && w.scales && w.sums,
               "{}: W's rows are not quantized rows (ld {})", op, w.ld);
   TFM_REQUIRE(y.dim(0) == m && y.dim(1) == w.rows, "{}: y is {} but x W^T is {} x {}", op, y.shape().str(), m,
               w.rows);

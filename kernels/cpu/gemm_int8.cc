@@ -5,11 +5,14 @@
 // or the threads: the fp32 decoder's batch invariance holds in int8 too.
 //
 // AVX2 has no signed x signed byte product; vpmaddubsw multiplies unsigned
-// by signed bytes and adds pairs into saturating int16. The quantized x
-// is given as |x| (unsigned) and its sign moved onto W's byte (vpsignb),
-// so each product is x w exactly; a pair is at most 2 * 127 * 127 = 32258,
-// under int16's 32767 (which is why no value is -128), then vpmaddwd by
-// ones widens pairs into the int32 sums. 32 products a register.
+// by signed bytes and adds pairs into saturating int16, then vpmaddwd by
+// ones widens the pairs into the int32 sums: 32 products in two multiply
+// instructions. x is quantized to [-63, 63] (kInt8InputLimit) and fed as
+// x + 64, in [1, 127], so a pair is at most 2 * 127 * 127 = 32258, under
+// int16's 32767, and the sum over a row is sum x w + 64 sum w; W's row sums
+// (Int8Matrix::sums) take the 64 sum w back off, exactly. (Moving x's sign
+// onto W's byte instead, vpsignb, is a third multiply-port instruction a
+// product: 1.5x the time on AMD's Zen 3, which has two such ports.)
 //
 // The float epilogue, y = float(sum) * (sx * sw) + b (then ReLU), is the
 // same operations in the same order on both paths (the file is compiled
@@ -34,11 +37,14 @@ namespace {
 constexpr int64_t kTileRows = 2, kTileCols = 4;
 constexpr int64_t kBlockCols = 16;  // W rows a thread takes at once
 
-// The rows of x, quantized: values, their magnitudes and signs apart for
-// vpmaddubsw, and the scales. Each row padded with zeros to ld.
+// The rows of x, quantized: the values, for AVX2 the values plus 64 (see
+// above), and the scales. Each row padded with zeros to ld (x + 64 pads
+// with 64, against W's zeros).
+constexpr int kShiftBits = 6, kShift = 1 << kShiftBits;
+static_assert(kInt8InputLimit + kShift <= 127, "x + 64 must fit vpmaddubsw's pairs into int16");
 struct QuantizedRows {
   std::vector<int8_t> values;
-  std::vector<uint8_t> magnitudes;
+  std::vector<uint8_t> shifted;
   std::vector<float> scales;
   int64_t ld = 0;
 };
@@ -77,26 +83,17 @@ template <int R, int C>
   __m256i acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int q = 0; q < C; ++q) acc[r][q] = _mm256_setzero_si256();
-  const int8_t* xs[R];
-  const uint8_t* xa[R];
+  const uint8_t* xr[R];
   const int8_t* wr[C];
-  for (int r = 0; r < R; ++r) {
-    xs[r] = x.values.data() + (i + r) * x.ld;
-    xa[r] = x.magnitudes.data() + (i + r) * x.ld;
-  }
+  for (int r = 0; r < R; ++r) xr[r] = x.shifted.data() + (i + r) * x.ld;
   for (int q = 0; q < C; ++q) wr[q] = w.values + (j + q) * w.ld;
   for (int64_t p = 0; p < w.ld; p += kInt8RowAlign) {
-    __m256i sign[R], mag[R];
-    for (int r = 0; r < R; ++r) {
-      sign[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[r] + p));
-      mag[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r] + p));
-    }
+    __m256i xv[R];
+    for (int r = 0; r < R; ++r) xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r] + p));
     for (int q = 0; q < C; ++q) {
       const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[q] + p));
-      for (int r = 0; r < R; ++r) {
-        const __m256i pairs = _mm256_maddubs_epi16(mag[r], _mm256_sign_epi8(wv, sign[r]));
-        acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(pairs, ones));
-      }
+      for (int r = 0; r < R; ++r)
+        acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv), ones));
     }
   }
   if constexpr (R == 2 && C == 4) {
@@ -106,7 +103,9 @@ template <int R, int C>
     const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
     const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
                                           _mm256_permute2x128_si256(u0, u1, 0x31));
-    const __m128i half[2] = {_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1)};
+    const __m128i shift = _mm_slli_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.sums + j)), kShiftBits);
+    const __m128i half[2] = {_mm_sub_epi32(_mm256_castsi256_si128(sums), shift),
+                             _mm_sub_epi32(_mm256_extracti128_si256(sums, 1), shift)};
     const __m128 w_scale = _mm_loadu_ps(e.w_scales + j);
     for (int r = 0; r < 2; ++r) {  // apply(), four columns at once
       const __m128 s = _mm_mul_ps(_mm_set1_ps(e.x_scales[i + r]), w_scale);
@@ -120,7 +119,7 @@ template <int R, int C>
       for (int q = 0; q < C; ++q) {
         alignas(32) int32_t lane[8];
         _mm256_store_si256(reinterpret_cast<__m256i*>(lane), acc[r][q]);
-        int32_t sum = 0;
+        int32_t sum = -kShift * w.sums[j + q];
         for (int32_t v : lane) sum += v;
         y[(i + r) * ldy + j + q] = e.apply(sum, i + r, j + q);
       }
@@ -165,8 +164,8 @@ RowRange range_portable(const float* v, int64_t p, int64_t n, RowRange r) {
   return r;
 }
 
-void round_portable(const float* v, int64_t p, int64_t n, float inv, int8_t* q) {
-  for (; p < n; ++p) q[p] = static_cast<int8_t>(std::clamp(std::nearbyint(v[p] * inv), -127.0f, 127.0f));
+void round_portable(const float* v, int64_t p, int64_t n, float inv, int8_t* q, float limit) {
+  for (; p < n; ++p) q[p] = static_cast<int8_t>(std::clamp(std::nearbyint(v[p] * inv), -limit, limit));
 }
 
 #if defined(__x86_64__)
@@ -190,9 +189,9 @@ void round_portable(const float* v, int64_t p, int64_t n, float inv, int8_t* q) 
 // cvtps rounds to nearest even (the default MXCSR mode), as nearbyint; the
 // products are within [-127, 127] plus rounding, so clamping the integers
 // is clamping the floats.
-[[gnu::target("avx2")]] void round_avx2(const float* v, int64_t n, float inv, int8_t* q) {
+[[gnu::target("avx2")]] void round_avx2(const float* v, int64_t n, float inv, int8_t* q, int limit) {
   const __m256 scale = _mm256_set1_ps(inv);
-  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  const __m256i lo = _mm256_set1_epi32(-limit), hi = _mm256_set1_epi32(limit);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes the packs' lane interleave
   int64_t p = 0;
   for (; p + 32 <= n; p += 32) {
@@ -202,19 +201,20 @@ void round_portable(const float* v, int64_t p, int64_t n, float inv, int8_t* q) 
     const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(x[0], x[1]), _mm256_packs_epi32(x[2], x[3]));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + p), _mm256_permutevar8x32_epi32(bytes, order));
   }
-  round_portable(v, p, n, inv, q);
+  round_portable(v, p, n, inv, q, static_cast<float>(limit));
 }
 
-[[gnu::target("avx2")]] void magnitudes_avx2(const int8_t* q, int64_t ld, uint8_t* m) {
+[[gnu::target("avx2")]] void shifted_avx2(const int8_t* q, int64_t ld, uint8_t* u) {
+  const __m256i shift = _mm256_set1_epi8(kShift);
   for (int64_t p = 0; p < ld; p += kInt8RowAlign)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(m + p),
-                        _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + p))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + p),
+                        _mm256_add_epi8(shift, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + p))));
 }
 #endif
 
 }  // namespace
 
-float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool simd) {
+float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool simd, int limit) {
 #if defined(__x86_64__)
   simd = simd && has_avx2();
   const RowRange r = simd ? range_avx2(v, n) : range_portable(v, 0, n, {});
@@ -225,15 +225,15 @@ float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool s
   std::memset(q, 0, static_cast<size_t>(ld));
   if (r.bad) return std::numeric_limits<float>::quiet_NaN();
   if (r.amax == 0.0f) return 0.0f;
-  const float inv = 127.0f / r.amax;
+  const float top = static_cast<float>(limit), inv = top / r.amax;
 #if defined(__x86_64__)
   if (simd) {
-    round_avx2(v, n, inv, q);
-    return r.amax / 127.0f;
+    round_avx2(v, n, inv, q, limit);
+    return r.amax / top;
   }
 #endif
-  round_portable(v, 0, n, inv, q);
-  return r.amax / 127.0f;
+  round_portable(v, 0, n, inv, q, top);
+  return r.amax / top;
 }
 
 bool gemm_int8_simd() {
@@ -257,19 +257,14 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
   QuantizedRows& q = buffer;
   q.ld = w.ld;
   q.values.resize(static_cast<size_t>(m * q.ld));
-  q.magnitudes.resize(q.values.size());
   q.scales.resize(static_cast<size_t>(m));
+  if (simd) q.shifted.resize(q.values.size());
   for (int64_t i = 0; i < m; ++i) {
     int8_t* row = q.values.data() + i * q.ld;
-    q.scales[static_cast<size_t>(i)] = quantize_row_int8(x + i * ldx, w.cols, row, q.ld, simd);
-    uint8_t* magnitudes = q.magnitudes.data() + i * q.ld;
+    q.scales[static_cast<size_t>(i)] = quantize_row_int8(x + i * ldx, w.cols, row, q.ld, simd, kInt8InputLimit);
 #if defined(__x86_64__)
-    if (simd) {
-      magnitudes_avx2(row, q.ld, magnitudes);
-      continue;
-    }
+    if (simd) shifted_avx2(row, q.ld, q.shifted.data() + i * q.ld);
 #endif
-    for (int64_t p = 0; p < q.ld; ++p) magnitudes[p] = static_cast<uint8_t>(std::abs(int{row[p]}));
   }
   const Epilogue e{q.scales.data(), w.scales, bias, relu};
   // As gemm_rows.cc: threads take blocks of W's rows and run every row of x

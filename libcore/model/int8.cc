@@ -23,9 +23,11 @@ Int8Weights::Int8Weights(const ParamLayout& layout, const TensorView& params)
   }
   values_.resize(static_cast<size_t>(values));
   scales_.resize(static_cast<size_t>(scales));
+  sums_.resize(static_cast<size_t>(scales));
   for (const Matrix& m : matrices_) {
     const TensorView w(const_cast<float*>(base_) + m.offset, DType::f32, {m.rows, m.cols}, Device::cpu());
-    ops::quantize_int8(w, values_.data() + m.value_offset, ops::int8_ld(m.cols), scales_.data() + m.scale_offset);
+    ops::quantize_int8(w, values_.data() + m.value_offset, ops::int8_ld(m.cols), scales_.data() + m.scale_offset,
+                       sums_.data() + m.scale_offset);
   }
 }
 
@@ -50,8 +52,8 @@ ops::Int8Matrix Int8Weights::find(const TensorView& w) const {
     covered += next->rows;
   }
   const int64_t ld = ops::int8_ld(cols);
-  return {values_.data() + first.value_offset + row0 * ld, scales_.data() + first.scale_offset + row0, rows, cols,
-          ld};
+  return {values_.data() + first.value_offset + row0 * ld, scales_.data() + first.scale_offset + row0,
+          sums_.data() + first.scale_offset + row0, rows, cols, ld};
 }
 
 }  // namespace tfm::model

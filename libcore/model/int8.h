@@ -32,19 +32,20 @@ class Int8Weights {
   // (internal) for anything else.
   ops::Int8Matrix find(const TensorView& w) const;
 
-  size_t bytes() const { return values_.size() + scales_.size() * sizeof(float); }
+  size_t bytes() const { return values_.size() + scales_.size() * (sizeof(float) + sizeof(int32_t)); }
 
  private:
   struct Matrix {
     int64_t offset;        // the parameter's, in the f32 buffer (elements)
     int64_t rows, cols;
     int64_t value_offset;  // into values_ (rows of ld bytes)
-    int64_t scale_offset;  // into scales_
+    int64_t scale_offset;  // into scales_ and sums_
   };
   const float* base_;
   std::vector<Matrix> matrices_;  // by offset
   std::vector<int8_t> values_;
   std::vector<float> scales_;
+  std::vector<int32_t> sums_;
 };
 
 }  // namespace tfm::model

@@ -238,8 +238,9 @@ int main(int argc, char** argv) {
       const int64_t ld = ops::int8_ld(s.k);
       std::vector<int8_t> values(static_cast<size_t>(s.n * ld));
       std::vector<float> scales(static_cast<size_t>(s.n));
-      ops::quantize_int8(o.b, values.data(), ld, scales.data());
-      const ops::Int8Matrix w{values.data(), scales.data(), s.n, s.k, ld};
+      std::vector<int32_t> sums(static_cast<size_t>(s.n));
+      ops::quantize_int8(o.b, values.data(), ld, scales.data(), sums.data());
+      const ops::Int8Matrix w{values.data(), scales.data(), sums.data(), s.n, s.k, ld};
       const double int8_rate = measure(s, repeats, min_seconds, [&] { ops::gemm_int8(o.a, w, o.c, cpu); });
       std::printf("%-34s %20s %9.1f %9.1f %9.1f %8.2fx\n", s.role,
                   fmt::format("{} x {} x {}", s.m, s.k, s.n).c_str(), blas_rate, inv_rate, int8_rate,
