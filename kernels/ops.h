@@ -318,17 +318,18 @@ void quantize_int8(const TensorView& w, int8_t* values, int64_t ld, float* scale
 
 // y = act(x W^T + bias), x quantized by rows on the way, to kInt8InputLimit
 // (W's rows go to 127):
-//   sx[i] = max_p |x[i, p]| / 63,  qx[i, p] = round(x[i, p] / sx[i])   (in [-63, 63])
+//   sx[i] = max_p |x[i, p]| / 63,  qx[i, p] = round(x[i, p] * 63 / max_p |x[i, p]|)
 //   y[i, j] = float(sum_p qx[i, p] qw[j, p]) * (sx[i] * sw[j]) + bias[j]   (then ReLU)
 // the sum exact in int32, the rest in f32 in that order. Why 63: AVX2
 // multiplies bytes only unsigned by signed (vpmaddubsw, two products summed
 // in int16), so the AVX2 path feeds qx + 64 (in [1, 127]: a pair stays
 // within int16) and takes 64 sums[j] back off, exactly; at 127 it would
 // spend a third instruction a product on moving x's sign onto W. Measured:
-// BLEU of the demo and Multi30k models the same as with 127 (README). x (M, K) f32 on
-// the CPU; w (N, K), K < 2^17; y (M, N) f32 =; bias (N) f32, optional. A
-// row of y depends on its row of x alone, bit for bit (any M, any thread
-// count, with AVX2 or without): batch invariance, as row_invariant's GEMM.
+// BLEU of the demo and Multi30k models the same as with 127 (README).
+// x (M, K) f32 on the CPU; w (N, K), K < 2^17; y (M, N) f32 =; bias (N)
+// f32, optional. A row of y depends on its row of x alone, bit for bit (any
+// M, any thread count, with AVX2 or without): batch invariance, as
+// row_invariant's GEMM.
 void gemm_int8(const TensorView& x, const Int8Matrix& w, const TensorView& y, const Stream& stream,
                const TensorView& bias = {}, bool relu = false);
 

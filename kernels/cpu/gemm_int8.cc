@@ -187,8 +187,8 @@ void round_portable(const float* v, int64_t p, int64_t n, float inv, int8_t* q, 
 }
 
 // cvtps rounds to nearest even (the default MXCSR mode), as nearbyint; the
-// products are within [-127, 127] plus rounding, so clamping the integers
-// is clamping the floats.
+// products are within [-limit, limit] plus rounding, so clamping the
+// integers is clamping the floats.
 [[gnu::target("avx2")]] void round_avx2(const float* v, int64_t n, float inv, int8_t* q, int limit) {
   const __m256 scale = _mm256_set1_ps(inv);
   const __m256i lo = _mm256_set1_epi32(-limit), hi = _mm256_set1_epi32(limit);
