@@ -28,7 +28,9 @@ PY
 
 # Pieces: TSV lines as tfm-batch --tsv reads them (the first byte is the
 # target's mode byte), some with unknown pieces, blanks and long lines.
-paste "$tmp/src.tok" "$tmp/tgt.tok" | head -40 >"$tmp/tsv"
+# (sed reads to the end: head would exit early and, under pipefail, paste's
+# SIGPIPE would fail the script when paste is still writing.)
+paste "$tmp/src.tok" "$tmp/tgt.tok" | sed -n '1,40p' >"$tmp/tsv"
 for i in 0 1 2 3; do
   { printf "\\x$(printf %02x $((i * 37 + 5)))"; sed -n "$((i * 10 + 1)),$((i * 10 + 10))p" "$tmp/tsv"; } >"$out/pieces/seed$i"
 done
