@@ -386,23 +386,24 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   lse_ready_ = false;
 }
 
+bool cpu_threads_take_rows(const ModelWeights& model) {
+  constexpr size_t kCachedWeights = size_t{32} << 20;
+  const size_t weight_bytes = static_cast<size_t>(model.layout().total()) *
+                              (model.int8_weights() ? 1 : dtype_size(model.dtype()));
+  return model.device().is_cpu() && weight_bytes <= kCachedWeights;
+}
+
 // How many of the CPU's threads to split `rows` rows between, each to run
 // a whole stretch of ops (a step, the encoder) on its own rows: every op
 // computes each row alone (the contract of the decoding ops and of
 // row_invariant's GEMM), so a split changes no bit, and one parallel region
 // replaces the ~14 a layer that each op would fork and join, with the
-// serial moments between them. Each thread then reads every weight itself,
-// where the ops' own threads split each GEMM's columns: worth it while the
-// weights stay in the last-level cache (measured, 2-core AMD EPYC: the demo
-// model's 5.5 MiB 1.2x faster; base's 250 MiB 5% slower), and while each
-// thread has rows enough to stream them. 1: the ops' own threads (and on
-// a GPU).
+// serial moments between them; while the weights are small
+// (cpu_threads_take_rows) and each thread has rows enough to stream them.
+// 1: the ops' own threads (and on a GPU).
 int IncrementalDecoder::cpu_parts(int64_t rows) const {
   constexpr int64_t kRowsPerThread = 16;
-  constexpr size_t kCachedWeights = size_t{32} << 20;
-  const size_t weight_bytes = static_cast<size_t>(model_.layout().total()) *
-                              (model_.int8_weights() ? 1 : dtype_size(model_.dtype()));
-  if (!model_.device().is_cpu() || weight_bytes > kCachedWeights) return 1;
+  if (!cpu_threads_take_rows(model_)) return 1;
   return static_cast<int>(std::clamp<int64_t>(rows / kRowsPerThread, 1, omp_get_max_threads()));
 }
 

@@ -1,7 +1,13 @@
 #include "libcore/decode/search.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
+#include <numeric>
 
 #include "libcore/error.h"
 #include "libcore/model/batch.h"
@@ -244,6 +250,52 @@ std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
   std::vector<std::vector<Hypothesis>> out;
   for (Sentence& s : sentences) out.push_back(collect(s, o.n_best));
   return out;
+}
+
+int search_threads(const ModelWeights& model, int threads) {
+  return cpu_threads_take_rows(model) ? std::max(threads, 1) : 1;
+}
+
+void search_batches(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,
+                    const std::vector<std::vector<SearchRequest>>& batches, const BeamSearchOptions& o,
+                    const std::function<void(size_t, std::vector<std::vector<Hypothesis>>&&)>& done) {
+  TFM_REQUIRE(!decoders.empty(), "internal: search_batches without a decoder");
+  const int threads = static_cast<int>(std::min(decoders.size(), batches.size()));
+  if (threads <= 1) {
+    for (size_t b = 0; b < batches.size(); ++b) done(b, beam_search(*decoders[0], batches[b], o));
+    return;
+  }
+  // The most work first: source tokens and the output tokens allowed.
+  std::vector<int64_t> work(batches.size(), 0);
+  for (size_t b = 0; b < batches.size(); ++b)
+    for (const SearchRequest& r : batches[b]) work[b] += static_cast<int64_t>(r.source.size()) + r.max_len;
+  std::vector<size_t> order(batches.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return work[a] > work[b]; });
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex done_mutex;
+  std::vector<std::exception_ptr> failed(static_cast<size_t>(threads));
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num();
+    // Regions nested in this one run on one thread already, but the decoder
+    // and the GEMMs size their splits by omp_get_max_threads(): one here.
+    // (An implicit task's own setting; the caller's is untouched.)
+    omp_set_num_threads(1);
+    try {
+      for (size_t i = next++; i < order.size() && !stop; i = next++) {
+        std::vector<std::vector<Hypothesis>> nbest = beam_search(*decoders[static_cast<size_t>(me)], batches[order[i]], o);
+        const std::lock_guard<std::mutex> lock(done_mutex);
+        if (!stop) done(order[i], std::move(nbest));
+      }
+    } catch (...) {
+      failed[static_cast<size_t>(me)] = std::current_exception();
+      stop = true;
+    }
+  }
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace tfm

@@ -31,6 +31,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "libcore/decode/incremental.h"
@@ -81,5 +83,25 @@ int64_t search_steps(const std::vector<SearchRequest>& batch);
 std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
                                                  const std::vector<SearchRequest>& batch,
                                                  const BeamSearchOptions& options);
+
+// Many batches (tfm-decode's, the benchmarks'): each searched as
+// beam_search does, by one of `decoders` (all planned for every batch).
+// With several decoders, on the CPU, they search side by side, one a
+// thread, each thread's ops single-threaded, taking batches as they finish
+// the last (the most source tokens first, so that the threads end near
+// together): no step waits on another thread, and the host's part of a
+// search runs beside the other thread's steps. The results do not change:
+// a batch's bits are the same on any decoder and thread count. done(b,
+// nbest) is called for batch b (an index into `batches`) as each finishes,
+// one call at a time. An exception from a search or from done stops the
+// taking of batches and is thrown here once the threads have stopped.
+void search_batches(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,
+                    const std::vector<std::vector<SearchRequest>>& batches, const BeamSearchOptions& options,
+                    const std::function<void(size_t, std::vector<std::vector<Hypothesis>>&&)>& done);
+
+// How many decoders search_batches should be given for `model` on this
+// many threads: as many as threads while the weights are small enough for
+// each thread to read them all (cpu_threads_take_rows), else one.
+int search_threads(const ModelWeights& model, int threads);
 
 }  // namespace tfm

@@ -1,5 +1,7 @@
 #include "libcore/decode/translate.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -115,7 +117,16 @@ Translator::Translator(const ModelWeights& model, const Vocab* vocab, const Tran
               c.max_positions, o.max_input_len);
     o.max_input_len = c.max_positions;
   }
-  decoder_ = std::make_unique<IncrementalDecoder>(model, translate_limits(model, o));
+  // One decoder a thread where the threads take whole batches
+  // (search_batches); one line at a time (batch size 1) is one batch.
+  const int decoders = o.batch_size == 1 ? 1 : search_threads(model, omp_get_max_threads());
+  for (int d = 0; d < decoders; ++d)
+    decoders_.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, o)));
+}
+
+std::string Translator::memory_report() const {
+  const std::string one = decoders_.front()->memory_report();
+  return decoders_.size() == 1 ? one : fmt::format("{} decoders (one a thread), each {}", decoders_.size(), one);
 }
 
 Translator::~Translator() = default;
@@ -277,13 +288,15 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       write_ready();
       int64_t window_tokens = 0, tokens_done = 0;  // source tokens of the window, and of it translated
       for (int64_t l : lengths) window_tokens += l;
-      for (const std::vector<size_t>& indices : length_batches(lengths, o.max_tokens, o.batch_size)) {
-        std::vector<SearchRequest> batch;
-        for (size_t i : indices) {
+      const std::vector<std::vector<size_t>> cuts = length_batches(lengths, o.max_tokens, o.batch_size);
+      std::vector<std::vector<SearchRequest>> batches(cuts.size());
+      for (size_t c = 0; c < cuts.size(); ++c)
+        for (size_t i : cuts[c]) {
           const Item& it = items[todo[i]];
-          batch.push_back({it.ids, max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0});
+          batches[c].push_back({it.ids, max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0});
         }
-        const auto nbest = beam_search(*decoder_, batch, o.search);
+      search_batches(decoders_, batches, o.search, [&](size_t c, std::vector<std::vector<Hypothesis>>&& nbest) {
+        const std::vector<size_t>& indices = cuts[c];
         for (size_t b = 0; b < indices.size(); ++b) {
           const size_t at = todo[indices[b]];
           text[at] = format(items[at], nbest[b]);
@@ -309,7 +322,7 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
           }
           o.progress->report(text, true);
         }
-      }
+      });
       number += static_cast<int64_t>(n);
       if (error) throw *error;
     }

@@ -82,7 +82,7 @@ class Translator {
   TranslateTotals run(const std::vector<std::string>& inputs, std::FILE* out);
 
   const TranslateOptions& options() const { return options_; }
-  std::string memory_report() const { return decoder_->memory_report(); }
+  std::string memory_report() const;
 
  private:
   struct Item;
@@ -93,7 +93,7 @@ class Translator {
   const ModelWeights& model_;
   const Vocab* vocab_;
   TranslateOptions options_;
-  std::unique_ptr<IncrementalDecoder> decoder_;
+  std::vector<std::unique_ptr<IncrementalDecoder>> decoders_;  // search_batches's
 };
 
 }  // namespace tfm

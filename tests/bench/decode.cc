@@ -46,6 +46,7 @@
 //          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N] [--forced-length N]
 //          [--model CKPT --input IDS [--reference TEXT]] [--ct2 auto|on|off] [--repeat N] [--no-int8]
 //          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes]
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -172,28 +173,33 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   std::vector<int64_t> lengths;
   for (const SearchRequest& r : requests) lengths.push_back(static_cast<int64_t>(r.source.size()));
   t.max_input_len = *std::max_element(lengths.begin(), lengths.end());
-  IncrementalDecoder decoder(model, translate_limits(model, t));
+  // tfm-decode's decoders: one a thread where the threads take whole batches.
+  std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
+  for (int d = 0; d < search_threads(model, omp_get_max_threads()); ++d)
+    decoders.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, t)));
   if (model.device().is_cpu()) {
     bench::GemmClock::install(o.gemm_shapes, /*any_m=*/true);
     bench::GemmClock::reset();
   }
   Run r;
-  r.memory = "model " + model.memory_report() + "; decoder " + decoder.memory_report();
+  r.memory = "model " + model.memory_report() + "; decoder " + decoders[0]->memory_report();
+  if (decoders.size() > 1) r.memory += fmt::format(" (x{}, one a thread)", decoders.size());
   r.nbest.resize(requests.size());
+  const std::vector<std::vector<size_t>> cuts = length_batches(lengths, t.max_tokens, t.batch_size);
+  std::vector<std::vector<SearchRequest>> batches(cuts.size());
+  for (size_t c = 0; c < cuts.size(); ++c)
+    for (size_t i : cuts[c]) batches[c].push_back(requests[i]);
   const auto start = Clock::now();
   const double cpu_start = bench::cpu_seconds();
-  for (const std::vector<size_t>& indices : length_batches(lengths, t.max_tokens, t.batch_size)) {
-    std::vector<SearchRequest> batch;
-    for (size_t i : indices) batch.push_back(requests[i]);
-    auto got = beam_search(decoder, batch, t.search);
-    for (size_t b = 0; b < indices.size(); ++b) r.nbest[indices[b]] = std::move(got[b]);
-  }
+  search_batches(decoders, batches, t.search, [&](size_t c, std::vector<std::vector<Hypothesis>>&& got) {
+    for (size_t b = 0; b < cuts[c].size(); ++b) r.nbest[cuts[c][b]] = std::move(got[b]);
+  });
   model.stream().synchronize();
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.cpu_seconds = bench::cpu_seconds() - cpu_start;
-  r.device_wait = decoder.device_wait_seconds();
-  r.graphs = decoder.graph().launches();
-  r.graphs_built = decoder.graph().instantiations();
+  for (const auto& d : decoders) r.device_wait += d->device_wait_seconds();
+  r.graphs = decoders[0]->graph().launches();
+  r.graphs_built = decoders[0]->graph().instantiations();
   for (const auto& n : r.nbest) r.tokens += static_cast<int64_t>(n.at(0).tokens.size());
   if (model.device().is_cpu()) r.gemm_summary = bench::GemmClock::summary(r.seconds, 1, "run");
   return r;
@@ -309,12 +315,15 @@ class Ct2 {
   Ct2(const Ct2&) = delete;
   Ct2& operator=(const Ct2&) = delete;
 
-  Ct2Result run(const std::string& compute_type) const {
+  // inter: the threads take whole batches (inter_threads), as tfm's do for
+  // a model whose weights are small (search_threads); else each batch is
+  // split between them (intra_threads).
+  Ct2Result run(const std::string& compute_type, bool inter) const {
     const std::string cmd = fmt::format(
         "{} {} --model {}/ct2 --ids {}/ids {} --beam {} --alpha 0.6 --max-tokens {} --batch-size {} --threads {} "
-        "--compute-type {} --hyps {}/hyps",
+        "{}--compute-type {} --hyps {}/hyps",
         o_.ct2_python, o_.ct2_script, dir_, dir_, o_.model.empty() ? fmt::format("--lengths {}/lengths", dir_) : "",
-        o_.beam, o_.max_tokens, o_.batch_size, cpu_threads(), compute_type, dir_);
+        o_.beam, o_.max_tokens, o_.batch_size, cpu_threads(), inter ? "--inter " : "", compute_type, dir_);
     const std::string result = bench::run_reference(cmd, o_.ct2_python, "CTranslate2", "--ct2 off times tfm without it");
     Ct2Result r;
     char version[64] = {0}, type[32] = {0}, isa[32] = {0}, sgemm[32] = {0}, s8[32] = {0};
@@ -540,8 +549,10 @@ int main(int argc, char** argv) {
       }
       if (!ct2) continue;
       try {
-        c32 = ct2->run("float32");
-        c8 = ct2->run("int8");
+        // Threads as tfm's of the same model use them (whole batches each, or
+        // each batch split): CTranslate2's inter_threads, or its intra_threads.
+        c32 = ct2->run("float32", search_threads(*model, cpu_threads()) > 1);
+        c8 = ct2->run("int8", search_threads(model8 ? *model8 : *model, cpu_threads()) > 1);
       } catch (const Error& e) {
         if (o.ct2 == "on") throw;
         ct2_skip = e.what();

@@ -14,7 +14,10 @@
 # model puts its end token, at most |x| + 50 tokens (tfm-decode's default),
 # ranked by log-probability / |Y|^alpha (tfm's --length-penalty plain).
 # --hyps FILE writes the best hypothesis of each sentence as ids, in input
-# order. Timed: the searches alone (the model is loaded before).
+# order. Timed: the searches alone (the model is loaded before). Threads:
+# each batch split between --threads (intra_threads), or with --inter the
+# batches submitted at once and --threads workers taking one each
+# (inter_threads, one thread a batch), as tfm-decode runs a small model.
 #
 # Run by .venv/bin/python (make -f Makefile.data deps). When ctranslate2
 # cannot be imported it prints "NO_MODULE <reason>" and exits 4.
@@ -39,6 +42,7 @@ def parse_args():
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--compute-type", default="float32", choices=["float32", "int8", "int8_float32"])
+    p.add_argument("--inter", action="store_true", help="one thread a batch, --threads batches at once")
     p.add_argument("--hyps", help="write the hypotheses (ids) here")
     return p.parse_args()
 
@@ -93,8 +97,9 @@ def main():
         saved = os.dup(2)
         os.dup2(log.fileno(), 2)
         try:
+            inter, intra = (args.threads, 1) if args.inter else (1, args.threads)
             tr = ctranslate2.Translator(args.model, device="cpu", compute_type=args.compute_type,
-                                        intra_threads=args.threads, inter_threads=1)
+                                        intra_threads=intra, inter_threads=inter)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -106,9 +111,16 @@ def main():
         return m.group(1) if m else "unknown"
     hyps = [None] * len(sources)
     start, cpu_start = time.perf_counter(), time.process_time()
-    for batch, options in calls:
-        for i, r in zip(batch, tr.translate_batch([sources[i] for i in batch], **options)):
-            hyps[i] = r.hypotheses[0]
+    if args.inter:  # every call queued, then the results as the workers finish them
+        pending = [(batch, tr.translate_batch([sources[i] for i in batch], asynchronous=True, **options))
+                   for batch, options in calls]
+        for batch, results in pending:
+            for i, r in zip(batch, results):
+                hyps[i] = r.result().hypotheses[0]
+    else:
+        for batch, options in calls:
+            for i, r in zip(batch, tr.translate_batch([sources[i] for i in batch], **options)):
+                hyps[i] = r.hypotheses[0]
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     tokens = sum(len(h) for h in hyps)
     if args.hyps:

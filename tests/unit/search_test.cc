@@ -5,12 +5,15 @@
 // attention weights, and a model trained to copy decoding its inputs.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <set>
 
 #include "libcore/decode/search.h"
+#include "libcore/error.h"
 #include "libcore/model/model_io.h"
 #include "libcore/train/optimizer.h"
 #include "tests/support.h"
@@ -221,6 +224,53 @@ TEST_CASE("n-best lists are sorted and distinct, and the bound stops with the sa
       CHECK(distinct.size() == beam[s].size());
     }
   }
+}
+
+TEST_CASE("search_batches: side by side on three threads, each batch as beam_search alone gives it",
+          "[search][invariance]") {
+  const auto model = inference_model(13, 21);
+  const BeamSearchOptions o{.beam_size = 3, .n_best = 2};
+  std::vector<std::vector<SearchRequest>> batches;
+  for (int b = 0; b < 7; ++b) batches.push_back(random_requests(1 + b % 4, 13, 3, static_cast<uint64_t>(40 + b)));
+  DecoderLimits limits = limits_for(random_requests(4, 13, 3, 1), o, 13);
+  for (const auto& batch : batches) {
+    const DecoderLimits l = limits_for(batch, o, 13);
+    limits.src_len = std::max(limits.src_len, l.src_len);
+    limits.steps = std::max(limits.steps, l.steps);
+  }
+  limits.src_tokens = limits.sentences * limits.src_len;
+  std::vector<std::vector<std::vector<Hypothesis>>> want;
+  for (const auto& batch : batches) want.push_back(search(*model, batch, o));
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  for (int n : {1, 3}) {
+    INFO(n << " decoders");
+    std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
+    for (int d = 0; d < n; ++d) decoders.push_back(std::make_unique<IncrementalDecoder>(*model, limits));
+    std::vector<int> calls(batches.size(), 0);
+    search_batches(decoders, batches, o, [&](size_t b, std::vector<std::vector<Hypothesis>>&& got) {
+      ++calls[b];
+      REQUIRE(got.size() == want[b].size());
+      for (size_t s = 0; s < got.size(); ++s) {
+        REQUIRE(got[s].size() == want[b][s].size());
+        for (size_t i = 0; i < got[s].size(); ++i) CHECK(same(got[s][i], want[b][s][i]));
+      }
+    });
+    CHECK(calls == std::vector<int>(batches.size(), 1));
+    CHECK(omp_get_max_threads() == 3);  // the workers' one thread each stays theirs
+    // An error in done() stops the taking of batches and reaches the caller.
+    int seen = 0;
+    CHECK_THROWS_WITH(search_batches(decoders, batches, o,
+                                     [&](size_t, std::vector<std::vector<Hypothesis>>&&) {
+                                       if (++seen == 2) fail("cannot write the output: disk full");
+                                     }),
+                      Catch::Contains("disk full"));
+    CHECK(seen >= 2);
+    CHECK(seen <= 2 + n);  // at most one more batch a thread once it failed
+  }
+  omp_set_num_threads(threads);
+  CHECK(search_threads(*model, 4) == 4);  // a small model on the CPU: one decoder a thread
+  CHECK(search_threads(*model, 1) == 1);
 }
 
 TEST_CASE("beam search keeps cross-attention weights and honours forced lengths", "[search]") {
