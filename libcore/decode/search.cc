@@ -278,19 +278,19 @@ void search_batches(const std::vector<std::unique_ptr<IncrementalDecoder>>& deco
   std::vector<std::exception_ptr> failed(static_cast<size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
-    const int me = omp_get_thread_num();
+    IncrementalDecoder& decoder = *decoders[static_cast<size_t>(omp_get_thread_num())];
     // Regions nested in this one run on one thread already, but the decoder
     // and the GEMMs size their splits by omp_get_max_threads(): one here.
     // (An implicit task's own setting; the caller's is untouched.)
     omp_set_num_threads(1);
     try {
       for (size_t i = next++; i < order.size() && !stop; i = next++) {
-        std::vector<std::vector<Hypothesis>> nbest = beam_search(*decoders[static_cast<size_t>(me)], batches[order[i]], o);
+        std::vector<std::vector<Hypothesis>> nbest = beam_search(decoder, batches[order[i]], o);
         const std::lock_guard<std::mutex> lock(done_mutex);
         if (!stop) done(order[i], std::move(nbest));
       }
     } catch (...) {
-      failed[static_cast<size_t>(me)] = std::current_exception();
+      failed[static_cast<size_t>(omp_get_thread_num())] = std::current_exception();
       stop = true;
     }
   }

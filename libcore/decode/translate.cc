@@ -126,7 +126,7 @@ Translator::Translator(const ModelWeights& model, const Vocab* vocab, const Tran
 
 std::string Translator::memory_report() const {
   const std::string one = decoders_.front()->memory_report();
-  return decoders_.size() == 1 ? one : fmt::format("{} decoders (one a thread), each {}", decoders_.size(), one);
+  return decoders_.size() == 1 ? one : fmt::format("{} (x{}: a decoder a thread)", one, decoders_.size());
 }
 
 Translator::~Translator() = default;

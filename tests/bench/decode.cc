@@ -183,7 +183,7 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   }
   Run r;
   r.memory = "model " + model.memory_report() + "; decoder " + decoders[0]->memory_report();
-  if (decoders.size() > 1) r.memory += fmt::format(" (x{}, one a thread)", decoders.size());
+  if (decoders.size() > 1) r.memory += fmt::format(" (x{}: a decoder a thread)", decoders.size());
   r.nbest.resize(requests.size());
   const std::vector<std::vector<size_t>> cuts = length_batches(lengths, t.max_tokens, t.batch_size);
   std::vector<std::vector<SearchRequest>> batches(cuts.size());
