@@ -14,6 +14,14 @@
 // onto W's byte instead, vpsignb, is a third multiply-port instruction a
 // product: 1.5x the time on AMD's Zen 3, which has two such ports.)
 //
+// The tile broadcasts x, as the fp32 one does (gemm_rows.cc): W's rows are
+// copied 16 at a time into a panel of four-byte groups (panel.h), and four
+// bytes of a row of x at a time run against the 16 rows' four bytes at the
+// same k, each column's sum in an int32 lane of its own. Measured against a
+// tile of dot products (eight horizontal sums a tile) on a Zen 3, one
+// thread: 1.5-2.1x at the demo model's K = 128, 1.2-1.6x at base's
+// shapes, about twice fp32's rate on both (tests/bench/NOTES.md).
+//
 // The float epilogue, y = float(sum) * (sx * sw) + b (then ReLU), is the
 // same operations in the same order on both paths (the file is compiled
 // with -ffp-contract=off), so the AVX2 and portable paths agree bit for bit.
@@ -29,13 +37,13 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu/panel.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
 
-constexpr int64_t kTileRows = 2, kTileCols = 4;
-constexpr int64_t kBlockCols = 16;  // W rows a thread takes at once
+constexpr int kTileRows = 4;  // x rows a tile holds: 4 x 2 accumulators
 
 // The rows of x, quantized: the values, for AVX2 the values plus 64 (see
 // above), and the scales. Each row padded with zeros to ld (x + 64 pads
@@ -76,69 +84,102 @@ void block_portable(const QuantizedRows& x, const Int8Matrix& w, float* y, int64
 }
 
 #if defined(__x86_64__)
-template <int R, int C>
-[[gnu::target("avx2")]] void tile_avx2(const QuantizedRows& x, const Int8Matrix& w, float* y, int64_t ldy,
-                                       const Epilogue& e, int64_t i, int64_t j) {
+// One panel's share of the epilogue: its 16 columns' 64 sums[j], scales and
+// bias (zero past the matrix's last row), read by every tile.
+struct PanelColumns {
+  alignas(32) int32_t shift[kPanel];
+  alignas(32) float scale[kPanel];
+  alignas(32) float bias[kPanel];
+};
+
+// Rows [i, i + R) of x against a panel of W's rows [j0, j0 + cols): each
+// step broadcasts four bytes of a row (x + 64, unsigned) against the panel's
+// 16 rows' four bytes at the same k, vpmaddubsw into pairs, vpmaddwd by
+// ones into one int32 a column: 2 R accumulators of column sums, no
+// horizontal sum at the end (a tile of dot products needs eight, which at
+// the demo model's K = 128 cost as much as its four steps over K).
+template <int R>
+[[gnu::target("avx2")]] void tile_avx2(const QuantizedRows& x, const int32_t* panel, const PanelColumns& pc,
+                                       const Epilogue& e, float* y, int64_t ldy, int64_t i, int64_t j0,
+                                       int64_t cols) {
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) acc[r][q] = _mm256_setzero_si256();
+  __m256i acc[R][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   const uint8_t* xr[R];
-  const int8_t* wr[C];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) xr[r] = x.shifted.data() + (i + r) * x.ld;
-  for (int q = 0; q < C; ++q) wr[q] = w.values + (j + q) * w.ld;
-  for (int64_t p = 0; p < w.ld; p += kInt8RowAlign) {
-    __m256i xv[R];
-    for (int r = 0; r < R; ++r) xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r] + p));
-    for (int q = 0; q < C; ++q) {
-      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[q] + p));
-      for (int r = 0; r < R; ++r)
-        acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv), ones));
+  const int64_t groups = x.ld / 4;
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kPanel));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kPanel + 8));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, xr[r] + 4 * g, sizeof four);
+      const __m256i xb = _mm256_set1_epi32(four);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(xb, w0), ones));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(xb, w1), ones));
     }
   }
-  if constexpr (R == 2 && C == 4) {
-    // The eight sums at once: pairwise adds twice, then the halves.
-    const __m256i t0 = _mm256_hadd_epi32(acc[0][0], acc[0][1]), t1 = _mm256_hadd_epi32(acc[0][2], acc[0][3]);
-    const __m256i t2 = _mm256_hadd_epi32(acc[1][0], acc[1][1]), t3 = _mm256_hadd_epi32(acc[1][2], acc[1][3]);
-    const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
-    const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
-                                          _mm256_permute2x128_si256(u0, u1, 0x31));
-    const __m128i shift = _mm_slli_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.sums + j)), kShiftBits);
-    const __m128i half[2] = {_mm_sub_epi32(_mm256_castsi256_si128(sums), shift),
-                             _mm_sub_epi32(_mm256_extracti128_si256(sums, 1), shift)};
-    const __m128 w_scale = _mm_loadu_ps(e.w_scales + j);
-    for (int r = 0; r < 2; ++r) {  // apply(), four columns at once
-      const __m128 s = _mm_mul_ps(_mm_set1_ps(e.x_scales[i + r]), w_scale);
-      __m128 v = _mm_mul_ps(_mm_cvtepi32_ps(half[r]), s);
-      if (e.bias) v = _mm_add_ps(v, _mm_loadu_ps(e.bias + j));
-      if (e.relu) v = _mm_max_ps(_mm_setzero_ps(), v);  // v < 0 ? 0 : v, as std::max(v, 0)
-      _mm_storeu_ps(y + (i + r) * ldy + j, v);
+  // Out of the registers once (an epilogue indexing them would keep them in
+  // memory through the loop), then apply(), eight columns at once: the same
+  // operations in the same order.
+  alignas(32) int32_t sums[R][kPanel];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sums[r]), acc[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sums[r] + 8), acc[r][1]);
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(32) float out[kPanel];
+    const __m256 sx = _mm256_set1_ps(e.x_scales[i + r]);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i sum = _mm256_sub_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(sums[r] + 8 * h)),
+                                           _mm256_load_si256(reinterpret_cast<const __m256i*>(pc.shift + 8 * h)));
+      const __m256 s = _mm256_mul_ps(sx, _mm256_load_ps(pc.scale + 8 * h));
+      __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), s);
+      if (e.bias) v = _mm256_add_ps(v, _mm256_load_ps(pc.bias + 8 * h));
+      if (e.relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);  // v < 0 ? 0 : v, as std::max(v, 0)
+      _mm256_store_ps(out + 8 * h, v);
     }
-  } else {
-    for (int r = 0; r < R; ++r)
-      for (int q = 0; q < C; ++q) {
-        alignas(32) int32_t lane[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(lane), acc[r][q]);
-        int32_t sum = -kShift * w.sums[j + q];
-        for (int32_t v : lane) sum += v;
-        y[(i + r) * ldy + j + q] = e.apply(sum, i + r, j + q);
-      }
+    std::copy(out, out + cols, y + (i + r) * ldy + j0);
   }
 }
 
 template <int R>
-[[gnu::target("avx2")]] void row_tiles_avx2(const QuantizedRows& x, const Int8Matrix& w, float* y, int64_t ldy,
-                                            const Epilogue& e, int64_t i, int64_t j0, int64_t j1) {
-  int64_t j = j0;
-  for (; j + kTileCols <= j1; j += kTileCols) tile_avx2<R, kTileCols>(x, w, y, ldy, e, i, j);
-  for (; j < j1; ++j) tile_avx2<R, 1>(x, w, y, ldy, e, i, j);
+[[gnu::target("avx2")]] void tail_avx2(const QuantizedRows& x, const int32_t* panel, const PanelColumns& pc,
+                                       const Epilogue& e, float* y, int64_t ldy, int64_t i, int64_t m,
+                                       int64_t j0, int64_t cols) {
+  if constexpr (R > 0) {
+    if (m - i == R) return tile_avx2<R>(x, panel, pc, e, y, ldy, i, j0, cols);
+    tail_avx2<R - 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
+  }
 }
 
-[[gnu::target("avx2")]] void block_avx2(const QuantizedRows& x, const Int8Matrix& w, float* y, int64_t ldy,
-                                        const Epilogue& e, int64_t m, int64_t j0, int64_t j1) {
+// Every row of x against W's rows [j0, j0 + cols), packed into `panel`
+// (ld / 4 groups x 16 rows of four bytes, ld / 4 a multiple of 8).
+[[gnu::target("avx2")]] void panel_avx2(const QuantizedRows& x, const Int8Matrix& w, const Epilogue& e,
+                                        float* y, int64_t ldy, int64_t m, int64_t j0, int64_t cols,
+                                        int32_t* panel) {
+  const int64_t groups = w.ld / 4;
+  const auto* rows = reinterpret_cast<const int32_t*>(w.values + j0 * w.ld);
+  if (cols == kPanel) {
+    pack_panel16_avx2(rows, groups, groups, panel);
+  } else {
+    std::fill(panel, panel + groups * kPanel, 0);
+    for (int64_t q = 0; q < cols; ++q)
+      for (int64_t g = 0; g < groups; ++g) std::memcpy(panel + g * kPanel + q, rows + q * groups + g, 4);
+  }
+  PanelColumns pc{};
+  for (int64_t q = 0; q < cols; ++q) {
+    pc.shift[q] = kShift * w.sums[j0 + q];
+    pc.scale[q] = e.w_scales[j0 + q];
+    pc.bias[q] = e.bias ? e.bias[j0 + q] : 0.0f;
+  }
   int64_t i = 0;
-  for (; i + kTileRows <= m; i += kTileRows) row_tiles_avx2<kTileRows>(x, w, y, ldy, e, i, j0, j1);
-  for (; i < m; ++i) row_tiles_avx2<1>(x, w, y, ldy, e, i, j0, j1);
+  for (; i + kTileRows <= m; i += kTileRows) tile_avx2<kTileRows>(x, panel, pc, e, y, ldy, i, j0, cols);
+  tail_avx2<kTileRows - 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
 }
 
 bool has_avx2() {
@@ -267,20 +308,28 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
 #endif
   }
   const Epilogue e{q.scales.data(), w.scales, bias, relu};
-  // As gemm_rows.cc: threads take blocks of W's rows and run every row of x
+  // As gemm_rows.cc: threads take panels of W's rows and run every row of x
   // against them.
-  const int64_t blocks = (w.rows + kBlockCols - 1) / kBlockCols;
+  const int64_t panels = (w.rows + kPanel - 1) / kPanel;
   const bool parallel = m * w.rows * w.cols > (int64_t{1} << 19);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t j0 = blk * kBlockCols, j1 = std::min(w.rows, j0 + kBlockCols);
+#pragma omp parallel if (parallel)
+  {
+    // The thread's own panel, kept from call to call.
+    thread_local std::vector<int32_t> panel;
 #if defined(__x86_64__)
-    if (simd) {
-      block_avx2(q, w, y, ldy, e, m, j0, j1);
-      continue;
-    }
+    if (simd) panel.resize(static_cast<size_t>(w.ld / 4 * kPanel));
 #endif
-    block_portable(q, w, y, ldy, e, m, j0, j1);
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < panels; ++blk) {
+      const int64_t j0 = blk * kPanel, j1 = std::min(w.rows, j0 + kPanel);
+#if defined(__x86_64__)
+      if (simd) {
+        panel_avx2(q, w, e, y, ldy, m, j0, j1 - j0, panel.data());
+        continue;
+      }
+#endif
+      block_portable(q, w, y, ldy, e, m, j0, j1);
+    }
   }
 }
 

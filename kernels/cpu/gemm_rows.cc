@@ -34,12 +34,12 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu/panel.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cpu {
 namespace {
 
-constexpr int64_t kPanel = 16;  // B rows (C columns) a panel holds: two AVX2 registers
 constexpr int kTileRows = 6;    // A rows a tile holds: 6 x 2 accumulators, 15 of 16 registers
 
 template <typename T>
@@ -146,36 +146,6 @@ template <int R>
   }
 }
 
-// pack_panel for a whole panel: eight rows by eight columns of B at a time,
-// transposed in registers (the same values, so the same bits after).
-[[gnu::target("avx2,fma")]] void pack_panel_avx2(const GemmShape& s, const float* b, int64_t j0, float* panel) {
-  const int64_t k8 = s.k / 8 * 8;
-  for (int64_t half = 0; half < kPanel; half += 8) {
-    const float* row = b + (j0 + half) * s.ldb;
-    for (int64_t p = 0; p < k8; p += 8) {
-      __m256 r[8], t[8];
-      for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(row + q * s.ldb + p);
-      for (int q = 0; q < 8; q += 2) {
-        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);      // q0 q1 at k 0, 1 | 4, 5
-        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);  // q0 q1 at k 2, 3 | 6, 7
-      }
-      for (int q = 0; q < 8; q += 4) {
-        r[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);      // q0..q3 at k 0 | 4
-        r[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);  // k 1 | 5
-        r[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);  // k 2 | 6
-        r[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);  // k 3 | 7
-      }
-      float* out = panel + p * kPanel + half;
-      for (int q = 0; q < 4; ++q) {
-        _mm256_store_ps(out + q * kPanel, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
-        _mm256_store_ps(out + (q + 4) * kPanel, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
-      }
-    }
-    for (int64_t q = 0; q < 8; ++q)
-      for (int64_t p = k8; p < s.k; ++p) panel[p * kPanel + half + q] = row[q * s.ldb + p];
-  }
-}
-
 template <int R>
 [[gnu::target("avx2,fma")]] void tail_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
                                             const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols) {
@@ -252,7 +222,7 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
       if constexpr (std::is_same_v<T, float>)
         if (simd) {
           if (cols == kPanel)
-            pack_panel_avx2(s, b, j0, panel);
+            pack_panel16_avx2(b + j0 * s.ldb, s.ldb, s.k, panel);
           else
             pack_panel(s, b, j0, cols, panel);
           const int64_t next_cols = std::clamp<int64_t>(s.n - j0 - kPanel, 0, kPanel);

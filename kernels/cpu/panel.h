@@ -1,0 +1,54 @@
+// The panel both CPU GEMMs run a tile of rows against (gemm_rows.cc: floats;
+// gemm_int8.cc: int8 weights in groups of four bytes, one 32-bit element a
+// group): 16 rows of a matrix, element p of row q at panel[p * 16 + q], so
+// that one step of a tile loads the 16 rows' element p as two AVX2
+// registers and broadcasts the other operand against them.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace tfm::ops::cpu {
+
+constexpr int64_t kPanel = 16;  // rows of a panel: two AVX2 registers of 32-bit elements
+
+#if defined(__x86_64__)
+// Rows src[q * ld, q * ld + k), q < 16, of 32-bit elements (float, or four
+// int8 as an int32) into panel (k * 16): eight rows by eight elements at a
+// time, transposed in registers (the same bits moved, nothing computed).
+template <typename T>
+[[gnu::target("avx2")]] void pack_panel16_avx2(const T* src, int64_t ld, int64_t k, T* panel) {
+  static_assert(sizeof(T) == 4, "a panel holds 32-bit elements");
+  const int64_t k8 = k / 8 * 8;
+  for (int64_t half = 0; half < kPanel; half += 8) {
+    const T* row = src + half * ld;
+    for (int64_t p = 0; p < k8; p += 8) {
+      __m256 r[8], t[8];
+      for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(reinterpret_cast<const float*>(row + q * ld + p));
+      for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);      // q0 q1 at k 0, 1 | 4, 5
+        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);  // q0 q1 at k 2, 3 | 6, 7
+      }
+      for (int q = 0; q < 8; q += 4) {
+        r[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);          // q0..q3 at k 0 | 4
+        r[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);      // k 1 | 5
+        r[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);  // k 2 | 6
+        r[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);  // k 3 | 7
+      }
+      float* out = reinterpret_cast<float*>(panel + p * kPanel + half);
+      for (int q = 0; q < 4; ++q) {
+        _mm256_storeu_ps(out + q * kPanel, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+        _mm256_storeu_ps(out + (q + 4) * kPanel, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
+      }
+    }
+    for (int64_t q = 0; q < 8; ++q)  // (memcpy: int8 bytes are read as a T only by the intrinsics)
+      for (int64_t p = k8; p < k; ++p) std::memcpy(panel + p * kPanel + half + q, row + q * ld + p, sizeof(T));
+  }
+}
+#endif
+
+}  // namespace tfm::ops::cpu
