@@ -164,13 +164,10 @@ template <int R>
                                         int32_t* panel) {
   const int64_t groups = w.ld / 4;
   const auto* rows = reinterpret_cast<const int32_t*>(w.values + j0 * w.ld);
-  if (cols == kPanel) {
+  if (cols == kPanel)
     pack_panel16_avx2(rows, groups, groups, panel);
-  } else {
-    std::fill(panel, panel + groups * kPanel, 0);
-    for (int64_t q = 0; q < cols; ++q)
-      for (int64_t g = 0; g < groups; ++g) std::memcpy(panel + g * kPanel + q, rows + q * groups + g, 4);
-  }
+  else
+    pack_panel16(rows, groups, groups, cols, panel);
   PanelColumns pc{};
   for (int64_t q = 0; q < cols; ++q) {
     pc.shift[q] = kShift * w.sums[j0 + q];

@@ -73,17 +73,6 @@ T* scratch(int64_t n) {
   return memory.get();
 }
 
-// B's rows [j0, j0 + cols) as panel[k * kPanel + q] = b[j0 + q, k]; columns
-// past cols are zero.
-template <typename T>
-void pack_panel(const GemmShape& s, const T* b, int64_t j0, int64_t cols, T* panel) {
-  if (cols < kPanel) std::fill(panel, panel + s.k * kPanel, T(0));
-  for (int64_t q = 0; q < cols; ++q) {
-    const T* row = b + (j0 + q) * s.ldb;
-    for (int64_t p = 0; p < s.k; ++p) panel[p * kPanel + q] = row[p];
-  }
-}
-
 // Rows [0, m) of C's columns [j0, j0 + cols) from their panel, chain by chain.
 template <typename T>
 void panel_portable(const GemmShape& s, const T* a, const T* panel, T* c, const Epilogue<T>& e,
@@ -224,13 +213,13 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
           if (cols == kPanel)
             pack_panel16_avx2(b + j0 * s.ldb, s.ldb, s.k, panel);
           else
-            pack_panel(s, b, j0, cols, panel);
+            pack_panel16(b + j0 * s.ldb, s.ldb, s.k, cols, panel);
           const int64_t next_cols = std::clamp<int64_t>(s.n - j0 - kPanel, 0, kPanel);
           panel_avx2(s, a, panel, c, e, j0, cols, next_cols > 0 ? b + (j0 + kPanel) * s.ldb : nullptr, next_cols);
           continue;
         }
 #endif
-      pack_panel(s, b, j0, cols, panel);
+      pack_panel16(b + j0 * s.ldb, s.ldb, s.k, cols, panel);
       panel_portable(s, a, panel, c, e, j0, cols);
     }
   }

@@ -16,10 +16,20 @@ namespace tfm::ops::cpu {
 
 constexpr int64_t kPanel = 16;  // rows of a panel: two AVX2 registers of 32-bit elements
 
+// Rows src[q * ld, q * ld + k), q < cols <= 16, of any element type, into
+// panel (k * 16), one element at a time; the rows past cols are zero. (The
+// copy is memcpy's: int8 weights come here as int32 groups, read as bytes.)
+template <typename T>
+void pack_panel16(const T* src, int64_t ld, int64_t k, int64_t cols, T* panel) {
+  if (cols < kPanel) std::memset(static_cast<void*>(panel), 0, sizeof(T) * static_cast<size_t>(k * kPanel));
+  for (int64_t q = 0; q < cols; ++q)
+    for (int64_t p = 0; p < k; ++p) std::memcpy(panel + p * kPanel + q, src + q * ld + p, sizeof(T));
+}
+
 #if defined(__x86_64__)
-// Rows src[q * ld, q * ld + k), q < 16, of 32-bit elements (float, or four
-// int8 as an int32) into panel (k * 16): eight rows by eight elements at a
-// time, transposed in registers (the same bits moved, nothing computed).
+// pack_panel16 for a whole panel of 32-bit elements (float, or four int8
+// as an int32): eight rows by eight elements at a time, transposed in
+// registers (the same bits moved, nothing computed).
 template <typename T>
 [[gnu::target("avx2")]] void pack_panel16_avx2(const T* src, int64_t ld, int64_t k, T* panel) {
   static_assert(sizeof(T) == 4, "a panel holds 32-bit elements");
