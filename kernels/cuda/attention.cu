@@ -26,28 +26,35 @@ __global__ void permute_0213_kernel(const T* x, T* y, int64_t na, int64_t nb, in
   }
 }
 
-// Piece (b, h, t) of heads (B, H, L, X) <-> rows[offsets[b] + t, h X ..]:
-// blockDim (32, 8), a warp moves one piece; unpack writes zeros at t >= len_b.
-template <typename T, bool kUnpack>
-__global__ void move_heads_kernel(T* rows, const int32_t* offsets, T* heads, int64_t nb,
-                                  int64_t nh, int64_t nl, int64_t nx, int64_t width) {
-  const int64_t pieces = nb * nh * nl;
-  for (int64_t p = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; p < pieces;
-       p += int64_t(gridDim.x) * blockDim.y) {
-    const int64_t t = p % nl, bh = p / nl;
-    const int64_t h = bh % nh, b = bh / nh;
-    const int64_t first = offsets[b], len = offsets[b + 1] - first;
-    T* head = heads + p * nx;
-    if (t >= len) {
-      if (kUnpack)
-        for (int64_t k = threadIdx.x; k < nx; k += blockDim.x) head[k] = from_float<T>(0.0f);
+// Piece (b, h, t) of heads (B, H, L, X) <-> rows[offsets[b] + t, h X ..],
+// in packs of kN elements (16 bytes where the tensors allow, common.cuh):
+// one thread a pack, so that a warp moves 512 bytes in one load and one
+// store instead of a row of X 2-byte elements in several (the element-wise
+// version ran at a quarter of HBM bandwidth). unpack writes zeros at
+// t >= len_b. 32-bit indices: the launch checks that the packs fit.
+template <typename T, int kN, bool kUnpack>
+__global__ void move_heads_kernel(T* rows, const int32_t* offsets, T* heads, uint32_t nh,
+                                  uint32_t nl, uint32_t packs_per_piece, uint32_t packs,
+                                  int64_t width) {
+  using P = Pack<T, kN>;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += gridDim.x * blockDim.x) {
+    const uint32_t piece = i / packs_per_piece, k = i - piece * packs_per_piece;
+    const uint32_t t = piece % nl, bh = piece / nl;
+    const uint32_t h = bh % nh, b = bh / nh;
+    const int32_t first = offsets[b], len = offsets[b + 1] - first;
+    P* head = reinterpret_cast<P*>(heads) + i;
+    if (static_cast<int32_t>(t) >= len) {
+      if constexpr (kUnpack) {
+        P zero;
+#pragma unroll
+        for (int j = 0; j < kN; ++j) zero.v[j] = from_float<T>(0.0f);
+        *head = zero;
+      }
       continue;
     }
-    T* row = rows + (first + t) * width + h * nx;
-    for (int64_t k = threadIdx.x; k < nx; k += blockDim.x) {
-      if (kUnpack) head[k] = row[k];
-      else row[k] = head[k];
-    }
+    P* row = reinterpret_cast<P*>(rows + (int64_t(first) + t) * width) + h * packs_per_piece + k;
+    if constexpr (kUnpack) *head = *row;
+    else *row = *head;
   }
 }
 
@@ -55,15 +62,22 @@ template <bool kUnpack>
 void move_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
                 int64_t col, const Stream& stream, const char* op) {
   const int64_t nb = heads.dim(0), nh = heads.dim(1), nl = heads.dim(2), nx = heads.dim(3);
-  const int64_t pieces = nb * nh * nl;
-  if (pieces == 0 || nx == 0) return;
-  const int64_t blocks = (pieces + kRowsPerBlock - 1) / kRowsPerBlock;
-  const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+  if (nb * nh * nl == 0 || nx == 0) return;
   with_storage_type(heads.dtype(), op, [&](auto t) {
     using T = decltype(t);
-    move_heads_kernel<T, kUnpack><<<grid, dim3(32, kRowsPerBlock), 0, native(stream)>>>(
-        static_cast<T*>(rows.data()) + col, static_cast<const int32_t*>(offsets.data()),
-        static_cast<T*>(heads.data()), nb, nh, nl, nx, rows.dim(1));
+    constexpr int kN = kPack16<T>;
+    T* r = static_cast<T*>(rows.data()) + col;
+    T* h = static_cast<T*>(heads.data());
+    const int64_t width = rows.dim(1);
+    const bool packed = nx % kN == 0 && packable<kN>(width, static_cast<const T*>(r), static_cast<const T*>(h));
+    const int64_t n = packed ? kN : 1, packs = nb * nh * nl * (nx / n);
+    if (packs >= (int64_t{1} << 31))
+      throw Error(std::string(op) + ": " + std::to_string(nb * nh * nl) + " heads of " + std::to_string(nx) +
+                  " elements are over 2^31 moves");
+    auto kernel = packed ? move_heads_kernel<T, kN, kUnpack> : move_heads_kernel<T, 1, kUnpack>;
+    kernel<<<grid_for(packs), kThreads, 0, native(stream)>>>(
+        r, static_cast<const int32_t*>(offsets.data()), h, static_cast<uint32_t>(nh),
+        static_cast<uint32_t>(nl), static_cast<uint32_t>(nx / n), static_cast<uint32_t>(packs), width);
     TFM_CHECK_LAUNCH();
   });
 }
@@ -116,6 +130,95 @@ __global__ void masked_softmax_backward_kernel(const T* probs, const T* dprobs, 
   }
 }
 
+// Short rows (Tk <= kMax, a multiple of kN: the padded tiles of sentences of
+// up to 64 tokens) by a thread each, from registers: the warp-per-row
+// kernels above spent more on a row's index arithmetic and shuffles than on
+// its 64 bytes (about 7x HBM's time at Tk = 32). The same masks and
+// formulas; the row's sums in one thread's order.
+template <typename T, int kMax>
+__global__ void short_softmax_forward_kernel(const T* scores, const int32_t* k_lengths, bool causal,
+                                             T* probs, uint32_t rows, uint32_t heads_tq, uint32_t tq,
+                                             int tk) {
+  constexpr int kN = kPack16<T>;
+  using P = Pack<T, kN>;
+  for (uint32_t row = blockIdx.x * blockDim.x + threadIdx.x; row < rows;
+       row += gridDim.x * blockDim.x) {
+    int visible = min(k_lengths[row / heads_tq], tk);
+    if (causal) visible = min(visible, static_cast<int>(row % tq) + 1);
+    const P* in = reinterpret_cast<const P*>(scores + int64_t(row) * tk);
+    float x[kMax];
+#pragma unroll
+    for (int c = 0; c < kMax / kN; ++c)
+      if (c * kN < tk) {
+        const P v = in[c];
+#pragma unroll
+        for (int j = 0; j < kN; ++j) x[c * kN + j] = to_float(v.v[j]);
+      }
+    float m = -INFINITY;
+#pragma unroll
+    for (int e = 0; e < kMax; ++e)
+      if (e < visible) m = fmaxf(m, x[e]);
+    float sum = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kMax; ++e) {
+      x[e] = e < visible ? expf(x[e] - m) : 0.0f;
+      sum += x[e];
+    }
+    const float inv = visible > 0 ? 1.0f / sum : 0.0f;
+    P* out = reinterpret_cast<P*>(probs + int64_t(row) * tk);
+#pragma unroll
+    for (int c = 0; c < kMax / kN; ++c)
+      if (c * kN < tk) {
+        P v;
+#pragma unroll
+        for (int j = 0; j < kN; ++j) v.v[j] = from_float<T>(x[c * kN + j] * inv);
+        out[c] = v;
+      }
+  }
+}
+
+template <typename T, int kMax>
+__global__ void short_softmax_backward_kernel(const T* probs, const T* dprobs, T* dscores, uint32_t rows,
+                                              int tk) {
+  constexpr int kN = kPack16<T>;
+  using P = Pack<T, kN>;
+  for (uint32_t row = blockIdx.x * blockDim.x + threadIdx.x; row < rows;
+       row += gridDim.x * blockDim.x) {
+    const P* p = reinterpret_cast<const P*>(probs + int64_t(row) * tk);
+    const P* dp = reinterpret_cast<const P*>(dprobs + int64_t(row) * tk);
+    P pv[kMax / kN], dv[kMax / kN];  // in storage form: half the registers of floats in 16 bits
+    float dot = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kMax / kN; ++c)
+      if (c * kN < tk) {
+        pv[c] = p[c];
+        dv[c] = dp[c];
+#pragma unroll
+        for (int j = 0; j < kN; ++j) dot += to_float(pv[c].v[j]) * to_float(dv[c].v[j]);
+      }
+    P* out = reinterpret_cast<P*>(dscores + int64_t(row) * tk);
+#pragma unroll
+    for (int c = 0; c < kMax / kN; ++c)
+      if (c * kN < tk) {
+        P v;
+#pragma unroll
+        for (int j = 0; j < kN; ++j) v.v[j] = from_float<T>(to_float(pv[c].v[j]) * (to_float(dv[c].v[j]) - dot));
+        out[c] = v;
+      }
+  }
+}
+
+// Calls f(std::integral_constant<int, kMax>) for short packed rows of tk
+// elements (all of ptrs aligned to packs), and returns whether it did.
+template <typename T, typename F, typename... Ptr>
+bool with_short_rows(int64_t rows, int64_t tk, F&& f, const Ptr*... ptrs) {
+  constexpr int kN = kPack16<T>;
+  if (tk > 64 || rows >= (int64_t{1} << 31) || !packable<kN>(tk, ptrs...)) return false;
+  if (tk <= 32) f(std::integral_constant<int, 32>{});
+  else f(std::integral_constant<int, 64>{});
+  return true;
+}
+
 }  // namespace
 
 void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream) {
@@ -149,6 +252,16 @@ void masked_softmax_forward(const TensorView& scores, const TensorView& k_length
   if (rows == 0 || tk == 0) return;
   with_storage_type(scores.dtype(), "masked_softmax_forward", [&](auto t) {
     using T = decltype(t);
+    const T* x = static_cast<const T*>(scores.data());
+    T* y = static_cast<T*>(probs.data());
+    const int32_t* lengths = static_cast<const int32_t*>(k_lengths.data());
+    const auto short_rows = [&](auto max) {
+      short_softmax_forward_kernel<T, decltype(max)::value><<<grid_for(rows), kThreads, 0, native(stream)>>>(
+          x, lengths, causal, y, static_cast<uint32_t>(rows), static_cast<uint32_t>(heads * tq),
+          static_cast<uint32_t>(tq), static_cast<int>(tk));
+      TFM_CHECK_LAUNCH();
+    };
+    if (with_short_rows<T>(rows, tk, short_rows, x, static_cast<const T*>(y))) return;
     with_row_shape(rows, tk, [&](auto block_per_row, dim3 grid, dim3 block) {
       masked_softmax_forward_kernel<T, decltype(block_per_row)::value>
           <<<grid, block, 0, native(stream)>>>(
@@ -165,6 +278,15 @@ void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs, 
   if (rows == 0) return;
   with_storage_type(probs.dtype(), "masked_softmax_backward", [&](auto t) {
     using T = decltype(t);
+    const T* p = static_cast<const T*>(probs.data());
+    const T* dp = static_cast<const T*>(dprobs.data());
+    T* ds = static_cast<T*>(dscores.data());
+    const auto short_rows = [&](auto max) {
+      short_softmax_backward_kernel<T, decltype(max)::value><<<grid_for(rows), kThreads, 0, native(stream)>>>(
+          p, dp, ds, static_cast<uint32_t>(rows), static_cast<int>(tk));
+      TFM_CHECK_LAUNCH();
+    };
+    if (with_short_rows<T>(rows, tk, short_rows, p, dp, static_cast<const T*>(ds))) return;
     with_row_shape(rows, tk, [&](auto block_per_row, dim3 grid, dim3 block) {
       masked_softmax_backward_kernel<T, decltype(block_per_row)::value>
           <<<grid, block, 0, native(stream)>>>(static_cast<const T*>(probs.data()),

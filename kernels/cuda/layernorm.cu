@@ -21,6 +21,28 @@ struct AddDropout {
   float p = 0, scale = 1;
 };
 
+// Dropout's keep flags of the kN elements from flat index i: one Philox
+// block serves four consecutive elements, so a pack draws kN / 4 blocks
+// where element-wise calls would draw kN (Philox, not memory, was most of
+// the fused kernels' time). i is a multiple of kN (the packed launch), and
+// so of 4 when kN is; kN = 1 or 2 draw per element. The same bits as
+// philox_bits(key, i + j), which dropout.cu and the CPU use.
+template <int kN>
+__device__ __forceinline__ void keep_flags(const AddDropout& drop, int64_t i, bool (&keep)[kN]) {
+  if constexpr (kN % 4 == 0) {
+#pragma unroll
+    for (int q = 0; q < kN / 4; ++q) {
+      const Philox4 r = philox_block(drop.key, static_cast<uint64_t>(i / 4 + q));
+#pragma unroll
+      for (int l = 0; l < 4; ++l) keep[4 * q + l] = uniform01(r.v[l]) >= drop.p;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kN; ++j)
+      keep[j] = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i + j))) >= drop.p;
+  }
+}
+
 // kN consecutive elements of a row at c (c a multiple of kN): one packed
 // load or store when kN > 1 (the launch checks packable, common.cuh).
 template <typename T, int kN>
@@ -51,11 +73,11 @@ __global__ void layernorm_forward_kernel(const T* x, const T* s, T* h, AddDropou
     for (int64_t c = first; c < d; c += step) {
       const Pack<T, kN> xs = load_pack<T, kN>(x, base + c), ss = load_pack<T, kN>(s, base + c);
       Pack<T, kN> hs;
+      bool keep[kN];
+      keep_flags<kN>(drop, base + c, keep);
 #pragma unroll
       for (int j = 0; j < kN; ++j) {
-        const int64_t i = base + c + j;
-        const bool keep = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i))) >= drop.p;
-        const float kept = keep ? __fmul_rn(to_float(ss.v[j]), drop.scale) : 0.0f;
+        const float kept = keep[j] ? __fmul_rn(to_float(ss.v[j]), drop.scale) : 0.0f;
         hs.v[j] = from_float<T>(__fadd_rn(to_float(xs.v[j]), kept));
       }
       store_pack<T, kN>(h, base + c, hs);
@@ -128,16 +150,15 @@ __global__ void layernorm_backward_kernel(const T* x, FloatRef gamma, const floa
   for (int64_t c = first; c < d; c += step) {
     const Pack<T, kN> xs = load_pack<T, kN>(x, base + c), dys = load_pack<T, kN>(dy, base + c);
     Pack<T, kN> out, dss;
+    bool keep[kN];
+    if constexpr (kFused) keep_flags<kN>(drop, base + c, keep);
 #pragma unroll
     for (int j = 0; j < kN; ++j) {
       const float g = gamma.load(c + j) * to_float(dys.v[j]);
       const float xhat = (to_float(xs.v[j]) - mu) * rs;
       out.v[j] = from_float<T>(rs * (g - mean_g - xhat * mean_gx));
-      if constexpr (kFused) {
-        const int64_t i = base + c + j;
-        const bool keep = uniform01(philox_bits(drop.key, static_cast<uint64_t>(i))) >= drop.p;
-        dss.v[j] = from_float<T>(keep ? __fmul_rn(to_float(out.v[j]), drop.scale) : 0.0f);
-      }
+      if constexpr (kFused)
+        dss.v[j] = from_float<T>(keep[j] ? __fmul_rn(to_float(out.v[j]), drop.scale) : 0.0f);
     }
     store_pack<T, kN>(dx, base + c, out);
     if constexpr (kFused) store_pack<T, kN>(ds, base + c, dss);

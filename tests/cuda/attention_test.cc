@@ -89,9 +89,11 @@ TEST_CASE("cuda masked softmax forward and backward match the cpu", "[attention]
   Stream cuda(gpu), cpu(Device::cpu());
   uint64_t seed = 8200;
   // (B, H, Tq, Tk): warp rows, self-attention squares for causality, block
-  // rows (Tk > 1024), and one large.
-  const Shape shapes[] = {{1, 1, 1, 1},   {3, 2, 5, 7},     {4, 3, 9, 9},
-                          {3, 2, 3, 1500}, {4, 1, 1030, 1030}, {32, 8, 64, 64}};
+  // rows (Tk > 1024), and one large; short packed rows by a thread each
+  // (Tk <= 64, a multiple of 8: the padded tiles), square and not.
+  const Shape shapes[] = {{1, 1, 1, 1},     {3, 2, 5, 7},   {4, 3, 9, 9},  {3, 2, 3, 1500},
+                          {4, 1, 1030, 1030}, {32, 8, 64, 64}, {6, 3, 32, 32}, {5, 2, 7, 16},
+                          {2, 2, 40, 40},   {3, 1, 9, 48}};
   for (DType dtype : {DType::f32, DType::bf16, DType::f16})
     for (const Shape& shape : shapes)
       for (bool causal : {false, true}) {
