@@ -13,11 +13,12 @@ using model::EncoderLayerPlan;
 using model::SublayerIds;
 
 Transformer::Plan::Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, DType pt, int64_t param_elems,
-                        int64_t rows_for_heads) {
-  const int64_t R = lim.max_tokens, L = lim.max_len, D = c.d_model, F = c.d_ff, H = c.heads;
-  const int64_t HK = H * c.d_k, HE = H * c.d_v, HX = std::max(HK, HE), Rh = rows_for_heads;
+                        TileRoom tiles) {
+  const int64_t R = lim.max_tokens, D = c.d_model, F = c.d_ff, H = c.heads;
+  const int64_t HK = H * c.d_k, HE = H * c.d_v, HX = std::max(HK, HE), Rh = tiles.head_rows;
+  const int64_t M = tiles.map_elems;  // (Tq, Tk) map elements of all sentences, one head
   head_rows = Rh;
-  map_elems = R * L;
+  map_elems = M;
   const DType st = ops::stats_dtype(pt);
   auto act = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::activations, n, t, s); };
   auto ws = [&](const std::string& n, DType t, Shape s) { return mem.add(MemoryKind::workspace, n, t, s); };
@@ -27,7 +28,7 @@ Transformer::Plan::Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, 
   };
   auto attn = [&](const std::string& n) {
     return AttentionPlanIds{act(n + ".q", dt, {Rh * HK}), act(n + ".k", dt, {Rh * HK}),
-                            act(n + ".v", dt, {Rh * HE}), act(n + ".probs", dt, {R * H * L}),
+                            act(n + ".v", dt, {Rh * HE}), act(n + ".probs", dt, {H * M}),
                             act(n + ".ctx", dt, {R, HE})};
   };
   grads = mem.add(MemoryKind::gradients, "grads", pt, {param_elems});
@@ -57,12 +58,12 @@ Transformer::Plan::Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, 
   }
   padded = ws("padded", dt, {R, D});
   proj = ws("proj", dt, {R * (2 * HK + HE)});
-  scores = ws("scores", dt, {R * H * L});
+  scores = ws("scores", dt, {H * M});
   split = ws("split", dt, {Rh * HX});
   dq = ws("dq", dt, {Rh * HK});
   dk = ws("dk", dt, {Rh * HK});
   dv = ws("dv", dt, {Rh * HE});
-  dprobs = ws("dprobs", dt, {R * H * L});
+  dprobs = ws("dprobs", dt, {H * M});
   dproj = ws("dproj", dt, {R * (2 * HK + HE)});
   s = ws("s", dt, {R, D});
   ds = ws("ds", dt, {R, D});

@@ -42,7 +42,7 @@ struct Transformer::Plan {
   // workspace
   int padded, proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
   // Room for attention tiles: rows of a (B, H, rows, X) head buffer, and
-  // elements of one head's (Tq, Tk) weights (R x L).
+  // elements of one head's (Tq, Tk) weights (TileRoom: R and R x L, more on CUDA).
   int64_t head_rows = 0, map_elems = 0;
   // {loss, nll, sum of squared gradients} of the update in progress: summed
   // on the device over its batches, sent to the host once (send_update);
@@ -50,10 +50,14 @@ struct Transformer::Plan {
   int update = -1, control = -1;
 
   // dt: compute dtype; pt: parameters, gradients, logits and loss.
-  // rows_for_heads: the rows of (B, H, rows, X) head buffers, at least R (room
-  // for attention tiles padded past the batch's lengths, on CUDA).
+  // tiles: the room of the attention buffers, at least the batch's own
+  // lengths need (R rows of heads, R x L elements of a head's maps); more on
+  // CUDA, for tiles padded past the batch's lengths (Transformer::attention_tiles).
+  struct TileRoom {
+    int64_t head_rows, map_elems;
+  };
   Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, DType pt, int64_t param_elems,
-       int64_t rows_for_heads);
+       TileRoom tiles);
 };
 
 }  // namespace tfm
