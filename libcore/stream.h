@@ -6,6 +6,7 @@
 // whose work would be unordered against these non-blocking streams.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -80,6 +81,7 @@ class StreamGraph {
   template <typename F>
   void run(F&& queue) {
     if (!begin()) return queue();
+    const auto start = std::chrono::steady_clock::now();
     try {
       queue();
     } catch (...) {
@@ -88,11 +90,20 @@ class StreamGraph {
       abandon();
       return queue();
     }
-    if (!end_and_launch()) queue();  // the capture failed: run the work as it is
+    const auto captured = std::chrono::steady_clock::now();
+    capture_seconds_ += std::chrono::duration<double>(captured - start).count();
+    const bool launched = end_and_launch();
+    launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - captured).count();
+    if (!launched) queue();  // the capture failed: run the work as it is
   }
   bool enabled() const { return enabled_; }
   int64_t launches() const { return launches_; }      // graphs launched
   int64_t instantiations() const { return built_; }  // of them, graphs built anew
+  // The host's seconds in run(), summed: capturing the work (what queuing it
+  // costs), and ending the capture, updating or building the executable
+  // graph and launching it. Where a GPU waits for the host, these say which.
+  double capture_seconds() const { return capture_seconds_; }
+  double launch_seconds() const { return launch_seconds_; }
 
  private:
   bool begin();
@@ -103,6 +114,7 @@ class StreamGraph {
   bool enabled_;
   void* exec_ = nullptr;  // cudaGraphExec_t
   int64_t launches_ = 0, built_ = 0;
+  double capture_seconds_ = 0, launch_seconds_ = 0;
 };
 
 }  // namespace tfm

@@ -264,7 +264,9 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources,
   T_ = steps;
   N_ = 0;
   t_ = 0;
+  const auto start = std::chrono::steady_clock::now();
   encode(sources);
+  start_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // The encoder over the batch (B, S), then each decoder layer's projection of
@@ -361,6 +363,7 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   TFM_REQUIRE(B_ > 0, "step before start: no batch is encoded");
   TFM_REQUIRE(N >= 1 && N <= rows_, "step of {} rows: the batch was started for {} rows", N, rows_);
   TFM_REQUIRE(t < T, "step {} is past the {} positions the batch was started for", t + 1, T);
+  const auto start = std::chrono::steady_clock::now();
 
   // Up: [tokens | sentences | parents]; the self-attention lists grow on
   // the device (extend_history), one position a step.
@@ -384,6 +387,7 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   N_ = N;
   ++t_;
   lse_ready_ = false;
+  step_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 bool cpu_threads_take_rows(const ModelWeights& model) {

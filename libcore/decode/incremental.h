@@ -104,6 +104,12 @@ class IncrementalDecoder {
   // work (on a GPU: the decode is device-bound where this is most of the
   // wall clock, host-bound where it is little); summed since construction.
   double device_wait_seconds() const { return waited_; }
+  // Seconds the host spent in step() (the rows' upload and queuing the
+  // step's work: graph() splits that) and in start() (the encoder queued),
+  // summed since construction. What the wall clock has beside these and the
+  // wait is the caller's: the search's bookkeeping between steps.
+  double step_seconds() const { return step_seconds_; }
+  double start_seconds() const { return start_seconds_; }
   const DecoderLimits& limits() const { return limits_; }
   std::string memory_report() const { return plan_.report(); }
 
@@ -144,6 +150,7 @@ class IncrementalDecoder {
   std::vector<char> down_;                // the host side of top_k's download
   bool lse_ready_ = false;                // top_k ran for the last step
   double waited_ = 0;                     // device_wait_seconds
+  double step_seconds_ = 0, start_seconds_ = 0;
   std::vector<double> shares_;            // each CPU thread's share of a step's rows (queue_step)
 };
 

@@ -160,6 +160,8 @@ struct Run {
   std::string memory;
   std::string gemm_summary;  // GemmClock::summary (CPU)
   double device_wait = 0;    // IncrementalDecoder::device_wait_seconds
+  double host_step = 0, host_start = 0;  // step_seconds, start_seconds
+  double capture = 0, launch = 0;        // of host_step: StreamGraph's capture and launch
   int64_t graphs = 0, graphs_built = 0;  // its steps' CUDA graphs: launched, built anew
 };
 
@@ -197,7 +199,13 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   model.stream().synchronize();
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.cpu_seconds = bench::cpu_seconds() - cpu_start;
-  for (const auto& d : decoders) r.device_wait += d->device_wait_seconds();
+  for (const auto& d : decoders) {
+    r.device_wait += d->device_wait_seconds();
+    r.host_step += d->step_seconds();
+    r.host_start += d->start_seconds();
+    r.capture += d->graph().capture_seconds();
+    r.launch += d->graph().launch_seconds();
+  }
   r.graphs = decoders[0]->graph().launches();
   r.graphs_built = decoders[0]->graph().instantiations();
   for (const auto& n : r.nbest) r.tokens += static_cast<int64_t>(n.at(0).tokens.size());
@@ -538,6 +546,11 @@ int main(int argc, char** argv) {
                     "graphs, %lld of them built anew\n",
                     mine.device_wait, mine.seconds, 100 * mine.device_wait / mine.seconds,
                     static_cast<long long>(mine.graphs), static_cast<long long>(mine.graphs_built));
+      if (model->device().is_cuda())
+        std::printf("tfm: the host's own time: steps queued %.3f s (graph capture %.3f, update and "
+                    "launch %.3f), encoder queued %.3f s, the search's bookkeeping and the rest %.3f s\n",
+                    mine.host_step, mine.capture, mine.launch, mine.host_start,
+                    mine.seconds - mine.device_wait - mine.host_step - mine.host_start);
       std::fflush(stdout);
       if (model8) {
         mine8 = run_tfm(o, *model8, requests);
