@@ -135,6 +135,22 @@ __global__ void masked_softmax_backward_kernel(const T* probs, const T* dprobs, 
 // kernels above spent more on a row's index arithmetic and shuffles than on
 // its 64 bytes (about 7x HBM's time at Tk = 32). The same masks and
 // formulas; the row's sums in one thread's order.
+// Elements [0, tk) of a short row stored from f(e), in packs (e is a
+// constant once the loops unroll: f may index register arrays with it).
+template <typename T, int kMax, typename F>
+__device__ __forceinline__ void store_short_row(T* row, int tk, F f) {
+  constexpr int kN = kPack16<T>;
+  using P = Pack<T, kN>;
+#pragma unroll
+  for (int c = 0; c < kMax / kN; ++c)
+    if (c * kN < tk) {
+      P v;
+#pragma unroll
+      for (int j = 0; j < kN; ++j) v.v[j] = from_float<T>(f(c * kN + j));
+      reinterpret_cast<P*>(row)[c] = v;
+    }
+}
+
 template <typename T, int kMax>
 __global__ void short_softmax_forward_kernel(const T* scores, const int32_t* k_lengths, bool causal,
                                              T* probs, uint32_t rows, uint32_t heads_tq, uint32_t tq,
@@ -165,15 +181,7 @@ __global__ void short_softmax_forward_kernel(const T* scores, const int32_t* k_l
       sum += x[e];
     }
     const float inv = visible > 0 ? 1.0f / sum : 0.0f;
-    P* out = reinterpret_cast<P*>(probs + int64_t(row) * tk);
-#pragma unroll
-    for (int c = 0; c < kMax / kN; ++c)
-      if (c * kN < tk) {
-        P v;
-#pragma unroll
-        for (int j = 0; j < kN; ++j) v.v[j] = from_float<T>(x[c * kN + j] * inv);
-        out[c] = v;
-      }
+    store_short_row<T, kMax>(probs + int64_t(row) * tk, tk, [&](int e) { return x[e] * inv; });
   }
 }
 
@@ -196,15 +204,9 @@ __global__ void short_softmax_backward_kernel(const T* probs, const T* dprobs, T
 #pragma unroll
         for (int j = 0; j < kN; ++j) dot += to_float(pv[c].v[j]) * to_float(dv[c].v[j]);
       }
-    P* out = reinterpret_cast<P*>(dscores + int64_t(row) * tk);
-#pragma unroll
-    for (int c = 0; c < kMax / kN; ++c)
-      if (c * kN < tk) {
-        P v;
-#pragma unroll
-        for (int j = 0; j < kN; ++j) v.v[j] = from_float<T>(to_float(pv[c].v[j]) * (to_float(dv[c].v[j]) - dot));
-        out[c] = v;
-      }
+    store_short_row<T, kMax>(dscores + int64_t(row) * tk, tk, [&](int e) {
+      return to_float(pv[e / kN].v[e % kN]) * (to_float(dv[e / kN].v[e % kN]) - dot);
+    });
   }
 }
 
