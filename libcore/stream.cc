@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/check.h"
@@ -134,6 +135,26 @@ StreamGraph::StreamGraph(const Stream& stream, bool enabled)
 StreamGraph::~StreamGraph() {
 #ifdef TFM_WITH_CUDA
   if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  if (pending_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(pending_));
+#endif
+}
+
+void StreamGraph::launch_prepared() {
+  TFM_REQUIRE(prepared_, "internal: no prepared graph to launch");
+  prepared_ = false;
+  std::swap(exec_, pending_);
+  const auto start = std::chrono::steady_clock::now();
+  launch(exec_);
+  launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++prepared_launches_;
+}
+
+void StreamGraph::launch(void* exec) {
+#ifdef TFM_WITH_CUDA
+  TFM_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream_.native())));
+  ++launches_;
+#else
+  (void)exec;
 #endif
 }
 
@@ -164,7 +185,7 @@ void StreamGraph::abandon() {
   enabled_ = false;
 }
 
-bool StreamGraph::end_and_launch() {
+bool StreamGraph::end_and_install(void*& slot) {
 #ifdef TFM_WITH_CUDA
   const auto s = static_cast<cudaStream_t>(stream_.native());
   cudaGraph_t graph = nullptr;
@@ -176,7 +197,7 @@ bool StreamGraph::end_and_launch() {
     enabled_ = false;
     return false;
   }
-  auto exec = static_cast<cudaGraphExec_t>(exec_);
+  auto exec = static_cast<cudaGraphExec_t>(slot);
   cudaGraphExecUpdateResultInfo info{};
   if (!exec || cudaGraphExecUpdate(exec, graph, &info) != cudaSuccess) {
     cudaGetLastError();  // another shape: build the graph anew
@@ -184,7 +205,7 @@ bool StreamGraph::end_and_launch() {
     // 5 parameters (e.g. a 2-D memcpy's addresses), 6 not supported.
     if (exec) log::debug("CUDA graph: not updated in place (result {}), built anew", static_cast<int>(info.result));
     if (exec) cudaGraphExecDestroy(exec);
-    exec_ = nullptr;
+    slot = nullptr;
     const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
     if (made != cudaSuccess) {
       cudaGraphDestroy(graph);
@@ -193,14 +214,13 @@ bool StreamGraph::end_and_launch() {
       enabled_ = false;
       return false;
     }
-    exec_ = exec;
+    slot = exec;
     ++built_;
   }
   cudaGraphDestroy(graph);
-  TFM_CUDA_CHECK(cudaGraphLaunch(exec, s));
-  ++launches_;
   return true;
 #else
+  (void)slot;
   return false;
 #endif
 }

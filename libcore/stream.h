@@ -71,6 +71,15 @@ class Event {
 // a launch's gap between two. On the CPU, when disabled, or where the work
 // cannot be captured (that is then said once, at debug level), `queue` runs
 // as it is. `queue` must only queue work on the stream: it may run twice.
+//
+// prepare() and launch_prepared() are run() in two halves, so that the host
+// captures the next piece of work while the device still runs the last:
+// prepare() captures `queue` into a second executable graph (built or
+// updated as run() does) and runs nothing; launch_prepared() launches it
+// (the two graphs then trade places). A prepared graph holds the pointers
+// and sizes of its capture: the caller launches it only for the work it
+// captured, and the graph it updates must not still run (the caller has
+// waited for the device since it was launched).
 class StreamGraph {
  public:
   StreamGraph(const Stream& stream, bool enabled);
@@ -80,40 +89,62 @@ class StreamGraph {
 
   template <typename F>
   void run(F&& queue) {
-    if (!begin()) return queue();
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      queue();
-    } catch (...) {
-      // A call the capture refused: graphs off, and the work runs as it is
-      // (an error of the work itself then surfaces again).
-      abandon();
-      return queue();
-    }
-    const auto captured = std::chrono::steady_clock::now();
-    capture_seconds_ += std::chrono::duration<double>(captured - start).count();
-    const bool launched = end_and_launch();
-    launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - captured).count();
-    if (!launched) queue();  // the capture failed: run the work as it is
+    prepared_ = false;  // a prepared graph not launched is left for the next prepare()
+    if (!capture(queue, exec_)) return queue();
+    launch(exec_);
   }
+  // Whether a graph is prepared: false when graphs are off or the capture
+  // failed (nothing ran; run() then runs the work as it is).
+  template <typename F>
+  bool prepare(F&& queue) {
+    prepared_ = capture(queue, pending_);
+    return prepared_;
+  }
+  bool prepared() const { return prepared_; }
+  void launch_prepared();
+
   bool enabled() const { return enabled_; }
   int64_t launches() const { return launches_; }      // graphs launched
   int64_t instantiations() const { return built_; }  // of them, graphs built anew
-  // The host's seconds in run(), summed: capturing the work (what queuing it
+  int64_t prepared_launches() const { return prepared_launches_; }  // of them, prepared ones
+  // The host's seconds, summed: capturing the work (what queuing it
   // costs), and ending the capture, updating or building the executable
   // graph and launching it. Where a GPU waits for the host, these say which.
   double capture_seconds() const { return capture_seconds_; }
   double launch_seconds() const { return launch_seconds_; }
 
  private:
+  // Captures `queue` into the executable graph `slot`; false (nothing ran,
+  // and for a refusal graphs are off) when it cannot.
+  template <typename F>
+  bool capture(F& queue, void*& slot) {
+    if (!begin()) return false;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      queue();
+    } catch (...) {
+      // A call the capture refused: graphs off; the caller runs the work as
+      // it is (an error of the work itself then surfaces again).
+      abandon();
+      return false;
+    }
+    const auto captured = std::chrono::steady_clock::now();
+    capture_seconds_ += std::chrono::duration<double>(captured - start).count();
+    const bool installed = end_and_install(slot);
+    launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - captured).count();
+    return installed;
+  }
   bool begin();
   void abandon();
-  bool end_and_launch();
+  bool end_and_install(void*& slot);
+  void launch(void* exec);
 
   const Stream& stream_;
   bool enabled_;
-  void* exec_ = nullptr;  // cudaGraphExec_t
-  int64_t launches_ = 0, built_ = 0;
+  void* exec_ = nullptr;     // cudaGraphExec_t: run()'s, the last launched
+  void* pending_ = nullptr;  // prepare()'s
+  bool prepared_ = false;
+  int64_t launches_ = 0, built_ = 0, prepared_launches_ = 0;
   double capture_seconds_ = 0, launch_seconds_ = 0;
 };
 

@@ -165,6 +165,7 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   const char* graphs = std::getenv("TFM_CUDA_GRAPHS");
   graph_ = std::make_unique<StreamGraph>(
       model.stream(), l.cuda_graph && !(graphs && std::string_view(graphs) == "0"));
+  readback_ = std::make_unique<HostReadback>(view(i.top).bytes(), 1, model.stream());
   if (!c.learned_positions) {
     Tensor table = sinusoid_table(std::max(l.steps, l.src_len), D, pt);
     positions_ = Tensor(table.shape(), pt, model.device());
@@ -264,6 +265,7 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources,
   T_ = steps;
   N_ = 0;
   t_ = 0;
+  prepared_t_ = -1;  // another batch: its pointers and sizes
   const auto start = std::chrono::steady_clock::now();
   encode(sources);
   start_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -382,8 +384,11 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   }
   const HostStaging::Part parts[] = {part(view(i.step_rows), up)};
   staging_->upload(parts);
-  // The rest only queues kernels: one graph a step (incremental.h).
-  graph_->run([&] { queue_step(N, t); });
+  // The rest only queues kernels: one graph a step (incremental.h), which
+  // top_k may have captured already.
+  if (graph_->prepared() && prepared_rows_ == N && prepared_t_ == t) graph_->launch_prepared();
+  else graph_->run([&] { queue_step(N, t); });
+  prepared_t_ = -1;
   N_ = N;
   ++t_;
   lse_ready_ = false;
@@ -535,25 +540,41 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
   const TensorView top_ids(static_cast<char*>(top.data()) + value_bytes, DType::i32, {N_, k}, top.device());
   ops::log_softmax_topk(prefix(view(i.logits), {N_, model_.config().vocab_size}), values, top_ids,
                         prefix(view(i.lse), {N_}), st);
-  down_.resize(value_bytes + static_cast<size_t>(N_ * k) * sizeof(int32_t));
+  const TensorView parts[] = {values, top_ids};
+  const int slot = readback_->download(parts);
+  prepare_next();
   const auto wait_start = std::chrono::steady_clock::now();
-  device_copy(down_.data(), Device::cpu(), top.data(), top.device(), down_.size(), st);
+  const char* down = readback_->read(slot);
   waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
   log_probs.resize(static_cast<size_t>(N_ * k));
   ids.resize(static_cast<size_t>(N_ * k));
   for (size_t j = 0; j < ids.size(); ++j) {
     if (st_dtype == DType::f64) {
       double v;
-      std::memcpy(&v, down_.data() + j * sizeof(double), sizeof v);
+      std::memcpy(&v, down + j * sizeof(double), sizeof v);
       log_probs[j] = v;
     } else {
       float v;
-      std::memcpy(&v, down_.data() + j * sizeof(float), sizeof v);
+      std::memcpy(&v, down + j * sizeof(float), sizeof v);
       log_probs[j] = v;
     }
   }
-  std::memcpy(ids.data(), down_.data() + value_bytes, ids.size() * sizeof(int32_t));
+  std::memcpy(ids.data(), down + value_bytes, ids.size() * sizeof(int32_t));
   lse_ready_ = true;
+}
+
+// The next step's graph for the last step's rows, captured (nothing runs)
+// while the device runs the last step: top_k's moment between queuing its
+// download and waiting for it. The graph updated is not the one in flight.
+void IncrementalDecoder::prepare_next() {
+  if (!graph_->enabled() || t_ >= T_) return;
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t N = N_, t = t_;
+  if (graph_->prepare([&] { queue_step(N, t); })) {
+    prepared_rows_ = N;
+    prepared_t_ = t;
+  }
+  step_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {

@@ -88,6 +88,10 @@ class IncrementalDecoder {
 
   // Of the last step, per row r: the k most likely next tokens, best first
   // (ties: smaller id), and their log-probabilities, at [r * k + i].
+  // With CUDA graphs, while the device runs the step and the download, the
+  // host captures the next step's graph for as many rows (StreamGraph::
+  // prepare): most steps keep their rows, and step() then only uploads the
+  // rows and launches it; a step of other rows is captured then.
   void top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids);
   // Of the last step, per row: log p(token).
   std::vector<double> log_prob_of(int32_t token);
@@ -128,6 +132,7 @@ class IncrementalDecoder {
   int cpu_parts(int64_t rows) const;
   void queue_step(int64_t rows, int64_t position);
   void queue_rows(RowSpan rows, int64_t step_rows, int64_t position);
+  void prepare_next();
   model::Norm norm_params(NormIds norm) const;
   model::NormBuffers norm_buffers(RowSpan rows) const;
   TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, RowSpan rows);
@@ -147,7 +152,8 @@ class IncrementalDecoder {
   int64_t B_ = 0, S_ = 0, R_ = 0, rows_ = 0, T_ = 0, N_ = 0, t_ = 0;
   std::unique_ptr<HostStaging> staging_;  // uploads: encode()'s tables, each step's rows
   std::unique_ptr<StreamGraph> graph_;    // a step's kernels, launched as one graph
-  std::vector<char> down_;                // the host side of top_k's download
+  std::unique_ptr<HostReadback> readback_;  // top_k's download, into pinned memory
+  int64_t prepared_rows_ = 0, prepared_t_ = -1;  // the step the prepared graph is of (top_k)
   bool lse_ready_ = false;                // top_k ran for the last step
   double waited_ = 0;                     // device_wait_seconds
   double step_seconds_ = 0, start_seconds_ = 0;

@@ -184,6 +184,30 @@ TEST_CASE("decoder steps as cuda graphs give the bits of plain launches", "[deco
     CHECK(b.graph().launches() == 5);
     // Rows 2, 4, 4, 4, 2: built for the first step, the second and the last.
     CHECK(b.graph().instantiations() <= 3);
+
+    // top_k captures the next step's graph for as many rows while the
+    // device runs this one: launched for steps 2 and 3 (4 rows after 4),
+    // captured anew for steps 1 and 4; the same bits as plain launches.
+    IncrementalDecoder q(gpu, plain), p(gpu, graphed);
+    q.start(sources, 4, 8);
+    p.start(sources, 4, 8);
+    for (size_t t = 0; t < steps.size(); ++t) {
+      q.step(steps[t]);
+      p.step(steps[t]);
+      std::vector<double> want_lp, got_lp;
+      std::vector<int32_t> want_ids, got_ids;
+      q.top_k(6, want_lp, want_ids);
+      p.top_k(6, got_lp, got_ids);
+      INFO(dtype_name(dtype) << " step " << t << ", top_k");
+      CHECK(got_ids == want_ids);
+      REQUIRE(got_lp.size() == want_lp.size());
+      CHECK(std::memcmp(got_lp.data(), want_lp.data(), got_lp.size() * sizeof(double)) == 0);
+      const Tensor x = q.log_probs(), y = p.log_probs();
+      REQUIRE(std::memcmp(x.view().data(), y.view().data(), x.view().bytes()) == 0);
+    }
+    REQUIRE(p.graph().enabled());
+    CHECK(p.graph().launches() == 5);
+    CHECK(p.graph().prepared_launches() == 2);
   }
 }
 
