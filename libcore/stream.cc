@@ -151,7 +151,8 @@ void StreamGraph::launch_prepared() {
 
 void StreamGraph::launch(void* exec) {
 #ifdef TFM_WITH_CUDA
-  TFM_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream_.native())));
+  TFM_CUDA_CHECK(
+      cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream_.native())));
   ++launches_;
 #else
   (void)exec;

@@ -91,7 +91,9 @@ class StreamGraph {
   void run(F&& queue) {
     prepared_ = false;  // a prepared graph not launched is left for the next prepare()
     if (!capture(queue, exec_)) return queue();
+    const auto start = std::chrono::steady_clock::now();
     launch(exec_);
+    launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   // Whether a graph is prepared: false when graphs are off or the capture
   // failed (nothing ran; run() then runs the work as it is).
