@@ -18,6 +18,13 @@
 namespace tfm::io {
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) fail("cannot write {}: {}", path_, std::strerror(errno));
+    seekable_ = ::lseek(fd_, 0, SEEK_CUR) >= 0;
+    return;
+  }
   static std::atomic<unsigned> counter{0};
   tmp_ = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -26,7 +33,7 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(tmp_.c_str());
+  if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
 }
 
 void AtomicFile::write(const void* data, size_t n) {
@@ -36,8 +43,11 @@ void AtomicFile::write(const void* data, size_t n) {
 
 void AtomicFile::write_at(uint64_t offset, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
+  // A pipe or a terminal takes no pwrite(): its bytes in order, by write().
+  if (!seekable_ && offset != pos_)
+    fail("cannot write {}: a pipe or terminal takes its bytes in order only", path_);
   while (n > 0) {
-    const ssize_t k = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
+    const ssize_t k = seekable_ ? ::pwrite(fd_, p, n, static_cast<off_t>(offset)) : ::write(fd_, p, n);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) fail("cannot write {}: {}", path_, std::strerror(k < 0 ? errno : ENOSPC));
     p += k;
@@ -91,6 +101,12 @@ void AtomicFile::start_writeback() {
 }
 
 void AtomicFile::commit() {
+  if (tmp_.empty()) {  // in place: nothing to rename, and devices and pipes take no fsync
+    const int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) fail("cannot write {}: {}", path_, std::strerror(errno));
+    committed_ = true;
+    return;
+  }
   if (::fsync(fd_) != 0) fail("cannot write {}: {}", path_, std::strerror(errno));
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) fail("cannot write {}: {}", path_, std::strerror(errno));

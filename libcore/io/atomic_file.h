@@ -1,7 +1,11 @@
 // Atomic output: a file appears complete or not at all. Content goes to a
 // temporary file beside the target, is fsynced, then renamed over it, so a
 // crash or an error never leaves a torn or partial file, and an existing
-// file is replaced only by a complete one.
+// file is replaced only by a complete one. A target that exists and is no
+// regular file (/dev/null, /dev/stdout, a FIFO) is written in place, as it
+// comes: a rename would replace the device or pipe itself (as root,
+// /dev/null became a regular file holding a benchmark's table), and there
+// is no partial file to avoid.
 #pragma once
 
 #include <cstddef>
@@ -43,10 +47,11 @@ class AtomicFile {
   void commit();
 
  private:
-  std::string path_, tmp_;
+  std::string path_, tmp_;  // tmp_ empty: written in place (no regular file)
   int fd_ = -1;
   uint64_t pos_ = 0, written_back_ = 0;
   bool committed_ = false;
+  bool seekable_ = true;  // false: in place on a pipe or terminal (write() in order)
 };
 
 }  // namespace tfm::io

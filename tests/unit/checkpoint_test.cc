@@ -6,13 +6,16 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <thread>
 
+#include "libcore/io/atomic_file.h"
 #include "libcore/io/checkpoint.h"
 
 #include "tests/support.h"
@@ -301,6 +304,39 @@ TEST_CASE("checkpoint writes are atomic", "[checkpoint]") {
   CHECK(slurp(path) == before);
   CHECK(dir.entries() == 2);  // model.bin and taken/: no temporary files
   require_same(read_checkpoint(path), ckpt);
+}
+
+// A target that is no regular file (a FIFO here; /dev/null, /dev/stdout) is
+// written in place: a rename would replace the FIFO or device itself.
+TEST_CASE("atomic writes to a fifo go through it and leave it a fifo", "[checkpoint]") {
+  test::TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  io::write_file_atomic(fifo, "measure\tvalue\n");
+  reader.join();
+  CHECK(got == "measure\tvalue\n");
+  CHECK(std::filesystem::is_fifo(fifo));
+  CHECK(dir.entries() == 1);  // no temporary file beside it
+
+  // Out of order, a pipe cannot take it: one clear error.
+  std::thread drain([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  CHECK_THAT(error_of([&] {
+               io::AtomicFile file(fifo);
+               file.write("abcd");
+               file.write_at(0, "x", 1);
+             }),
+             Contains("cannot write " + fifo) && Contains("in order only"));
+  drain.join();
+  CHECK(got == "abcd");
+  CHECK(std::filesystem::is_fifo(fifo));
 }
 
 TEST_CASE("a checkpoint cut anywhere is reported as truncated or corrupt", "[checkpoint]") {
