@@ -13,8 +13,9 @@ GREEDY_JSON and BEAM_JSON are tfm-decode --json outputs for SOURCE_PIECES
     hypotheses); where identical, the scores (log-probability / |Y|^alpha)
     within 1e-4; where not, tfm's score higher (it searched longer).
 An output at the maximum length (|x| + 50) ends there in CTranslate2; tfm
-forces the end token and counts it in the score, which the greedy check
-takes out.
+forces the end token and counts it in the score, which both checks take
+out (beam: the score recomputed without the end token's log-probability,
+over |Y| tokens instead of |Y| + 1).
 Prints one summary line; exits 1 on a failed check.
 """
 import json
@@ -79,17 +80,25 @@ def main(argv):
     if token_err > LOGPROB_TOL:
         bad.append(f"token log-probabilities differ by {token_err:.2e} (line {worst[0]}: ct2 {worst[1]} tfm {worst[2]})")
 
+    def beam_score(h, source):
+        """tfm's beam score as CTranslate2 counts it (log_prob above), with
+        the plain length penalty over the tokens it counts."""
+        if len(h["tokens"]) < len(source) + 50:
+            return h["score"]
+        return log_prob(h, source) / len(h["tokens"]) ** alpha
+
     got = translate(beam_size=4, length_penalty=alpha)
     same_beam = [r.hypotheses[0] == b["tokens"] for r, b in zip(got, beam)]
-    beam_err = max((abs(r.scores[0] - b["score"]) for r, b, s in zip(got, beam, same_beam) if s), default=0.0)
+    beam_err = max((abs(r.scores[0] - beam_score(b, x)) for r, b, x, s in zip(got, beam, src, same_beam) if s),
+                   default=0.0)
     share = sum(same_beam) / len(same_beam)
     # Where they differ, tfm's result must score at least as well: both keep
     # the same beams step by step, and tfm's bound rule stops a sentence only
     # when no live hypothesis can beat its best, CTranslate2's once beam
     # hypotheses have ended, so CTranslate2's finished hypotheses are among
     # tfm's.
-    worse = [i for i, (r, b, s) in enumerate(zip(got, beam, same_beam))
-             if not s and b["score"] < r.scores[0] - LOGPROB_TOL]
+    worse = [i for i, (r, b, x, s) in enumerate(zip(got, beam, src, same_beam))
+             if not s and beam_score(b, x) < r.scores[0] - LOGPROB_TOL]
     if share < BEAM_SHARE:
         bad.append(f"beam 4: only {share:.1%} of the lines identical")
     if beam_err > LOGPROB_TOL:
