@@ -130,11 +130,6 @@ __global__ void masked_softmax_backward_kernel(const T* probs, const T* dprobs, 
   }
 }
 
-// Short rows (Tk <= kMax, a multiple of kN: the padded tiles of sentences of
-// up to 64 tokens) by a thread each, from registers: the warp-per-row
-// kernels above spent more on a row's index arithmetic and shuffles than on
-// its 64 bytes (about 7x HBM's time at Tk = 32). The same masks and
-// formulas; the row's sums in one thread's order.
 // Elements [0, tk) of a short row stored from f(e), in packs (e is a
 // constant once the loops unroll: f may index register arrays with it).
 template <typename T, int kMax, typename F>
@@ -151,6 +146,11 @@ __device__ __forceinline__ void store_short_row(T* row, int tk, F f) {
     }
 }
 
+// Short rows (Tk <= kMax, a multiple of kN: the padded tiles of sentences of
+// up to 64 tokens) by a thread each, from registers: the warp-per-row
+// kernels above spent more on a row's index arithmetic and shuffles than on
+// its 64 bytes (about 7x HBM's time at Tk = 32). The same masks and
+// formulas; the row's sums in one thread's order.
 template <typename T, int kMax>
 __global__ void short_softmax_forward_kernel(const T* scores, const int32_t* k_lengths, bool causal,
                                              T* probs, uint32_t rows, uint32_t heads_tq, uint32_t tq,

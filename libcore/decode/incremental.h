@@ -108,9 +108,10 @@ class IncrementalDecoder {
   // work (on a GPU: the decode is device-bound where this is most of the
   // wall clock, host-bound where it is little); summed since construction.
   double device_wait_seconds() const { return waited_; }
-  // Seconds the host spent in step() (the rows' upload and queuing the
-  // step's work: graph() splits that) and in start() (the encoder queued),
-  // summed since construction. What the wall clock has beside these and the
+  // Seconds the host spent queuing steps (step(): the rows' upload and the
+  // step's work; top_k: the next step's graph, captured ahead; graph()
+  // splits the capture from the launch) and in start() (the encoder
+  // queued), summed since construction. What the wall clock has beside these and the
   // wait is the caller's: the search's bookkeeping between steps.
   double step_seconds() const { return step_seconds_; }
   double start_seconds() const { return start_seconds_; }

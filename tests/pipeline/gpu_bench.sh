@@ -30,4 +30,43 @@ row decode | grep -q "20 sentences: tfm $num tok/s | torch $num tok/s | ${num}x"
 row data-parallel | grep -q "tiny: sum $num ms, $num% hidden" || fail "data-parallel: $(row data-parallel)"
 row multi30k | grep -q "BLEU $num on test2016; 10 updates in .* on cpu" || fail "multi30k: $(row multi30k)"
 grep -q '^ *BLEU|nrefs:1|' "$TMP/out/multi30k-results.txt" || fail "no BLEU line in multi30k-results.txt"
+# --only runs the steps named and no other, --no-reference leaves PyTorch
+# out (a dash where its numbers were), a kernels-* step without a GPU is
+# skipped and says why; an unknown step is a usage error (one line, 2).
+"$TFM_SOURCE/scripts/gpu-bench" --device cpu --small --build "$BUILD" --out "$TMP/only" --jobs 2 \
+  --data "$SHARED" --only decode,kernels-base --no-reference >"$TMP/only.txt" 2>&1 \
+  || { cat "$TMP/only.txt" >&2; fail "gpu-bench --only decode,kernels-base --no-reference failed"; }
+[ "$(awk 'NR > 3 && $1 != "logs:" { print $1 }' "$TMP/only/table.txt" | tr '\n' ' ')" = "deps configure build decode kernels-base " ] \
+  || fail "--only decode,kernels-base: other rows: $(cat "$TMP/only/table.txt")"
+awk '$1 == "decode"' "$TMP/only/table.txt" | grep -q "20 sentences: tfm $num tok/s | torch - tok/s | -x" \
+  || fail "--no-reference: $(awk '$1 == "decode"' "$TMP/only/table.txt")"
+awk '$1 == "kernels-base"' "$TMP/only/table.txt" | grep -q "skipped .*not run: --device cpu" \
+  || fail "kernels-base on the cpu: $(awk '$1 == "kernels-base"' "$TMP/only/table.txt")"
+set +e
+"$TFM_SOURCE/scripts/gpu-bench" --device cpu --out "$TMP/bad" --only decode,bogus 2>"$TMP/err"
+rc=$?
+set -e
+[ $rc = 2 ] || fail "gpu-bench --only decode,bogus: exit status $rc, not 2"
+grep -q "^gpu-bench: error: --only: no step 'bogus'" "$TMP/err" || fail "no usage error: $(cat "$TMP/err")"
+
+# scripts/ncu-top groups ncu's raw CSV by kernel (tfm's namespaces and the
+# argument list dropped), largest first, per unit; a bad file is one line, 1.
+cat >"$TMP/ncu.csv" <<'CSV'
+==PROF== Connected to process 1
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","gpu__time_duration.sum"
+"","","","","","","","usecond"
+"0","1","train","h","void tfm::ops::cuda::(anonymous namespace)::add_kernel<float>(const T1 *, int)","1","7","1,000"
+"1","1","train","h","sm90_gemm_bf16_kernel","1","7","4,000"
+"2","1","train","h","void tfm::ops::cuda::(anonymous namespace)::add_kernel<float>(const T1 *, int)","1","7","2,000"
+CSV
+"$TFM_SOURCE/scripts/ncu-top" "$TMP/ncu.csv" --per 2 --unit step >"$TMP/top.txt"
+[ "$(awk 'NR > 1 { print $1, $2, $3, $NF }' "$TMP/top.txt" | tr '\n' ';')" = \
+  "57.1% 2.000 0.5 sm90_gemm_bf16_kernel;42.9% 1.500 1.0 add_kernel<float>;100.0% 3.500 1.5 kernels;" ] \
+  || fail "ncu-top: $(cat "$TMP/top.txt")"
+set +e
+"$TFM_SOURCE/scripts/ncu-top" "$TMP/none.csv" 2>"$TMP/err"
+rc=$?
+set -e
+[ $rc = 1 ] && [ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "^ncu-top: error: .*none.csv" "$TMP/err" \
+  || fail "ncu-top on a missing file: status $rc, $(cat "$TMP/err")"
 echo "gpu-bench: the dry run ends with its table, every step ok or slow"

@@ -33,6 +33,11 @@ set -e
 [ $rc = 1 ] || fail "gpu-check --budget 1: exit status $rc, not 1"
 [ "$(awk '$2 == "no-time"' "$TMP/late/table.txt" | wc -l)" = 6 ] \
   || fail "gpu-check --budget 1: not 6 steps no-time: $(cat "$TMP/late.txt")"
+# --no-sanitizers: the tests alone, no sanitizer rows.
+"$TFM_SOURCE/scripts/gpu-check" --device cpu --small --build "$BUILD" --out "$TMP/tests" --no-sanitizers \
+  >"$TMP/tests.txt" 2>&1 || { cat "$TMP/tests.txt" >&2; fail "gpu-check --no-sanitizers failed"; }
+[ "$(awk 'NR > 3 && $1 != "logs:" { print $1 }' "$TMP/tests/table.txt" | tr '\n' ' ')" = "deps configure build ctest " ] \
+  || fail "gpu-check --no-sanitizers: $(cat "$TMP/tests/table.txt")"
 # A usage error is one line and exit status 2.
 set +e
 "$TFM_SOURCE/scripts/gpu-check" --device tpu --out "$TMP/bad" 2>"$TMP/err"
