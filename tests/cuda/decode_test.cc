@@ -4,6 +4,7 @@
 // the incremental decoder with reordered and dropped rows, and a beam search.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -21,6 +22,9 @@ TEST_CASE("cuda attention_gather matches the cpu", "[decode]") {
   const Case cases[] = {{3, 2, 5, 3, 7, 4, {4, 1, 0}, {0, 1, 2}},
                         {6, 3, 8, 8, 11, 9, {9, 5}, {1, 1, 0, 0, 1, 0}},
                         {64, 8, 64, 64, 500, 120, {120, 17, 1, 64}, {}},
+                        // Heads of 32 and 128: the packed kernel's other sizes.
+                        {5, 4, 32, 32, 90, 70, {70, 3, 33}, {0, 1, 2, 2, 0}},
+                        {4, 2, 128, 128, 300, 200, {200, 150}, {0, 1, 0, 1}},
                         {4, 16, 64, 64, 3000, 2900, {2900, 1}, {0, 1, 0, 1}},
                         // 4 warps x 4,000 scores: 64 KB of shared memory, past the
                         // 48 KB a launch gets without opting in.
@@ -58,6 +62,61 @@ TEST_CASE("cuda attention_gather matches the cpu", "[decode]") {
                            {"probs", g_probs, test::to_f64(probs64), test::tolerance_for(DType::f32, c.k)}});
       const std::vector<double> all = test::to_f64(g_out), one = test::to_f64(g_alone);
       CHECK(std::equal(one.begin(), one.end(), all.end() - c.h * c.e));
+    }
+}
+
+TEST_CASE("cuda attention_gather reads entries outside the pool as empty keys", "[decode]") {
+  // extend_history writes -1 for rows whose parent is gone. The result must
+  // be attention over the valid entries alone (the cpu on the compacted
+  // lists), with probabilities 0 at the invalid places; in the general
+  // kernel (heads of 5 and 3) and the packed one (64).
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 13050;
+  const int64_t n = 3, h = 2, pool = 40, list = 12;
+  const std::vector<int> lengths = {12, 7, 0};
+  for (DType dtype : {DType::f32, DType::bf16})
+    for (auto [k, e] : {std::pair<int64_t, int64_t>{5, 3}, {64, 64}}) {
+      std::vector<int> index = test::random_ints(n * list, pool, ++seed);
+      for (size_t i = 0; i < index.size(); i += 3) index[i] = i % 2 ? -1 : int(pool + i);
+      // The same lists without the invalid entries, for the cpu.
+      std::vector<int> compact(n * list, 0), compact_lengths(n, 0);
+      for (int64_t g = 0; g < n; ++g)
+        for (int64_t j = 0; j < lengths[g]; ++j)
+          if (const int p = index[g * list + j]; p >= 0 && p < pool)
+            compact[g * list + compact_lengths[g]++] = p;
+      const std::vector<int> groups = {0, 1, 2};
+      Tensor q = test::random({n, h, k}, dtype, ++seed), keys = test::random({pool, h, k}, dtype, ++seed),
+             values = test::random({pool, h, e}, dtype, ++seed);
+      auto ints = [](const std::vector<int>& v, Shape shape) {
+        return test::from_f64(std::vector<double>(v.begin(), v.end()), shape, DType::i32);
+      };
+      const Tensor g_q = test::to_device(q, gpu), g_keys = test::to_device(keys, gpu),
+                   g_values = test::to_device(values, gpu), g_idx = test::to_device(ints(index, {n, list}), gpu),
+                   g_lengths = test::to_device(test::i32(lengths), gpu),
+                   g_groups = test::to_device(test::i32(groups), gpu);
+      Tensor g_out({n, h, e}, dtype, gpu), g_probs({n, h, list}, DType::f32, gpu);
+      ops::attention_gather(g_q, g_keys, g_values, g_idx, g_lengths, g_groups, 0.25f, g_out, g_probs, cuda);
+      Tensor out64({n, h, e}, DType::f64), probs64({n, h, list}, DType::f64);
+      ops::attention_gather(test::cast(q, DType::f64), test::cast(keys, DType::f64),
+                            test::cast(values, DType::f64), ints(compact, {n, list}),
+                            test::i32(compact_lengths), test::i32(groups), 0.25f, out64, probs64, cpu);
+      cuda.synchronize();
+      // The compacted probabilities back at their entries' places.
+      const std::vector<double> packed = test::to_f64(probs64);
+      std::vector<double> expected(packed.size(), 0.0);
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t hh = 0; hh < h; ++hh) {
+          int64_t c = 0;
+          for (int64_t j = 0; j < lengths[r]; ++j)
+            if (const int p = index[r * list + j]; p >= 0 && p < pool)
+              expected[(r * h + hh) * list + j] = packed[(r * h + hh) * list + c++];
+        }
+      INFO(dtype_name(dtype) << ", K " << k << ", E " << e);
+      test::require_close({{"out", g_out, test::to_f64(out64), test::tolerance_for(dtype, k + list)},
+                           {"probs", g_probs, expected, test::tolerance_for(DType::f32, k)}});
+      const std::vector<double> last = test::to_f64(g_out);
+      CHECK(std::all_of(last.end() - h * e, last.end(), [](double x) { return x == 0.0; }));  // empty list
     }
 }
 
