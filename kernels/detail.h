@@ -42,6 +42,7 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi);
 void cast(const TensorView& x, const TensorView& y);
 void copy_columns(const TensorView& x, int64_t col, const TensorView& y);
+void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, const TensorView& y);
 void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
                        const TensorView& out);
 void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
@@ -95,7 +96,7 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse);
 void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
-                    const TensorView& next, const TensorView& lengths);
+                    const TensorView& next, const TensorView& lengths, const TensorView& slots);
 // gemm with row_invariant (cpu/gemm_rows.cc): C = act(alpha A B^T + beta C +
 // bias) for one A (M, K) and one B (N, K). simd false: the portable path,
 // the same bits (tests compare the two).
@@ -125,12 +126,16 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream);
 void cast(const TensorView& x, const TensorView& y, const Stream& stream);
 void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream);
+void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, const TensorView& y,
+                     const Stream& stream);
 void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
                        const TensorView& out, const Stream& stream);
 void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
                         const TensorView& dtable, const Stream& stream);
 void position_add(const TensorView& x, const TensorView& table, int64_t offset,
                   const Stream& stream);
+void position_add_at(const TensorView& x, const TensorView& table, const TensorView& offset,
+                     const Stream& stream);
 void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
                        const Stream& stream);
 void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y,
@@ -186,6 +191,7 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
                       const TensorView& probs, const Stream& stream);
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse, const Stream& stream);
-void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
-                    const TensorView& next, const TensorView& lengths, const Stream& stream);
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& step,
+                    int64_t row0, const TensorView& next, const TensorView& lengths,
+                    const TensorView& slots, const Stream& stream);
 }  // namespace tfm::ops::cuda

@@ -231,6 +231,24 @@ void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const S
   }
 }
 
+void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, const TensorView& y,
+                     const Stream& stream) {
+  const char* op = "scatter_columns";
+  require_device(op, stream, {{"x", &x}, {"index", &index}, {"y", &y}});
+  require_i32(op, index, "index");
+  TFM_REQUIRE(x.rank() == 2 && y.rank() == 2, "{}: x is {} and y is {}; both must be 2-D", op,
+              x.str(), y.str());
+  TFM_REQUIRE(x.dtype() == y.dtype(), "{}: x is {} but y is {}", op, x.str(), y.str());
+  TFM_REQUIRE(col >= 0 && col + y.dim(1) <= x.dim(1), "{}: columns [{}, {}) of x {} into y {}", op,
+              col, col + y.dim(1), x.str(), y.str());
+  require_shape(op, index, "index", Shape{x.dim(0)}, "R");
+  if (x.dim(0) == 0 || y.dim(1) == 0) return;
+  switch (stream.device().type) {
+    case DeviceType::cpu: return cpu::scatter_columns(x, col, index, y);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(scatter_columns(x, col, index, y, stream));
+  }
+}
+
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream) {
   require_device("uniform", stream, {{"out", &out}});
   require_float("uniform", out, "out");
@@ -302,6 +320,23 @@ void position_add(const TensorView& x, const TensorView& table, int64_t offset,
     case DeviceType::cpu: return cpu::position_add(x, table, offset);
     case DeviceType::cuda: TFM_CUDA_DISPATCH(position_add(x, table, offset, stream));
   }
+}
+
+void position_add_at(const TensorView& x, const TensorView& table, const TensorView& offset,
+                     const Stream& stream) {
+  const char* op = "position_add_at";
+  require_device(op, stream, {{"x", &x}, {"table", &table}, {"offset", &offset}});
+  require_i32(op, offset, "offset");
+  require_shape(op, offset, "offset", Shape{1}, "1");
+  if (stream.device().is_cpu()) {  // the offset is readable here: checked as position_add's
+    const int64_t at = *offset.data_as<int32_t>();
+    require_position(op, x, "x", table, "table", at);
+    if (x.numel() > 0) cpu::position_add(x, table, at);
+    return;
+  }
+  require_position(op, x, "x", table, "table", 0);
+  if (x.numel() == 0) return;
+  TFM_CUDA_DISPATCH(position_add_at(x, table, offset, stream));
 }
 
 void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
@@ -684,13 +719,15 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
   }
 }
 
-void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
-                    const TensorView& next, const TensorView& lengths, const Stream& stream) {
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& step,
+                    int64_t row0, const TensorView& next, const TensorView& lengths,
+                    const TensorView& slots, const Stream& stream) {
   const char* op = "extend_history";
-  require_device(op, stream, {{"prev", &prev}, {"parents", &parents}, {"next", &next},
-                              {"lengths", &lengths}});
+  require_device(op, stream, {{"prev", &prev}, {"parents", &parents}, {"step", &step}, {"next", &next},
+                              {"lengths", &lengths}, {"slots", &slots}});
   for (const auto& [x, name] : {std::pair{&prev, "prev"}, std::pair{&parents, "parents"},
-                                std::pair{&next, "next"}, std::pair{&lengths, "lengths"}})
+                                std::pair{&step, "step"}, std::pair{&next, "next"},
+                                std::pair{&lengths, "lengths"}, std::pair{&slots, "slots"}})
     require_i32(op, *x, name);
   TFM_REQUIRE(prev.rank() == 2, "{}: prev is {} but must be (R, T)", op, prev.str());
   TFM_REQUIRE(next.data() != prev.data(), "{}: next is prev (the rows are permuted)", op);
@@ -699,15 +736,23 @@ void extend_history(const TensorView& prev, const TensorView& parents, int64_t t
               "{}: next is {} but must be (R', T) with R' >= {} and T as prev {}", op, next.str(), n,
               prev.str());
   require_shape(op, parents, "parents", Shape{n}, "N");
+  require_shape(op, step, "step", Shape{2}, "2");
   require_shape(op, lengths, "lengths", Shape{n}, "N");
+  require_shape(op, slots, "slots", Shape{n}, "N");
   TFM_REQUIRE(n <= prev.dim(0), "{}: {} parents for lists of {} rows", op, n, prev.dim(0));
-  TFM_REQUIRE(t >= 0 && t < prev.dim(1), "{}: position {} is outside the lists' [0, {})", op, t,
-              prev.dim(1));
-  TFM_REQUIRE(first >= 0 && first + n <= INT32_MAX, "{}: pool rows from {} are not i32", op, first);
+  TFM_REQUIRE(row0 >= 0, "{}: row0 is {}", op, row0);
   if (n == 0) return;
   switch (stream.device().type) {
-    case DeviceType::cpu: return cpu::extend_history(prev, parents, t, first, next, lengths);
-    case DeviceType::cuda: TFM_CUDA_DISPATCH(extend_history(prev, parents, t, first, next, lengths, stream));
+    case DeviceType::cpu: {  // the step is readable here
+      const int32_t* s = step.data_as<int32_t>();
+      const int64_t t = s[0], first = int64_t{s[1]} + row0;
+      TFM_REQUIRE(t >= 0 && t < prev.dim(1), "{}: position {} is outside the lists' [0, {})", op, t,
+                  prev.dim(1));
+      TFM_REQUIRE(first >= 0 && first + n <= INT32_MAX, "{}: pool rows from {} are not i32", op, first);
+      return cpu::extend_history(prev, parents, t, first, next, lengths, slots);
+    }
+    case DeviceType::cuda:
+      TFM_CUDA_DISPATCH(extend_history(prev, parents, step, row0, next, lengths, slots, stream));
   }
 }
 

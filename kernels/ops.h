@@ -94,6 +94,15 @@ void cast(const TensorView& x, const TensorView& y, const Stream& stream);
 // their keys and values one position further into the pools each time).
 void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream);
 
+// y[index[r], :] = x[r, col : col + W]          x (R, X), y (P, W) rows =, index (R) i32
+// The rows of a block of columns to rows of y that index names (distinct),
+// the index read when the work runs: the decoder writes a step's keys and
+// values into its pools where extend_history put them, so that one CUDA
+// graph serves every position. The CPU rejects an index outside [0, P);
+// CUDA skips such a row.
+void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, const TensorView& y,
+                     const Stream& stream);
+
 // out[i] = lo + (hi - lo) * u_i, u_i = uniform01(philox_bits(key, i)) in [0, 1)
 //                                             (out =; rounding may reach hi itself)
 // The same key gives the same numbers on every device (libcore/rng.h).
@@ -115,6 +124,12 @@ void embedding_backward(const TensorView& ids, const TensorView& dout, float sca
 // libcore/model). offset + T <= P is required (offset: the decoding step).
 void position_add(const TensorView& x, const TensorView& table, int64_t offset,
                   const Stream& stream);
+// The same with the offset read when the work runs: offset (1) i32 on the
+// tensors' device (a decoding step's position: one captured CUDA graph
+// serves every step). The CPU rejects positions past the table; CUDA adds
+// nothing then.
+void position_add_at(const TensorView& x, const TensorView& table, const TensorView& offset,
+                     const Stream& stream);
 
 // dtable[offset + t, :] += sum_b dx[b, t, :]            dx (B, T, D), dtable (P, D) +=
 void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
@@ -271,16 +286,22 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
 
 // The self-attention lists of a decoding step: row r of step t continues
 // row parents[r] of step t - 1, so it attends to its parent's first t pool
-// rows, then to its own new one:
+// rows, then to its own new one, pool row slots[r]:
 //   next[r, j] = prev[parents[r], j]   (j < t)
-//   next[r, t] = first + r;  lengths[r] = t + 1
+//   next[r, t] = slots[r] = first + r;  lengths[r] = t + 1
+// with t = step[0] and first = step[1] + row0, read when the work runs: one
+// captured CUDA graph serves every position (scatter_columns then writes
+// the step's keys and values to the slots).
 // prev (R, T) i32, T > t (rows past N are not read); next (R', T) i32,
 // R' >= N, not prev (a slice of the step's lists: the decoder's threads
 // extend their own rows); parents (N) i32, each in [0, R), unread at t = 0;
-// lengths (N) i32 =.
+// step (2) i32 on the tensors' device; lengths, slots (N) i32 =.
+// The CPU rejects a t outside [0, T) and a parent outside [0, R); CUDA
+// writes nothing for such a t and an empty list (-1s) for such a parent.
 // The lists stay on the device from step to step: only the parents go up.
-void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
-                    const TensorView& next, const TensorView& lengths, const Stream& stream);
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& step,
+                    int64_t row0, const TensorView& next, const TensorView& lengths,
+                    const TensorView& slots, const Stream& stream);
 
 // The k most likely next tokens of each row of logits, and its normalizer:
 //   lse[n] = log sum_v exp(logits[n, v])

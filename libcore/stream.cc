@@ -132,22 +132,22 @@ void Event::wait(const Stream& stream) const {
 StreamGraph::StreamGraph(const Stream& stream, bool enabled)
     : stream_(stream), enabled_(enabled && stream.device().is_cuda()) {}
 
-StreamGraph::~StreamGraph() {
+StreamGraph::~StreamGraph() { clear(); }
+
+void StreamGraph::clear() {
 #ifdef TFM_WITH_CUDA
-  if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
-  if (pending_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(pending_));
+  for (const auto& [key, exec] : execs_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
 #endif
+  execs_.clear();
 }
 
-void StreamGraph::launch_prepared() {
-  TFM_REQUIRE(prepared_, "internal: no prepared graph to launch");
-  prepared_ = false;
-  std::swap(exec_, pending_);
-  const auto start = std::chrono::steady_clock::now();
-  launch(exec_);
-  launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ++prepared_launches_;
+void* StreamGraph::find(int64_t key) const {
+  for (const auto& [k, exec] : execs_)
+    if (k == key) return exec;
+  return nullptr;
 }
+
+void StreamGraph::keep(int64_t key, void* exec) { execs_.emplace_back(key, exec); }
 
 void StreamGraph::launch(void* exec) {
 #ifdef TFM_WITH_CUDA
@@ -186,43 +186,30 @@ void StreamGraph::abandon() {
   enabled_ = false;
 }
 
-bool StreamGraph::end_and_install(void*& slot) {
+void* StreamGraph::end_and_build() {
 #ifdef TFM_WITH_CUDA
-  const auto s = static_cast<cudaStream_t>(stream_.native());
   cudaGraph_t graph = nullptr;
-  const cudaError_t e = cudaStreamEndCapture(s, &graph);
+  const cudaError_t e = cudaStreamEndCapture(static_cast<cudaStream_t>(stream_.native()), &graph);
   if (e != cudaSuccess || !graph) {
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
     log::debug("CUDA graphs off: the work could not be captured ({})", cudaGetErrorString(e));
     enabled_ = false;
-    return false;
+    return nullptr;
   }
-  auto exec = static_cast<cudaGraphExec_t>(slot);
-  cudaGraphExecUpdateResultInfo info{};
-  if (!exec || cudaGraphExecUpdate(exec, graph, &info) != cudaSuccess) {
-    cudaGetLastError();  // another shape: build the graph anew
-    // cudaGraphExecUpdateResult: 2 topology, 3 node type, 4 function,
-    // 5 parameters (e.g. a 2-D memcpy's addresses), 6 not supported.
-    if (exec) log::debug("CUDA graph: not updated in place (result {}), built anew", static_cast<int>(info.result));
-    if (exec) cudaGraphExecDestroy(exec);
-    slot = nullptr;
-    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
-    if (made != cudaSuccess) {
-      cudaGraphDestroy(graph);
-      cudaGetLastError();
-      log::debug("CUDA graphs off: the graph could not be built ({})", cudaGetErrorString(made));
-      enabled_ = false;
-      return false;
-    }
-    slot = exec;
-    ++built_;
-  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
-  return true;
+  if (made != cudaSuccess) {
+    cudaGetLastError();
+    log::debug("CUDA graphs off: the graph could not be built ({})", cudaGetErrorString(made));
+    enabled_ = false;
+    return nullptr;
+  }
+  ++built_;
+  return exec;
 #else
-  (void)slot;
-  return false;
+  return nullptr;
 #endif
 }
 

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "libcore/device.h"
 
@@ -61,25 +63,19 @@ class Event {
   void* native_ = nullptr;
 };
 
-// The work that one call queues on a stream, run as one CUDA graph: run()
-// captures what `queue` puts on the stream (nothing runs while it does),
-// then launches it with one call. When the capture has the shape of the
-// last one (the same kernels and copies, other arguments: a decoding step
-// of the same rows), the executable graph is updated in place
-// (cudaGraphExecUpdate) rather than built again. The host pays about what
-// it paid to launch the work; the GPU runs the kernels back to back, without
-// a launch's gap between two. On the CPU, when disabled, or where the work
-// cannot be captured (that is then said once, at debug level), `queue` runs
-// as it is. `queue` must only queue work on the stream: it may run twice.
-//
-// prepare() and launch_prepared() are run() in two halves, so that the host
-// captures the next piece of work while the device still runs the last:
-// prepare() captures `queue` into a second executable graph (built or
-// updated as run() does) and runs nothing; launch_prepared() launches it
-// (the two graphs then trade places). A prepared graph holds the pointers
-// and sizes of its capture: the caller launches it only for the work it
-// captured, and the graph it updates must not still run (the caller has
-// waited for the device since it was launched).
+// Work queued on a stream, run as CUDA graphs kept by key: the first run()
+// of a key captures what `queue` puts on the stream (nothing runs while it
+// does), builds an executable graph and launches it; every later run() of
+// that key launches the same graph again, without calling `queue`. The
+// caller picks keys so that a key's work is always the same kernels on the
+// same buffers with the same sizes; what changes from run to run (a
+// decoding step's position, its rows) the kernels read from memory that
+// the caller writes before run(). The host pays once per key what queuing
+// the work costs, then one call a run; the GPU runs the kernels back to
+// back, without a launch's gap between two. On the CPU, when disabled, or
+// where the work cannot be captured (that is then said once, at debug
+// level), `queue` runs as it is, every time. `queue` must only queue work
+// on the stream.
 class StreamGraph {
  public:
   StreamGraph(const Stream& stream, bool enabled);
@@ -88,39 +84,35 @@ class StreamGraph {
   StreamGraph& operator=(const StreamGraph&) = delete;
 
   template <typename F>
-  void run(F&& queue) {
-    prepared_ = false;  // a prepared graph not launched is left for the next prepare()
-    if (!capture(queue, exec_)) return queue();
+  void run(int64_t key, F&& queue) {
+    void* exec = find(key);
+    if (!exec) {
+      exec = capture(queue);
+      if (!exec) return queue();  // graphs off: the work as it is
+      keep(key, exec);
+    }
     const auto start = std::chrono::steady_clock::now();
-    launch(exec_);
+    launch(exec);
     launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  // Whether a graph is prepared: false when graphs are off or the capture
-  // failed (nothing ran; run() then runs the work as it is).
-  template <typename F>
-  bool prepare(F&& queue) {
-    prepared_ = capture(queue, pending_);
-    return prepared_;
-  }
-  bool prepared() const { return prepared_; }
-  void launch_prepared();
+  // Forgets every graph (their buffers are to be freed or resized).
+  void clear();
 
   bool enabled() const { return enabled_; }
   int64_t launches() const { return launches_; }      // graphs launched
-  int64_t instantiations() const { return built_; }  // of them, graphs built anew
-  int64_t prepared_launches() const { return prepared_launches_; }  // of them, prepared ones
+  int64_t instantiations() const { return built_; }  // graphs built (one a key)
   // The host's seconds, summed: capturing the work (what queuing it
-  // costs), and ending the capture, updating or building the executable
-  // graph and launching it. Where a GPU waits for the host, these say which.
+  // costs), and ending the capture, building the executable graph and
+  // launching it. Where a GPU waits for the host, these say which.
   double capture_seconds() const { return capture_seconds_; }
   double launch_seconds() const { return launch_seconds_; }
 
  private:
-  // Captures `queue` into the executable graph `slot`; false (nothing ran,
-  // and for a refusal graphs are off) when it cannot.
+  // The executable graph of `queue`, built; null (nothing ran, and for a
+  // refusal graphs are off) when it cannot be captured.
   template <typename F>
-  bool capture(F& queue, void*& slot) {
-    if (!begin()) return false;
+  void* capture(F& queue) {
+    if (!begin()) return nullptr;
     const auto start = std::chrono::steady_clock::now();
     try {
       queue();
@@ -128,25 +120,25 @@ class StreamGraph {
       // A call the capture refused: graphs off; the caller runs the work as
       // it is (an error of the work itself then surfaces again).
       abandon();
-      return false;
+      return nullptr;
     }
     const auto captured = std::chrono::steady_clock::now();
     capture_seconds_ += std::chrono::duration<double>(captured - start).count();
-    const bool installed = end_and_install(slot);
+    void* exec = end_and_build();
     launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - captured).count();
-    return installed;
+    return exec;
   }
   bool begin();
   void abandon();
-  bool end_and_install(void*& slot);
+  void* end_and_build();
+  void* find(int64_t key) const;
+  void keep(int64_t key, void* exec);
   void launch(void* exec);
 
   const Stream& stream_;
   bool enabled_;
-  void* exec_ = nullptr;     // cudaGraphExec_t: run()'s, the last launched
-  void* pending_ = nullptr;  // prepare()'s
-  bool prepared_ = false;
-  int64_t launches_ = 0, built_ = 0, prepared_launches_ = 0;
+  std::vector<std::pair<int64_t, void*>> execs_;  // (key, cudaGraphExec_t), few
+  int64_t launches_ = 0, built_ = 0;
   double capture_seconds_ = 0, launch_seconds_ = 0;
 };
 

@@ -547,7 +547,7 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
 }
 
 void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
-                    const TensorView& next, const TensorView& lengths) {
+                    const TensorView& next, const TensorView& lengths, const TensorView& slots) {
   const int64_t n = parents.numel(), rows = prev.dim(0), cols = prev.dim(1);
   const int32_t* par = parents.data_as<int32_t>();
   if (t > 0)
@@ -557,9 +557,10 @@ void extend_history(const TensorView& prev, const TensorView& parents, int64_t t
   const int32_t* from = prev.data_as<int32_t>();
   int32_t* to = next.data_as<int32_t>();
   int32_t* len = lengths.data_as<int32_t>();
+  int32_t* slot = slots.data_as<int32_t>();
   for (int64_t r = 0; r < n; ++r) {
     if (t > 0) std::copy_n(from + par[r] * cols, t, to + r * cols);
-    to[r * cols + t] = static_cast<int32_t>(first + r);
+    to[r * cols + t] = slot[r] = static_cast<int32_t>(first + r);
     len[r] = static_cast<int32_t>(t + 1);
   }
 }

@@ -103,6 +103,18 @@ void copy_columns(const TensorView& x, int64_t col, const TensorView& y) {
     std::memcpy(dst + static_cast<size_t>(r) * width, src + static_cast<size_t>(r * x.dim(1)) * el, width);
 }
 
+void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, const TensorView& y) {
+  const int32_t* to = index.data_as<int32_t>();
+  for (int64_t r = 0; r < x.dim(0); ++r)
+    TFM_REQUIRE(to[r] >= 0 && to[r] < y.dim(0), "scatter_columns: index[{}] is {}, outside [0, {})", r,
+                to[r], y.dim(0));
+  const size_t el = dtype_size(x.dtype()), width = static_cast<size_t>(y.dim(1)) * el;
+  const auto* src = static_cast<const char*>(x.data()) + col * static_cast<int64_t>(el);
+  auto* dst = static_cast<char*>(y.data());
+  for (int64_t r = 0; r < x.dim(0); ++r)
+    std::memcpy(dst + static_cast<size_t>(to[r]) * width, src + static_cast<size_t>(r * x.dim(1)) * el, width);
+}
+
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi) {
   with_float(out, "uniform", [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;

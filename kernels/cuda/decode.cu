@@ -296,17 +296,21 @@ __global__ void log_softmax_topk_kernel(const T* logits, int64_t vocab, int64_t 
   }
 }
 
-// One thread per (row, position <= t): a parent outside [0, R) copies no
-// list (its entries become -1, which attention_gather reads as empty keys).
-__global__ void extend_history_kernel(const int32_t* prev, const int32_t* parents, int64_t n,
-                                      int64_t rows, int64_t cols, int64_t t, int64_t first,
-                                      int32_t* next, int32_t* lengths) {
+// One thread per (row, position < T), t and the first pool row read from
+// step: a parent outside [0, R) copies no list (its entries become -1,
+// which attention_gather reads as empty keys); a t outside [0, T) writes
+// nothing.
+__global__ void extend_history_kernel(const int32_t* prev, const int32_t* parents, const int32_t* step,
+                                      int64_t row0, int64_t n, int64_t rows, int64_t cols,
+                                      int32_t* next, int32_t* lengths, int32_t* slots) {
+  const int64_t t = step[0], first = int64_t{step[1]} + row0;
+  if (t < 0 || t >= cols) return;
   const int64_t total = n * (t + 1);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / (t + 1), j = i - r * (t + 1);
     if (j == t) {
-      next[r * cols + t] = static_cast<int32_t>(first + r);
+      next[r * cols + t] = slots[r] = static_cast<int32_t>(first + r);
       lengths[r] = static_cast<int32_t>(t + 1);
     } else {
       const int64_t p = parents[r];
@@ -317,12 +321,15 @@ __global__ void extend_history_kernel(const int32_t* prev, const int32_t* parent
 
 }  // namespace
 
-void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
-                    const TensorView& next, const TensorView& lengths, const Stream& stream) {
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& step,
+                    int64_t row0, const TensorView& next, const TensorView& lengths,
+                    const TensorView& slots, const Stream& stream) {
+  // A grid for the longest t the lists allow: t is known only on the device.
   const int64_t n = parents.numel();
-  extend_history_kernel<<<grid_for(n * (t + 1)), kThreads, 0, native(stream)>>>(
-      prev.data_as<int32_t>(), parents.data_as<int32_t>(), n, prev.dim(0), prev.dim(1), t, first,
-      next.data_as<int32_t>(), lengths.data_as<int32_t>());
+  extend_history_kernel<<<grid_for(n * prev.dim(1)), kThreads, 0, native(stream)>>>(
+      prev.data_as<int32_t>(), parents.data_as<int32_t>(), step.data_as<int32_t>(), row0, n,
+      prev.dim(0), prev.dim(1), next.data_as<int32_t>(), lengths.data_as<int32_t>(),
+      slots.data_as<int32_t>());
   TFM_CHECK_LAUNCH();
 }
 

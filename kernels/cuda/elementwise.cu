@@ -93,6 +93,19 @@ __global__ void copy_columns_kernel(const U* x, int64_t x_pitch, U* y, int64_t w
   }
 }
 
+// y[index[r], j] = x[r, col + j] in units of U; a row whose index is
+// outside [0, y_rows) is skipped.
+template <typename U>
+__global__ void scatter_columns_kernel(const U* x, int64_t x_pitch, const int32_t* index, U* y,
+                                       int64_t y_rows, int64_t width, int64_t rows) {
+  const int64_t total = rows * width;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / width, j = i - r * width, to = index[r];
+    if (to >= 0 && to < y_rows) y[to * width + j] = x[r * x_pitch + j];
+  }
+}
+
 template <typename T, typename B>
 __global__ void bias_relu_kernel(T* c, int64_t rows, int64_t n, const B* bias, bool relu) {
   const int64_t total = rows * n;
@@ -167,25 +180,48 @@ void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
   });
 }
 
+namespace {
+// The widest unit (16, 4, 2 or 1 bytes) that the source's and the
+// destination's addresses and row pitches are multiples of.
+template <typename F>
+void with_copy_unit(const void* src, const void* dst, int64_t x_bytes, int64_t y_bytes, F&& f) {
+  const auto fits = [&](int64_t u) {
+    return reinterpret_cast<uintptr_t>(src) % u == 0 && reinterpret_cast<uintptr_t>(dst) % u == 0 &&
+           x_bytes % u == 0 && y_bytes % u == 0;
+  };
+  if (fits(16)) return f(uint4{});
+  if (fits(4)) return f(uint32_t{});
+  if (fits(2)) return f(uint16_t{});
+  f(uint8_t{});
+}
+}  // namespace
+
 void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream) {
   const int64_t el = static_cast<int64_t>(dtype_size(x.dtype()));
   const auto* src = static_cast<const char*>(x.data()) + col * el;
   const int64_t x_bytes = x.dim(1) * el, y_bytes = y.dim(1) * el, rows = y.dim(0);
-  const auto launch = [&](auto unit) {
+  with_copy_unit(src, y.data(), x_bytes, y_bytes, [&](auto unit) {
     using U = decltype(unit);
     constexpr int64_t u = sizeof(U);
     copy_columns_kernel<U><<<grid_for(rows * (y_bytes / u)), kThreads, 0, native(stream)>>>(
         reinterpret_cast<const U*>(src), x_bytes / u, static_cast<U*>(y.data()), y_bytes / u, rows);
     TFM_CHECK_LAUNCH();
-  };
-  const auto fits = [&](int64_t u) {
-    return reinterpret_cast<uintptr_t>(src) % u == 0 && reinterpret_cast<uintptr_t>(y.data()) % u == 0 &&
-           x_bytes % u == 0 && y_bytes % u == 0;
-  };
-  if (fits(16)) return launch(uint4{});
-  if (fits(4)) return launch(uint32_t{});
-  if (fits(2)) return launch(uint16_t{});
-  launch(uint8_t{});
+  });
+}
+
+void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, const TensorView& y,
+                     const Stream& stream) {
+  const int64_t el = static_cast<int64_t>(dtype_size(x.dtype()));
+  const auto* src = static_cast<const char*>(x.data()) + col * el;
+  const int64_t x_bytes = x.dim(1) * el, y_bytes = y.dim(1) * el, rows = x.dim(0);
+  with_copy_unit(src, y.data(), x_bytes, y_bytes, [&](auto unit) {
+    using U = decltype(unit);
+    constexpr int64_t u = sizeof(U);
+    scatter_columns_kernel<U><<<grid_for(rows * (y_bytes / u)), kThreads, 0, native(stream)>>>(
+        reinterpret_cast<const U*>(src), x_bytes / u, index.data_as<int32_t>(),
+        static_cast<U*>(y.data()), y.dim(0), y_bytes / u, rows);
+    TFM_CHECK_LAUNCH();
+  });
 }
 
 void bias_relu_inplace(const TensorView& c, int64_t rows, int64_t n, const TensorView& bias,

@@ -47,10 +47,17 @@ __global__ void add_accumulator_kernel(FloatRef dtable, const float* acc, int64_
     dtable.add(i, acc[i]);
 }
 
-// x[b, t, :] += table[offset + t, :], x (B, T, D).
+// x[b, t, :] += table[offset + t, :], x (B, T, D); the offset read from
+// offset_at where that is given (nothing added if the rows pass the
+// table's p_len).
 template <typename T>
 __global__ void position_add_kernel(T* x, FloatRef table, int64_t t_len, int64_t d,
-                                    int64_t offset, int64_t total) {
+                                    int64_t offset, const int32_t* offset_at, int64_t p_len,
+                                    int64_t total) {
+  if (offset_at) {
+    offset = *offset_at;
+    if (offset < 0 || offset + t_len > p_len) return;
+  }
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t td = i % (t_len * d);  // t * D + col
@@ -127,7 +134,19 @@ void position_add(const TensorView& x, const TensorView& table, int64_t offset,
   with_storage_type(x.dtype(), "position_add", [&](auto t) {
     using T = decltype(t);
     position_add_kernel<T><<<grid_for(total), kThreads, 0, native(stream)>>>(
-        static_cast<T*>(x.data()), tab, t_len, d, offset, total);
+        static_cast<T*>(x.data()), tab, t_len, d, offset, nullptr, table.dim(0), total);
+    TFM_CHECK_LAUNCH();
+  });
+}
+
+void position_add_at(const TensorView& x, const TensorView& table, const TensorView& offset,
+                     const Stream& stream) {
+  const int64_t total = x.numel(), t_len = x.dim(1), d = x.dim(2);
+  const FloatRef tab = float_ref(table, "position_add_at");
+  with_storage_type(x.dtype(), "position_add_at", [&](auto t) {
+    using T = decltype(t);
+    position_add_kernel<T><<<grid_for(total), kThreads, 0, native(stream)>>>(
+        static_cast<T*>(x.data()), tab, t_len, d, 0, offset.data_as<int32_t>(), table.dim(0), total);
     TFM_CHECK_LAUNCH();
   });
 }

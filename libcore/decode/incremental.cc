@@ -20,12 +20,15 @@ namespace tfm {
 using model::prefix;
 
 struct IncrementalDecoder::Ids {
-  // io: the batch's sources and index tables; the step's rows, uploaded
-  // together as [tokens | sentences | parents] (N each); the self-attention
-  // lists, (rows, T) twice (a step reads one and writes the other); the
-  // top k, downloaded together as [values (N, k) | ids (N, k)]
+  // io: the batch's sources and index tables; the step's rows and
+  // position, uploaded together as [tokens | sentences | parents | t, t R]
+  // (N each, then 2: step_words); the self-attention lists, (rows, steps)
+  // twice (a step reads one and writes the other), and the pool rows of the
+  // step's keys and values (slots); the top k, downloaded together as
+  // [values (N, k) | ids (N, k)]. Every table of a step is planned at the
+  // limits' size, so a step's graph (StreamGraph) holds for every batch.
   int src, enc_groups, enc_index, enc_lengths;
-  int step_rows, history[2], self_lengths, self_groups, top;
+  int step_rows, history[2], self_lengths, self_groups, slots, top;
   // kv-cache, per decoder layer
   std::vector<int> pool_k, pool_v, cross_k, cross_v;
   // activations, shared by the encoder (source tokens) and the decoder (rows)
@@ -40,6 +43,21 @@ namespace {
 HostStaging::Part part(const TensorView& buffer, const std::vector<int32_t>& values) {
   return {prefix(buffer, {static_cast<int64_t>(values.size())}), values};
 }
+
+// The rows a step computes on a GPU for N live rows, CUDA graphs being
+// kept by row count (StreamGraph): N rounded up to a quarter of the power
+// of two below it (to 8 at least), at most `most`. The extra rows decode
+// dummies (token 0 of sentence 0, continuing row 0) that no live row reads:
+// every op computes each row alone. At most 25% more rows (N = 513 runs
+// 640), and a handful of graphs a run instead of one capture a step.
+int64_t graph_rows(int64_t n, int64_t most) {
+  int64_t below = 1;
+  while (below * 2 < n) below *= 2;
+  const int64_t unit = std::max<int64_t>(8, below / 4);
+  return std::min((n + unit - 1) / unit * unit, most);
+}
+
+constexpr int64_t kStepWords = 2;  // t and t R after a step's rows
 
 // n i32 values at element `at` of an i32 buffer.
 TensorView slice(const TensorView& buffer, int64_t at, int64_t n) {
@@ -117,11 +135,12 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   i.enc_groups = io("source.groups", src);
   i.enc_index = io("source.index", l.sentences * l.src_len);
   i.enc_lengths = io("source.lengths", l.sentences);
-  i.step_rows = io("step.rows", 3 * l.rows);
+  i.step_rows = io("step.rows", 3 * l.rows + kStepWords);
   i.history[0] = io("self.lists.0", l.rows * l.steps);
   i.history[1] = io("self.lists.1", l.rows * l.steps);
   i.self_lengths = io("self.lengths", l.rows);
   i.self_groups = io("self.groups", l.rows);
+  i.slots = io("self.slots", l.rows);
   const int64_t stat_words = static_cast<int64_t>(dtype_size(st) / sizeof(int32_t));
   i.top = io("top", l.rows * l.top_k * (stat_words + 1));
   for (int64_t layer = 0; layer < c.layers; ++layer) {
@@ -153,10 +172,11 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   mem_ = std::make_unique<PlannedMemory>(plan_, model.device(),
                                          std::initializer_list<MemoryKind>{MemoryKind::io, MemoryKind::activations},
                                          model.stream());
-  // The largest upload: encode()'s sources, groups and index (src each) and
-  // lengths, or a step's three rows of N.
+  // The largest upload: encode()'s sources and groups (src each), index
+  // and lengths, or a step's rows and position.
   staging_ = std::make_unique<HostStaging>(
-      static_cast<size_t>(std::max(3 * src + l.sentences, 3 * l.rows)) * sizeof(int32_t),
+      static_cast<size_t>(std::max(2 * src + l.sentences * (l.src_len + 1), 3 * l.rows + kStepWords)) *
+          sizeof(int32_t),
       model.stream());
   std::vector<int32_t> iota(static_cast<size_t>(l.rows));
   std::iota(iota.begin(), iota.end(), 0);
@@ -265,7 +285,6 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources,
   T_ = steps;
   N_ = 0;
   t_ = 0;
-  prepared_t_ = -1;  // another batch: its pointers and sizes
   const auto start = std::chrono::steady_clock::now();
   encode(sources);
   start_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -277,9 +296,11 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources,
 void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources) {
   const ModelConfig& c = model_.config();
   const Ids& i = *ids_;
-  const int64_t B = B_, S = S_, M = B * S;
+  const int64_t B = B_, S = S_, M = B * S, Ls = limits_.src_len;
+  // The index (sentences, Ls) and the lengths of every planned sentence (0
+  // past the batch's): the decoder's steps read them at the limits' size.
   std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M));
-  std::vector<int32_t> index(static_cast<size_t>(M)), lengths(static_cast<size_t>(B));
+  std::vector<int32_t> index(static_cast<size_t>(B * Ls), -1), lengths(static_cast<size_t>(limits_.sentences), 0);
   for (int64_t b = 0; b < B; ++b) {
     const auto& s = sources[static_cast<size_t>(b)];
     for (int32_t id : s)
@@ -289,7 +310,7 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
     lengths[static_cast<size_t>(b)] = static_cast<int32_t>(s.size());
     for (int64_t j = 0; j < S; ++j) {
       groups[static_cast<size_t>(b * S + j)] = static_cast<int32_t>(b);
-      index[static_cast<size_t>(b * S + j)] = static_cast<int32_t>(b * S + j);
+      index[static_cast<size_t>(b * Ls + j)] = static_cast<int32_t>(b * S + j);
     }
   }
   const HostStaging::Part tables[] = {part(view(i.src), src), part(view(i.enc_groups), groups),
@@ -315,7 +336,7 @@ void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1) {
   const int64_t B = B_, S = S_, M = B * S, H = c.heads, D = c.d_model;
   const int64_t HK = H * c.d_k, HE = H * c.d_v;
   const RowSpan r{b0 * S, (b1 - b0) * S};
-  const TensorView enc_index = prefix(view(i.enc_index), {B, S});
+  const TensorView enc_index = prefix(view(i.enc_index), {B, limits_.src_len});
   const TensorView enc_lengths = prefix(view(i.enc_lengths), {B});
 
   const TensorView x = gemm_view(i.x, r, D);
@@ -367,9 +388,15 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   TFM_REQUIRE(t < T, "step {} is past the {} positions the batch was started for", t + 1, T);
   const auto start = std::chrono::steady_clock::now();
 
-  // Up: [tokens | sentences | parents]; the self-attention lists grow on
-  // the device (extend_history), one position a step.
-  std::vector<int32_t> up(static_cast<size_t>(3 * N));
+  // On a GPU the step runs for n >= N rows (graph_rows), a graph kept for
+  // each (n, t's parity): the kernels read the rows and the position from
+  // the upload, [tokens | sentences | parents | t, t R] (n each, then
+  // kStepWords); the self-attention lists grow on the device
+  // (extend_history), one position a step. Rows past N stay 0s: dummies.
+  // With graphs off too, so that cuBLASLt sees the same shapes (it picks
+  // its algorithm by the row count) and a row gets the same bits.
+  const int64_t n = model_.device().is_cuda() ? graph_rows(N, rows_) : N;
+  std::vector<int32_t> up(static_cast<size_t>(3 * n + kStepWords), 0);
   for (int64_t r = 0; r < N; ++r) {
     const Row& row = rows[static_cast<size_t>(r)];
     TFM_REQUIRE(row.token >= 0 && row.token < c.vocab_size,
@@ -379,16 +406,16 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
     TFM_REQUIRE(t == 0 || (row.parent >= 0 && row.parent < N_),
                 "row {} continues row {} of a step of {} rows", r, row.parent, N_);
     up[static_cast<size_t>(r)] = row.token;
-    up[static_cast<size_t>(N + r)] = row.sentence;
-    up[static_cast<size_t>(2 * N + r)] = t > 0 ? row.parent : 0;
+    up[static_cast<size_t>(n + r)] = row.sentence;
+    up[static_cast<size_t>(2 * n + r)] = t > 0 ? row.parent : 0;
   }
+  up[static_cast<size_t>(3 * n)] = static_cast<int32_t>(t);
+  up[static_cast<size_t>(3 * n + 1)] = static_cast<int32_t>(t * R_);
   const HostStaging::Part parts[] = {part(view(i.step_rows), up)};
   staging_->upload(parts);
-  // The rest only queues kernels: one graph a step (incremental.h), which
-  // top_k may have captured already.
-  if (graph_->prepared() && prepared_rows_ == N && prepared_t_ == t) graph_->launch_prepared();
-  else graph_->run([&] { queue_step(N, t); });
-  prepared_t_ = -1;
+  // The rest only queues kernels, on a GPU as one graph.
+  const int parity = static_cast<int>(t % 2);
+  graph_->run(2 * n + parity, [&] { queue_step(n, parity); });
   N_ = N;
   ++t_;
   lse_ready_ = false;
@@ -416,11 +443,12 @@ int IncrementalDecoder::cpu_parts(int64_t rows) const {
   return static_cast<int>(std::clamp<int64_t>(rows / kRowsPerThread, 1, omp_get_max_threads()));
 }
 
-// The kernels of a step of N rows at position t, its rows uploaded; on the
-// CPU, split between threads (cpu_parts).
-void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
+// The kernels of a step of N rows, its rows and position uploaded; t's
+// parity picks which self-attention lists it reads. On the CPU, split
+// between threads (cpu_parts).
+void IncrementalDecoder::queue_step(int64_t N, int parity) {
   const int parts = cpu_parts(N);
-  if (parts == 1) return queue_rows({0, N}, N, t);
+  if (parts == 1) return queue_rows({0, N}, N, parity);
   // Rows differ in cost (a batch is sorted by source length, and a row's
   // attention reads its source), so each thread's share of the rows follows
   // how fast it went through its last ones: the threads finish together.
@@ -437,7 +465,7 @@ void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
   for_parts(parts, [&](int part) {
     const auto p = static_cast<size_t>(part);
     const auto start = std::chrono::steady_clock::now();
-    queue_rows({bounds[p], bounds[p + 1] - bounds[p]}, N, t);
+    queue_rows({bounds[p], bounds[p + 1] - bounds[p]}, N, parity);
     seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
   // Shares in proportion to rows a second, half-way from the old ones (a
@@ -452,54 +480,60 @@ void IncrementalDecoder::queue_step(int64_t N, int64_t t) {
   for (double& share : shares_) share /= sum;
 }
 
-// Rows r of a step of N at position t, its rows uploaded: the whole step
-// for those rows alone (queue_step).
-void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int64_t t) {
+// Rows r of a step of N, its rows and position uploaded: the whole step
+// for those rows alone (queue_step). Every view is of the limits' size, and
+// what changes from step to step is read from the upload (the position)
+// or from the device (the lists and the slots that extend_history writes),
+// so that a graph of this work holds for every step of N rows of this
+// parity in every batch.
+void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
   const ModelConfig& c = model_.config();
   const ParamLayout& L = model_.layout();
   const Stream& st = model_.stream();
   const Ids& i = *ids_;
-  const int64_t T = T_, H = c.heads, HK = H * c.d_k, HE = H * c.d_v, D = c.d_model;
+  const DecoderLimits& l = limits_;
+  const int64_t H = c.heads, HK = H * c.d_k, HE = H * c.d_v, D = c.d_model;
   const int64_t n = r.count;
   const TensorView rows_up = view(i.step_rows);
   const TensorView tokens = slice(rows_up, r.first, n), cross_groups = slice(rows_up, N + r.first, n);
-  // The lists of these rows: (n, T) from row r.first, read as groups 0..n-1.
-  const TensorView prev = prefix(view(i.history[t % 2]), {rows_, T});
-  const TensorView self_index = model::rows(prefix(view(i.history[(t + 1) % 2]), {rows_, T}), r.first, n);
+  const TensorView step = slice(rows_up, 3 * N, kStepWords);  // [t, t R]
+  // The lists of these rows: (n, steps) from row r.first, read as groups
+  // 0..n-1; their new keys and values go to pool rows `slots`.
+  const TensorView prev = prefix(view(i.history[parity]), {l.rows, l.steps});
+  const TensorView self_index = model::rows(prefix(view(i.history[1 - parity]), {l.rows, l.steps}), r.first, n);
   const TensorView self_lengths = slice(view(i.self_lengths), r.first, n);
-  ops::extend_history(prev, slice(rows_up, 2 * N + r.first, n), t, t * R_ + r.first, self_index,
-                      self_lengths, st);
+  const TensorView slots = slice(view(i.slots), r.first, n);
+  ops::extend_history(prev, slice(rows_up, 2 * N + r.first, n), step, r.first, self_index, self_lengths,
+                      slots, st);
   const TensorView self_groups = prefix(view(i.self_groups), {n});
-  const TensorView enc_index = prefix(view(i.enc_index), {B_, S_});
-  const TensorView enc_lengths = prefix(view(i.enc_lengths), {B_});
+  const TensorView enc_index = prefix(view(i.enc_index), {l.sentences, l.src_len});
+  const TensorView enc_lengths = view(i.enc_lengths);
 
   // x = sqrt(D) E[token] + PE[t]   (no dropout when decoding)
   const TensorView x = gemm_view(i.x, r, D);
   ops::embedding_forward(tokens, model_.param(L.tgt_embed),
                          static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
-  ops::position_add(x.reshape({n, 1, D}),
-                    c.learned_positions ? model_.param(L.tgt_pos) : positions_.view(), t, st);
+  ops::position_add_at(x.reshape({n, 1, D}),
+                       c.learned_positions ? model_.param(L.tgt_pos) : positions_.view(), slice(step, 0, 1),
+                       st);
 
   const model::Blocks m = blocks();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
-  const size_t el = dtype_size(model_.dtype());
   TensorView y = x;
   for (int64_t layer = 0; layer < c.layers; ++layer) {
-    const DecoderLayerIds& w = L.decoder[static_cast<size_t>(layer)];
-    const size_t l = static_cast<size_t>(layer);
+    const size_t ly = static_cast<size_t>(layer);
+    const DecoderLayerIds& w = L.decoder[ly];
     // Self-attention: q, k and v by one GEMM; this position's keys and
-    // values go into the pools, at rows t * R + row; each row reads its history.
+    // values go into the pools, at rows t * R + row (slots); each row reads
+    // its history.
     TensorView in = sublayer_input(w.self_attn_norm, y, r);
     const TensorView qkv = gemm_view(i.qkv, r, 2 * HK + HE);
     model::linear_forward(m, in, model::joined(m, w.self_attn.q, w.self_attn.v), qkv);
-    const TensorView pool_k = view(i.pool_k[l]), pool_v = view(i.pool_v[l]);
-    const int64_t at = t * R_ + r.first;
+    const TensorView pool_k = view(i.pool_k[ly]), pool_v = view(i.pool_v[ly]);
     const TensorView q = gemm_view(i.q, r, HK), ctx = gemm_view(i.ctx, r, HE);
     ops::copy_columns(qkv, 0, q, st);
-    ops::copy_columns(qkv, HK, TensorView(static_cast<char*>(pool_k.data()) + at * HK * el,
-                                     pool_k.dtype(), {n, HK}, pool_k.device()), st);
-    ops::copy_columns(qkv, 2 * HK, TensorView(static_cast<char*>(pool_v.data()) + at * HE * el,
-                                         pool_v.dtype(), {n, HE}, pool_v.device()), st);
+    ops::scatter_columns(qkv, HK, slots, pool_k, st);
+    ops::scatter_columns(qkv, 2 * HK, slots, pool_v, st);
     ops::attention_gather(q.reshape({n, H, c.d_k}), pool_k.reshape({pool_k.dim(0), H, c.d_k}),
                           pool_v.reshape({pool_v.dim(0), H, c.d_v}), self_index, self_lengths,
                           self_groups, scale, ctx.reshape({n, H, c.d_v}), {}, st);
@@ -509,11 +543,13 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int64_t t) {
     // Attention over the sentence's source, shared by its rows.
     in = sublayer_input(w.cross_attn_norm, y_a, r);
     model::linear_forward(m, in, w.cross_attn.q, q);
-    const bool keep = layer == limits_.attention_layer;
-    ops::attention_gather(q.reshape({n, H, c.d_k}), prefix(view(i.cross_k[l]), {B_ * S_, H, c.d_k}),
-                          prefix(view(i.cross_v[l]), {B_ * S_, H, c.d_v}), enc_index, enc_lengths,
+    const bool keep = layer == l.attention_layer;
+    const TensorView cross_k = view(i.cross_k[ly]), cross_v = view(i.cross_v[ly]);
+    ops::attention_gather(q.reshape({n, H, c.d_k}), cross_k.reshape({cross_k.dim(0), H, c.d_k}),
+                          cross_v.reshape({cross_v.dim(0), H, c.d_v}), enc_index, enc_lengths,
                           cross_groups, scale, ctx.reshape({n, H, c.d_v}),
-                          keep ? model::rows(prefix(view(i.probs), {N, H * S_}), r.first, n).reshape({n, H, S_})
+                          keep ? model::rows(prefix(view(i.probs), {N, H * l.src_len}), r.first, n)
+                                     .reshape({n, H, l.src_len})
                                : TensorView(),
                           st);
     model::linear_forward(m, ctx, w.cross_attn.out, gemm_view(i.s, r, D));
@@ -542,7 +578,6 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
                         prefix(view(i.lse), {N_}), st);
   const TensorView parts[] = {values, top_ids};
   const int slot = readback_->download(parts);
-  prepare_next();
   const auto wait_start = std::chrono::steady_clock::now();
   const char* down = readback_->read(slot);
   waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
@@ -561,20 +596,6 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
   }
   std::memcpy(ids.data(), down + value_bytes, ids.size() * sizeof(int32_t));
   lse_ready_ = true;
-}
-
-// The next step's graph for the last step's rows, captured (nothing runs)
-// while the device runs the last step: top_k's moment between queuing its
-// download and waiting for it. The graph updated is not the one in flight.
-void IncrementalDecoder::prepare_next() {
-  if (!graph_->enabled() || t_ >= T_) return;
-  const auto start = std::chrono::steady_clock::now();
-  const int64_t N = N_, t = t_;
-  if (graph_->prepare([&] { queue_step(N, t); })) {
-    prepared_rows_ = N;
-    prepared_t_ = t;
-  }
-  step_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
@@ -603,9 +624,16 @@ Tensor IncrementalDecoder::log_probs() {
 Tensor IncrementalDecoder::attention() {
   TFM_REQUIRE(ids_->probs >= 0, "the decoder was not planned to keep attention weights");
   TFM_REQUIRE(N_ > 0, "attention before a step");
-  const TensorView probs = prefix(view(ids_->probs), {N_, model_.config().heads, S_});
-  Tensor host(probs.shape(), probs.dtype());
-  copy(host, probs, model_.stream());
+  // Kept as (N, H, src_len): the batch's first S_ columns of each row.
+  const int64_t H = model_.config().heads, Ls = limits_.src_len;
+  const TensorView probs = prefix(view(ids_->probs), {N_, H, Ls});
+  Tensor all(probs.shape(), probs.dtype()), host({N_, H, S_}, probs.dtype());
+  copy(all, probs, model_.stream());
+  const size_t el = dtype_size(probs.dtype());
+  for (int64_t row = 0; row < N_ * H; ++row)
+    std::memcpy(static_cast<char*>(host.view().data()) + static_cast<size_t>(row * S_) * el,
+                static_cast<const char*>(all.view().data()) + static_cast<size_t>(row * Ls) * el,
+                static_cast<size_t>(S_) * el);
   return host;
 }
 

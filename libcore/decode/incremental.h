@@ -88,10 +88,6 @@ class IncrementalDecoder {
 
   // Of the last step, per row r: the k most likely next tokens, best first
   // (ties: smaller id), and their log-probabilities, at [r * k + i].
-  // With CUDA graphs, while the device runs the step and the download, the
-  // host captures the next step's graph for as many rows (StreamGraph::
-  // prepare): most steps keep their rows, and step() then only uploads the
-  // rows and launches it; a step of other rows is captured then.
   void top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids);
   // Of the last step, per row: log p(token).
   std::vector<double> log_prob_of(int32_t token);
@@ -109,9 +105,9 @@ class IncrementalDecoder {
   // wall clock, host-bound where it is little); summed since construction.
   double device_wait_seconds() const { return waited_; }
   // Seconds the host spent queuing steps (step(): the rows' upload and the
-  // step's work; top_k: the next step's graph, captured ahead; graph()
-  // splits the capture from the launch) and in start() (the encoder
-  // queued), summed since construction. What the wall clock has beside these and the
+  // step's work, on a GPU a graph's launch, or its capture the first time
+  // (graph() splits the two)) and in start() (the encoder queued), summed
+  // since construction. What the wall clock has beside these and the
   // wait is the caller's: the search's bookkeeping between steps.
   double step_seconds() const { return step_seconds_; }
   double start_seconds() const { return start_seconds_; }
@@ -131,9 +127,8 @@ class IncrementalDecoder {
   void encode(const std::vector<std::vector<int32_t>>& sources);
   void encode_rows(int64_t first_sentence, int64_t end_sentence);
   int cpu_parts(int64_t rows) const;
-  void queue_step(int64_t rows, int64_t position);
-  void queue_rows(RowSpan rows, int64_t step_rows, int64_t position);
-  void prepare_next();
+  void queue_step(int64_t rows, int parity);
+  void queue_rows(RowSpan rows, int64_t step_rows, int parity);
   model::Norm norm_params(NormIds norm) const;
   model::NormBuffers norm_buffers(RowSpan rows) const;
   TensorView sublayer_end(NormIds norm, const TensorView& residual, int s_id, int out_id, RowSpan rows);
@@ -152,9 +147,8 @@ class IncrementalDecoder {
   // position t.
   int64_t B_ = 0, S_ = 0, R_ = 0, rows_ = 0, T_ = 0, N_ = 0, t_ = 0;
   std::unique_ptr<HostStaging> staging_;  // uploads: encode()'s tables, each step's rows
-  std::unique_ptr<StreamGraph> graph_;    // a step's kernels, launched as one graph
+  std::unique_ptr<StreamGraph> graph_;    // a step's kernels as one graph, one a (rows, parity)
   std::unique_ptr<HostReadback> readback_;  // top_k's download, into pinned memory
-  int64_t prepared_rows_ = 0, prepared_t_ = -1;  // the step the prepared graph is of (top_k)
   bool lse_ready_ = false;                // top_k ran for the last step
   double waited_ = 0;                     // device_wait_seconds
   double step_seconds_ = 0, start_seconds_ = 0;

@@ -166,48 +166,83 @@ TEST_CASE("extend_history grows each row's list from its parent's, and checks th
   Stream cpu(Device::cpu());
   const int64_t R = 5, T = 6;
   // Three steps of a beam: step 0 has 2 rows, step 1 four (rows 0, 0, 1, 1
-  // continued), step 2 three (rows 3, 0, 2). Pool rows are t * R + r.
+  // continued), step 2 three (rows 3, 0, 2). Pool rows are t * R + r: the
+  // step tensor is [t, t R].
   Tensor a = Tensor::zeros({R, T}, DType::i32), b = Tensor::zeros({R, T}, DType::i32);
-  Tensor lengths({R}, DType::i32);
+  Tensor lengths({R}, DType::i32), slots({R}, DType::i32);
   const auto prefix_of = [](const Tensor& t, int64_t n) {
     return TensorView(t.view().data(), t.dtype(), {n}, t.device());
   };
   const auto row = [&](const Tensor& h, int64_t r, int64_t n) {
     return std::vector<int32_t>(h.data_as<int32_t>() + r * T, h.data_as<int32_t>() + r * T + n);
   };
-  ops::extend_history(a, test::i32({9, 9}), 0, 0, b, prefix_of(lengths, 2), cpu);
+  const auto first = [](const Tensor& t, int64_t n) {
+    return std::vector<int32_t>(t.data_as<int32_t>(), t.data_as<int32_t>() + n);
+  };
+  ops::extend_history(a, test::i32({9, 9}), test::i32({0, 0}), 0, b, prefix_of(lengths, 2),
+                      prefix_of(slots, 2), cpu);
   CHECK(row(b, 0, 1) == std::vector<int32_t>{0});
   CHECK(row(b, 1, 1) == std::vector<int32_t>{1});
-  ops::extend_history(b, test::i32({0, 0, 1, 1}), 1, 5, a, prefix_of(lengths, 4), cpu);
+  CHECK(first(slots, 2) == std::vector<int32_t>{0, 1});
+  ops::extend_history(b, test::i32({0, 0, 1, 1}), test::i32({1, 5}), 0, a, prefix_of(lengths, 4),
+                      prefix_of(slots, 4), cpu);
   CHECK(row(a, 0, 2) == std::vector<int32_t>{0, 5});
   CHECK(row(a, 1, 2) == std::vector<int32_t>{0, 6});
   CHECK(row(a, 2, 2) == std::vector<int32_t>{1, 7});
   CHECK(row(a, 3, 2) == std::vector<int32_t>{1, 8});
-  ops::extend_history(a, test::i32({3, 0, 2}), 2, 10, b, prefix_of(lengths, 3), cpu);
+  CHECK(first(slots, 4) == std::vector<int32_t>{5, 6, 7, 8});
+  ops::extend_history(a, test::i32({3, 0, 2}), test::i32({2, 10}), 0, b, prefix_of(lengths, 3),
+                      prefix_of(slots, 3), cpu);
   CHECK(row(b, 0, 3) == std::vector<int32_t>{1, 8, 10});
   CHECK(row(b, 1, 3) == std::vector<int32_t>{0, 5, 11});
   CHECK(row(b, 2, 3) == std::vector<int32_t>{1, 7, 12});
-  CHECK(std::vector<int32_t>(lengths.data_as<int32_t>(), lengths.data_as<int32_t>() + 3) ==
-        std::vector<int32_t>{3, 3, 3});
+  CHECK(first(lengths, 3) == std::vector<int32_t>{3, 3, 3});
+  CHECK(first(slots, 3) == std::vector<int32_t>{10, 11, 12});
 
-  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({5}), 3, 15, a, prefix_of(lengths, 1), cpu),
+  const auto one = [&](const Tensor& prev, const Tensor& next, std::vector<int> step) {
+    return ops::extend_history(prev, test::i32({0}), test::i32(step), 0, next, prefix_of(lengths, 1),
+                               prefix_of(slots, 1), cpu);
+  };
+  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({5}), test::i32({3, 15}), 0, a, prefix_of(lengths, 1),
+                                          prefix_of(slots, 1), cpu),
                       Catch::Contains("parents[0] is 5, outside [0, 5)"));
-  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({0}), 6, 30, a, prefix_of(lengths, 1), cpu),
-                      Catch::Contains("position 6 is outside the lists' [0, 6)"));
-  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0}), 1, 5, a, prefix_of(lengths, 1), cpu),
-                      Catch::Contains("next is prev"));
+  REQUIRE_THROWS_WITH(one(b, a, {6, 30}), Catch::Contains("position 6 is outside the lists' [0, 6)"));
+  REQUIRE_THROWS_WITH(one(a, a, {1, 5}), Catch::Contains("next is prev"));
+  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({0}), test::i32({1}), 0, a, prefix_of(lengths, 1),
+                                          prefix_of(slots, 1), cpu),
+                      Catch::Contains("step"));
 
   // A thread's share of a step (IncrementalDecoder::queue_step): rows 1..2
   // of step 2 again, into a slice of the lists from row 1, pool rows from
-  // 10 + 1. The slice must hold the rows and be as wide as prev.
+  // 10 + row0 1. The slice must hold the rows and be as wide as prev.
   const TensorView slice(b.data_as<int32_t>() + T, DType::i32, {2, T}, Device::cpu());
-  ops::extend_history(a, test::i32({0, 2}), 2, 11, slice, prefix_of(lengths, 2), cpu);
+  ops::extend_history(a, test::i32({0, 2}), test::i32({2, 10}), 1, slice, prefix_of(lengths, 2),
+                      prefix_of(slots, 2), cpu);
   CHECK(row(b, 1, 3) == std::vector<int32_t>{0, 5, 11});
   CHECK(row(b, 2, 3) == std::vector<int32_t>{1, 7, 12});
   CHECK(row(b, 0, 3) == std::vector<int32_t>{1, 8, 10});  // untouched
-  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0, 2, 1}), 2, 11, slice, prefix_of(lengths, 3), cpu),
+  CHECK(first(slots, 2) == std::vector<int32_t>{11, 12});
+  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0, 2, 1}), test::i32({2, 10}), 1, slice,
+                                          prefix_of(lengths, 3), prefix_of(slots, 3), cpu),
                       Catch::Contains("with R' >= 3"));
   const TensorView narrow(b.data_as<int32_t>(), DType::i32, {R, T - 1}, Device::cpu());
-  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0}), 2, 11, narrow, prefix_of(lengths, 1), cpu),
+  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0}), test::i32({2, 10}), 1, narrow,
+                                          prefix_of(lengths, 1), prefix_of(slots, 1), cpu),
                       Catch::Contains("T as prev"));
+}
+
+TEST_CASE("scatter_columns writes rows where the index says, and checks it", "[decode]") {
+  Stream cpu(Device::cpu());
+  // x (3, 5): columns 1..3 of row r to row index[r] of y (6, 3).
+  std::vector<double> xs(15);
+  for (size_t j = 0; j < xs.size(); ++j) xs[j] = static_cast<double>(j);
+  const Tensor x = test::from_f64(xs, {3, 5}, DType::f32);
+  Tensor y = Tensor::zeros({6, 3}, DType::f32);
+  ops::scatter_columns(x, 1, test::i32({4, 0, 2}), y, cpu);
+  CHECK(test::to_f64(y) == std::vector<double>{6, 7, 8, 0, 0, 0, 11, 12, 13, 0, 0, 0, 1, 2, 3, 0, 0, 0});
+  REQUIRE_THROWS_WITH(ops::scatter_columns(x, 1, test::i32({4, 6, 2}), y, cpu),
+                      Catch::Contains("index[1] is 6, outside [0, 6)"));
+  REQUIRE_THROWS_WITH(ops::scatter_columns(x, 3, test::i32({4, 0, 2}), y, cpu),
+                      Catch::Contains("columns [3, 6)"));
+  REQUIRE_THROWS_WITH(ops::scatter_columns(x, 1, test::i32({4, 0}), y, cpu), Catch::Contains("index"));
 }

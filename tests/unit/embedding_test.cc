@@ -68,7 +68,10 @@ TEST_CASE("position add and backward match float64", "[embedding]") {
         x_ref[static_cast<size_t>(i)] += tv[static_cast<size_t>(row)];
         dtable_ref[static_cast<size_t>(row)] += dv[static_cast<size_t>(i)];
       }
+      Tensor x_at = test::cast(x, dtype);  // the same through the offset in memory
       ops::position_add(x, table, offset, cpu);
+      ops::position_add_at(x_at, table, test::i32({static_cast<int>(offset)}), cpu);
+      CHECK(test::to_f64(x_at) == test::to_f64(x));
       ops::position_backward(dx, offset, dtable, cpu);
       INFO(dtype_name(dtype) << " B=" << b << " T=" << t << " D=" << d << " offset=" << offset);
       test::require_close({{"x (+=)", x, x_ref, test::tolerance_for(dtype)},
@@ -122,6 +125,10 @@ TEST_CASE("embedding rejects out-of-range ids and bad shapes", "[embedding]") {
   Tensor x({2, 5, 4}, DType::f32);
   REQUIRE_THROWS_WITH(ops::position_add(x, table, 7, cpu),
                       Catch::Contains("position_add: positions 7 to 11 are outside the table's 11 rows"));
+  REQUIRE_THROWS_WITH(ops::position_add_at(x, table, test::i32({7}), cpu),
+                      Catch::Contains("position_add_at: positions 7 to 11 are outside the table's 11 rows"));
+  REQUIRE_THROWS_WITH(ops::position_add_at(x, table, test::i32({1, 2}), cpu),
+                      Catch::Contains("position_add_at: offset"));
   REQUIRE_THROWS_WITH(ops::position_backward(x, -1, table, cpu),
                       Catch::Contains("position_backward: positions -1 to 3"));
 }
