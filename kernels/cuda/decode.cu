@@ -11,6 +11,36 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 
+// The key list a row reads: group g's entries and length (clamped to
+// [0, list_len]); empty for a group outside [0, G).
+struct GatherList {
+  int64_t len = 0;
+  const int32_t* idx = nullptr;
+};
+
+__device__ __forceinline__ GatherList gather_list(const int32_t* index, const int32_t* lengths,
+                                                  int32_t g, int64_t list_len, int64_t ngroups) {
+  if (g < 0 || g >= ngroups) return {};
+  const int64_t len = lengths[g] < 0 ? 0 : (lengths[g] > list_len ? list_len : lengths[g]);
+  return {len, index + int64_t(g) * list_len};
+}
+
+// By a warp, over scores w[0, len) whose maximum is mx (-inf: an empty
+// key): w[j] = exp(w[j] - mx), and 1 / their sum (0 when none counts). The
+// warp's lanes may read any w[j] afterwards.
+__device__ __forceinline__ float exp_in_place(float* w, int64_t len, float mx, int lane) {
+  __syncwarp();
+  float sum = 0.0f;
+  for (int64_t j = lane; j < len; j += 32) {
+    const float e = w[j] == -INFINITY ? 0.0f : expf(w[j] - mx);
+    w[j] = e;
+    sum += e;
+  }
+  sum = warp_sum(sum);
+  __syncwarp();
+  return sum > 0.0f ? 1.0f / sum : 0.0f;
+}
+
 // One warp per (row, head). Scores: the warp reduces each key's dot product
 // (lanes over K) into shared memory, one list entry at a time; softmax
 // statistics over the list by warp trees; the output: lanes over E, keys in
@@ -27,13 +57,9 @@ __global__ void attention_gather_kernel(const T* q, const T* keys, const T* valu
   if (r >= rows * nh) return;  // a whole warp
   float* w = smem + int64_t(warp) * list_len;
   const int64_t h = r % nh;
-  const int32_t g = groups[r / nh];
-  int64_t len = 0;
-  const int32_t* idx = nullptr;
-  if (g >= 0 && g < ngroups) {
-    len = lengths[g] < 0 ? 0 : (lengths[g] > list_len ? list_len : lengths[g]);
-    idx = index + int64_t(g) * list_len;
-  }
+  const GatherList list = gather_list(index, lengths, groups[r / nh], list_len, ngroups);
+  const int64_t len = list.len;
+  const int32_t* idx = list.idx;
   const T* qr = q + r * nk;
   float mx = -INFINITY;
   for (int64_t j = 0; j < len; ++j) {
@@ -47,16 +73,7 @@ __global__ void attention_gather_kernel(const T* q, const T* keys, const T* valu
     if (lane == 0) w[j] = s;
     mx = fmaxf(mx, s);
   }
-  __syncwarp();
-  float sum = 0.0f;
-  for (int64_t j = lane; j < len; j += 32) {
-    const float e = w[j] == -INFINITY ? 0.0f : expf(w[j] - mx);
-    w[j] = e;
-    sum += e;
-  }
-  sum = warp_sum(sum);
-  __syncwarp();
-  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  const float inv = exp_in_place(w, len, mx, lane);
   for (int64_t c = lane; c < ne; c += 32) {
     float acc = 0.0f;
     for (int64_t j = 0; j < len; ++j) {
@@ -96,13 +113,9 @@ __global__ void attention_gather_packed_kernel(const T* q, const T* keys, const 
   if (r >= rows * nh) return;  // a whole warp
   float* w = smem + int64_t(warp) * list_len;
   const int64_t h = r % nh;
-  const int32_t g = groups[r / nh];
-  int64_t len = 0;
-  const int32_t* idx = nullptr;
-  if (g >= 0 && g < ngroups) {
-    len = lengths[g] < 0 ? 0 : (lengths[g] > list_len ? list_len : lengths[g]);
-    idx = index + int64_t(g) * list_len;
-  }
+  const GatherList list = gather_list(index, lengths, groups[r / nh], list_len, ngroups);
+  const int64_t len = list.len;
+  const int32_t* idx = list.idx;
   float qf[kD];
   const P* qp = reinterpret_cast<const P*>(q + r * kD);
 #pragma unroll
@@ -134,16 +147,7 @@ __global__ void attention_gather_packed_kernel(const T* q, const T* keys, const 
     mx = fmaxf(mx, s);
   }
   mx = warp_max(mx);
-  __syncwarp();
-  float sum = 0.0f;
-  for (int64_t j = lane; j < len; j += 32) {
-    const float e = w[j] == -INFINITY ? 0.0f : expf(w[j] - mx);
-    w[j] = e;
-    sum += e;
-  }
-  sum = warp_sum(sum);
-  __syncwarp();
-  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  const float inv = exp_in_place(w, len, mx, lane);
   const int sub = lane / kLanes, part = lane % kLanes;
   float acc[kPack] = {};
 #pragma unroll 4

@@ -162,7 +162,7 @@ struct Run {
   double device_wait = 0;    // IncrementalDecoder::device_wait_seconds
   double host_step = 0, host_start = 0;  // step_seconds, start_seconds
   double capture = 0, launch = 0;        // of host_step: StreamGraph's capture and launch
-  int64_t graphs = 0, graphs_built = 0;  // its steps' CUDA graphs: launched, built anew
+  int64_t graphs = 0, graphs_built = 0;  // its steps' CUDA graphs: launched, built (one a key)
 };
 
 Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests) {
@@ -543,11 +543,11 @@ int main(int argc, char** argv) {
                   static_cast<long long>(mine.tokens), mine.seconds, tfm_tps.back(), mine.gemm_summary.c_str());
       if (model->device().is_cuda())
         std::printf("tfm: the host waited for the device %.3f s of %.3f s (%.0f%%); %lld steps as CUDA "
-                    "graphs, %lld of them built anew\n",
+                    "graphs, %lld graphs built\n",
                     mine.device_wait, mine.seconds, 100 * mine.device_wait / mine.seconds,
                     static_cast<long long>(mine.graphs), static_cast<long long>(mine.graphs_built));
       if (model->device().is_cuda())
-        std::printf("tfm: the host's own time: steps queued %.3f s (graph capture %.3f, update and "
+        std::printf("tfm: the host's own time: steps queued %.3f s (graph capture %.3f, build and "
                     "launch %.3f), encoder queued %.3f s, the search's bookkeeping and the rest %.3f s\n",
                     mine.host_step, mine.capture, mine.launch, mine.host_start,
                     mine.seconds - mine.device_wait - mine.host_step - mine.host_start);
