@@ -98,12 +98,15 @@ void log_softmax_topk(const TensorView& logits, const TensorView& values, const 
 void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
                     const TensorView& next, const TensorView& lengths, const TensorView& slots);
 // gemm with row_invariant (cpu/gemm_rows.cc): C = act(alpha A B^T + beta C +
-// bias) for one A (M, K) and one B (N, K). simd false: the portable path,
-// the same bits (tests compare the two).
+// bias) for one A (M, K) and one B (N, K), by `path`: every path gives the
+// same bits (tests compare them); one the CPU lacks runs as the best it
+// has below it. f64 runs the portable path.
+enum class RowGemmPath { portable, avx2, avx512, best };
 template <typename T>
 void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const T* bias,
-                        const GemmOptions& o, bool simd = true);
-bool gemm_row_invariant_simd();  // the CPU runs gemm_row_invariant's AVX2 path
+                        const GemmOptions& o, RowGemmPath path = RowGemmPath::best);
+RowGemmPath gemm_row_invariant_path();  // the path `best` takes on this CPU (never best)
+const char* row_gemm_path_name(RowGemmPath path);  // "AVX-512", "AVX2", "portable"
 // int8 (cpu/gemm_int8.cc): y = act(x W^T + bias) for x (m, K) f32 with row
 // pitch ldx, y with ldy; simd false: the portable path, the same bits.
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,

@@ -11,10 +11,11 @@
 // accumulator by multiply-adds, k = 0, 1, ..., K - 1 in turn, from zero;
 // then alpha, beta C and the bias (and ReLU). That is the order of a
 // register-tiled kernel that broadcasts A: a tile of 6 rows x 16 columns
-// holds 12 AVX2 accumulators, each step one broadcast of a[i, k] per row
-// against 16 values of B's column k, every element a chain of its own. The
-// portable path runs the same chains with std::fma: the same bits on every
-// x86-64 (and any other CPU).
+// holds 12 AVX2 accumulators (12 rows, 12 AVX-512 ones where the CPU has
+// AVX-512), each step one broadcast of a[i, k] per row against 16 values of
+// B's column k, every element a chain of its own. The portable path runs
+// the same chains with std::fma: the same bits on every x86-64 (and any
+// other CPU), whichever path runs.
 //
 // B (a weight matrix (N, K), rows as they lie) is copied 16 rows at a time
 // into a panel (K, 16), B's column k of those rows contiguous, which every
@@ -26,9 +27,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -40,7 +44,9 @@
 namespace tfm::ops::cpu {
 namespace {
 
-constexpr int kTileRows = 6;    // A rows a tile holds: 6 x 2 accumulators, 15 of 16 registers
+constexpr int kTileRows = 6;    // A rows an AVX2 tile holds: 6 x 2 accumulators, 15 of 16 registers
+constexpr int kTileRows512 = 12;  // an AVX-512 tile's: 12 accumulators of 32 registers (a step
+                                  // loads 13: the panel's row and 12 broadcasts, 2 a cycle)
 
 template <typename T>
 struct Epilogue {
@@ -144,29 +150,106 @@ template <int R>
   }
 }
 
-// Every row of A against one panel. Meanwhile the next panel's rows of B
-// (`next`, `next_cols` of them) are asked into the L2 cache a share after
-// each tile, so that its copy does not wait on memory: the weights of a
-// large model come from DRAM once a step.
-[[gnu::target("avx2,fma")]] void panel_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
-                                             const Epilogue<float>& e, int64_t j0, int64_t cols,
-                                             const float* next, int64_t next_cols) {
+// A's rows packed for tile_avx512: the tile of rows [t * 12, t * 12 + 12)
+// at out + t * K * 12, its element (r, p) at [p * 12 + r], rows past m
+// zero. A step of a tile then broadcasts 12 consecutive floats, one stream,
+// instead of reading 12 rows lda apart (12 streams through L1 beside the
+// panel, which alone fills it at K = 512).
+void pack_rows12(const float* a, int64_t lda, int64_t m, int64_t k, float* out) {
+  constexpr int64_t R = kTileRows512;
+  for (int64_t t = 0; t * R < m; ++t) {
+    float* tile = out + t * k * R;
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t i = t * R + r;
+      if (i >= m) {
+        for (int64_t p = 0; p < k; ++p) tile[p * R + r] = 0.0f;
+        continue;
+      }
+      const float* row = a + i * lda;
+      for (int64_t p = 0; p < k; ++p) tile[p * R + r] = row[p];
+    }
+  }
+}
+
+// tile_avx2's chains on sixteen-float registers: a row's 16 columns in one
+// accumulator, its a[i, k] broadcast into the multiply-add. `a` is A packed
+// by pack_rows12 (i a multiple of 12).
+template <int R>
+[[gnu::target("avx512f,avx2,fma")]] void tile_avx512(const GemmShape& s, const float* a, const float* panel,
+                                                      float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
+                                                      int64_t cols) {
+  __m512 acc[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t k = s.k;
+  const float* at = a + i * k;  // tile i / 12, of 12 x k floats
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512 w = _mm512_load_ps(panel + p * kPanel);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(at[p * kTileRows512 + r]), w, acc[r]);
+  }
+  alignas(64) float dot[R][kPanel];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) _mm512_store_ps(dot[r], acc[r]);
+  const __m512 alpha = _mm512_set1_ps(e.alpha), beta = _mm512_set1_ps(e.beta);
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + (i + r) * s.ldc + j0;
+    if (cols < kPanel) {  // the last panel's columns: one at a time
+      for (int64_t q = 0; q < cols; ++q) cr[q] = e.apply(dot[r][q], cr + q, j0 + q);
+      continue;
+    }
+    // As tile_avx2's epilogue: a product, then a sum, never fused.
+    __m512 v = _mm512_load_ps(dot[r]);
+    if (e.alpha != 1.0f) v = _mm512_mul_ps(alpha, v);
+    if (e.beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_loadu_ps(cr)));
+    if (e.bias) v = _mm512_add_ps(v, _mm512_loadu_ps(e.bias + j0));
+    // max(0, v) as tile_avx2's: GCC 12's _mm512_max_ps takes an undefined
+    // source that -Wmaybe-uninitialized flags; the masked form has none.
+    const __m512 zero = _mm512_setzero_ps();
+    if (e.relu) v = _mm512_mask_max_ps(zero, 0xFFFF, zero, v);
+    _mm512_storeu_ps(cr, v);
+  }
+}
+
+template <int R>
+[[gnu::target("avx512f,avx2,fma")]] void tail_avx512(const GemmShape& s, const float* a, const float* panel,
+                                                      float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
+                                                      int64_t cols) {
+  if constexpr (R > 0) {
+    if (s.m - i == R) return tile_avx512<R>(s, a, panel, c, e, i, j0, cols);
+    tail_avx512<R - 1>(s, a, panel, c, e, i, j0, cols);
+  }
+}
+
+// Every row of A against one panel, by tiles of kRows rows (`tile`, then
+// `tail` for the last rows). Meanwhile the next panel's rows of B (`next`,
+// `next_cols` of them) are asked into the L2 cache a share after each
+// tile, so that its copy does not wait on memory: the weights of a large
+// model come from DRAM once a step.
+template <int kRows, typename Tile, typename Tail>
+void panel_simd(const GemmShape& s, const float* a, const float* panel, float* c, const Epilogue<float>& e,
+                int64_t j0, int64_t cols, const float* next, int64_t next_cols, Tile tile, Tail tail) {
   const int64_t row_lines = (s.k + 15) / 16, lines = next_cols * row_lines;
-  const int64_t tiles = std::max<int64_t>(1, (s.m + kTileRows - 1) / kTileRows);
-  int64_t line = 0, tile = 0;
-  const auto prefetch_share = [&] {  // inlined into this AVX2 function: no vector code of its own
-    const int64_t end = lines * ++tile / tiles;
+  const int64_t tiles = std::max<int64_t>(1, (s.m + kRows - 1) / kRows);
+  int64_t line = 0, count = 0;
+  const auto prefetch_share = [&] {
+    const int64_t end = lines * ++count / tiles;
     for (; line < end; ++line)
       _mm_prefetch(reinterpret_cast<const char*>(next + line / row_lines * s.ldb + line % row_lines * 16),
                    _MM_HINT_T1);
   };
   int64_t i = 0;
-  for (; i + kTileRows <= s.m; i += kTileRows) {
-    tile_avx2<kTileRows>(s, a, panel, c, e, i, j0, cols);
+  for (; i + kRows <= s.m; i += kRows) {
+    tile(s, a, panel, c, e, i, j0, cols);
     prefetch_share();
   }
-  tail_avx2<kTileRows - 1>(s, a, panel, c, e, i, j0, cols);
+  tail(s, a, panel, c, e, i, j0, cols);
   while (line < lines) prefetch_share();
+}
+
+bool has_avx512f() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
 }
 
 bool has_avx2_fma() {
@@ -177,23 +260,40 @@ bool has_avx2_fma() {
 
 }  // namespace
 
-bool gemm_row_invariant_simd() {
+// The widest path the CPU has, at most what TFM_ROW_GEMM names (avx2,
+// portable: an A/B switch; every path gives the same bits).
+RowGemmPath gemm_row_invariant_path() {
+  static const RowGemmPath path = [] {
+    RowGemmPath widest = RowGemmPath::portable;
 #if defined(__x86_64__)
-  return has_avx2_fma();
-#else
-  return false;
+    if (has_avx2_fma()) widest = has_avx512f() ? RowGemmPath::avx512 : RowGemmPath::avx2;
 #endif
+    const char* cap = std::getenv("TFM_ROW_GEMM");
+    const std::string_view want = cap ? cap : "";
+    if (want == "portable") return RowGemmPath::portable;
+    if (want == "avx2" && widest == RowGemmPath::avx512) return RowGemmPath::avx2;
+    return widest;
+  }();
+  return path;
+}
+
+const char* row_gemm_path_name(RowGemmPath path) {
+  switch (path) {
+    case RowGemmPath::avx512: return "AVX-512";
+    case RowGemmPath::avx2: return "AVX2";
+    case RowGemmPath::portable: return "portable";
+    case RowGemmPath::best: return row_gemm_path_name(gemm_row_invariant_path());
+  }
+  return "portable";
 }
 
 template <typename T>
 void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const T* bias,
-                        const GemmOptions& o, bool simd) {
+                        const GemmOptions& o, RowGemmPath path) {
   const Epilogue<T> e{static_cast<T>(o.alpha), static_cast<T>(o.beta), bias, o.relu};
-#if defined(__x86_64__)
-  simd = simd && std::is_same_v<T, float> && has_avx2_fma();
-#else
-  simd = false;
-#endif
+  const RowGemmPath have = gemm_row_invariant_path();
+  if (!std::is_same_v<T, float>) path = RowGemmPath::portable;
+  else if (path == RowGemmPath::best || static_cast<int>(path) > static_cast<int>(have)) path = have;
   // Threads take panels of B's rows (C's columns) and run every row of A
   // against them: the panel stays in cache while A streams.
   const int64_t panels = (s.n + kPanel - 1) / kPanel;
@@ -201,6 +301,16 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
   const int threads = parallel ? omp_get_max_threads() : 1;
   const int64_t stride = s.k * kPanel;  // a multiple of 64 bytes
   T* const panels_of = scratch<T>(stride * threads);
+#if defined(__x86_64__)
+  const float* a_tiles = nullptr;  // A packed by pack_rows12, for the AVX-512 path
+  if constexpr (std::is_same_v<T, float>)
+    if (path == RowGemmPath::avx512) {
+      thread_local std::vector<float> packed;  // the calling thread's, kept from call to call
+      packed.resize(static_cast<size_t>((s.m + kTileRows512 - 1) / kTileRows512 * kTileRows512 * s.k));
+      pack_rows12(a, s.lda, s.m, s.k, packed.data());
+      a_tiles = packed.data();
+    }
+#endif
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     T* const panel = panels_of + stride * omp_get_thread_num();
@@ -209,13 +319,19 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
       const int64_t j0 = blk * kPanel, cols = std::min(kPanel, s.n - j0);
 #if defined(__x86_64__)
       if constexpr (std::is_same_v<T, float>)
-        if (simd) {
+        if (path != RowGemmPath::portable) {
           if (cols == kPanel)
             pack_panel16_avx2(b + j0 * s.ldb, s.ldb, s.k, panel);
           else
             pack_panel16(b + j0 * s.ldb, s.ldb, s.k, cols, panel);
           const int64_t next_cols = std::clamp<int64_t>(s.n - j0 - kPanel, 0, kPanel);
-          panel_avx2(s, a, panel, c, e, j0, cols, next_cols > 0 ? b + (j0 + kPanel) * s.ldb : nullptr, next_cols);
+          const float* next = next_cols > 0 ? b + (j0 + kPanel) * s.ldb : nullptr;
+          if (path == RowGemmPath::avx512)
+            panel_simd<kTileRows512>(s, a_tiles, panel, c, e, j0, cols, next, next_cols,
+                                     tile_avx512<kTileRows512>, tail_avx512<kTileRows512 - 1>);
+          else
+            panel_simd<kTileRows>(s, a, panel, c, e, j0, cols, next, next_cols, tile_avx2<kTileRows>,
+                                  tail_avx2<kTileRows - 1>);
           continue;
         }
 #endif
@@ -226,8 +342,8 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
 }
 
 template void gemm_row_invariant<float>(const GemmShape&, const float*, const float*, float*,
-                                        const float*, const GemmOptions&, bool);
+                                        const float*, const GemmOptions&, RowGemmPath);
 template void gemm_row_invariant<double>(const GemmShape&, const double*, const double*, double*,
-                                         const double*, const GemmOptions&, bool);
+                                         const double*, const GemmOptions&, RowGemmPath);
 
 }  // namespace tfm::ops::cpu

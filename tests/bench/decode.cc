@@ -498,7 +498,7 @@ int main(int argc, char** argv) {
       // a small model's figure by ~1.5x and the CTranslate2 child inherits.
       const char* policy = std::getenv("OMP_WAIT_POLICY");
       kernel = fmt::format(", decoder GEMMs tfm's row-invariant {}, encoder OpenBLAS {} ({}), OpenMP wait policy {}",
-                           ops::cpu::gemm_row_invariant_simd() ? "AVX2 kernel" : "portable kernel",
+                           fmt::format("{} kernel", ops::cpu::row_gemm_path_name(ops::cpu::RowGemmPath::best)),
                            ops::cpu::blas().core, ops::cpu::blas().core_source,
                            policy ? policy : "libgomp's default");
     }

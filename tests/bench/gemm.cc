@@ -11,9 +11,10 @@
 //
 // Then the decoder's products x W^T at 128 rows (32 sentences, beam 4) of
 // base and of the demo model, with no verdict: OpenBLAS, tfm's row-invariant
-// sgemm (what tfm-decode runs in fp32) and tfm's int8 GEMM (--precision
-// int8), each in GFLOP/s (int8: multiply-adds counted as float ones), and
-// int8 over row-invariant.
+// sgemm (what tfm-decode runs in fp32; on its widest path, and on AVX2
+// beside it where that is AVX-512: the same bits) and tfm's int8 GEMM
+// (--precision int8), each in GFLOP/s (int8: multiply-adds counted as float
+// ones), and int8 over row-invariant.
 //
 //   gemm [--out FILE] [--repeats N] [--min-seconds S]
 #include <sys/wait.h>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/detail.h"
 #include "kernels/ops.h"
 #include "libcore/app.h"
 #include "libcore/io/atomic_file.h"
@@ -226,8 +228,12 @@ int main(int argc, char** argv) {
     }
     std::printf("\nGFLOP/s; ratio = tfm / best forced core.\n\n");
 
-    std::printf("%-34s %20s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv", "int8",
-                "int8/inv");
+    const ops::cpu::RowGemmPath path = ops::cpu::gemm_row_invariant_path();
+    const bool wide = path == ops::cpu::RowGemmPath::avx512;
+    std::printf("row-inv: tfm's row-invariant GEMM on its %s path%s\n", ops::cpu::row_gemm_path_name(path),
+                wide ? "; inv AVX2: the same on AVX2" : "");
+    std::printf("%-34s %20s %9s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv",
+                "inv AVX2", "int8", "int8/inv");
     for (const Shape3& s : kDecoderShapes) {
       Operands o = operands(s);
       ops::GemmOptions opt;
@@ -235,6 +241,12 @@ int main(int argc, char** argv) {
       const double blas_rate = measure(s, repeats, min_seconds, [&] { ops::gemm(o.a, o.b, o.c, opt, cpu); });
       opt.row_invariant = true;
       const double inv_rate = measure(s, repeats, min_seconds, [&] { ops::gemm(o.a, o.b, o.c, opt, cpu); });
+      ops::detail::GemmShape shape;
+      shape.m = s.m, shape.n = s.n, shape.k = s.k, shape.lda = s.k, shape.ldb = s.k, shape.ldc = s.n;
+      const double avx2_rate = !wide ? 0.0 : measure(s, repeats, min_seconds, [&] {
+        ops::cpu::gemm_row_invariant<float>(shape, o.a.data_as<float>(), o.b.data_as<float>(), o.c.data_as<float>(),
+                                            nullptr, opt, ops::cpu::RowGemmPath::avx2);
+      });
       const int64_t ld = ops::int8_ld(s.k);
       std::vector<int8_t> values(static_cast<size_t>(s.n * ld));
       std::vector<float> scales(static_cast<size_t>(s.n));
@@ -242,9 +254,9 @@ int main(int argc, char** argv) {
       ops::quantize_int8(o.b, values.data(), ld, scales.data(), sums.data());
       const ops::Int8Matrix w{values.data(), scales.data(), sums.data(), s.n, s.k, ld};
       const double int8_rate = measure(s, repeats, min_seconds, [&] { ops::gemm_int8(o.a, w, o.c, cpu); });
-      std::printf("%-34s %20s %9.1f %9.1f %9.1f %8.2fx\n", s.role,
-                  fmt::format("{} x {} x {}", s.m, s.k, s.n).c_str(), blas_rate, inv_rate, int8_rate,
-                  int8_rate / inv_rate);
+      std::printf("%-34s %20s %9.1f %9.1f %9s %9.1f %8.2fx\n", s.role,
+                  fmt::format("{} x {} x {}", s.m, s.k, s.n).c_str(), blas_rate, inv_rate,
+                  wide ? fmt::format("{:.1f}", avx2_rate).c_str() : "-", int8_rate, int8_rate / inv_rate);
       std::fflush(stdout);
     }
     std::printf("\nGFLOP/s (int8: its multiply-adds counted as float ones). The first table written to %s\n",

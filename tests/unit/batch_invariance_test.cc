@@ -89,21 +89,18 @@ TEST_CASE("row-invariant GEMM computes a row the same at any row count and posit
   }
 }
 
-TEST_CASE("row-invariant GEMM: the AVX2 and the portable path give the same bits", "[invariance]") {
-  if (!ops::cpu::gemm_row_invariant_simd()) {
-    WARN("this CPU has no AVX2 and FMA: only the portable path runs");
-    return;
-  }
+TEST_CASE("row-invariant GEMM: the AVX-512, AVX2 and portable paths give the same bits", "[invariance]") {
+  using ops::cpu::RowGemmPath;
+  const RowGemmPath have = ops::cpu::gemm_row_invariant_path();
+  if (have == RowGemmPath::portable) WARN("this CPU has no AVX2 and FMA: only the portable path runs");
+  if (have != RowGemmPath::avx512) WARN("this CPU has no AVX-512: its path is not checked here");
   uint64_t seed = 9300;
-  for (const auto& [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {5, 7, 13}, {64, 96, 64},
-                                {13, 33, 517}, {3, 4000, 128}}) {
+  for (const auto& [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {5, 7, 13}, {64, 96, 64}, {13, 33, 517},
+                                {3, 4000, 128}, {25, 40, 9}}) {
     for (const bool relu : {false, true})
       for (const float beta : {0.0f, 1.0f}) {
         Tensor a = test::random({m, k}, DType::f32, ++seed), w = test::random({n, k}, DType::f32, ++seed);
         Tensor bias = test::random({n}, DType::f32, ++seed), c0 = test::random({m, n}, DType::f32, ++seed);
-        Tensor simd({m, n}, DType::f32), portable({m, n}, DType::f32);
-        std::memcpy(simd.data_as<float>(), c0.data_as<float>(), c0.view().bytes());
-        std::memcpy(portable.data_as<float>(), c0.data_as<float>(), c0.view().bytes());
         ops::detail::GemmShape s;
         s.m = m, s.n = n, s.k = k, s.lda = k, s.ldb = k, s.ldc = n;
         ops::GemmOptions o;
@@ -112,12 +109,21 @@ TEST_CASE("row-invariant GEMM: the AVX2 and the portable path give the same bits
         o.relu = relu;
         o.beta = beta;
         o.alpha = 0.75f;
-        ops::cpu::gemm_row_invariant<float>(s, a.data_as<float>(), w.data_as<float>(), simd.data_as<float>(),
-                                            bias.data_as<float>(), o, /*simd=*/true);
-        ops::cpu::gemm_row_invariant<float>(s, a.data_as<float>(), w.data_as<float>(),
-                                            portable.data_as<float>(), bias.data_as<float>(), o, /*simd=*/false);
+        const auto run = [&](RowGemmPath path) {
+          Tensor out({m, n}, DType::f32);
+          std::memcpy(out.data_as<float>(), c0.data_as<float>(), c0.view().bytes());
+          ops::cpu::gemm_row_invariant<float>(s, a.data_as<float>(), w.data_as<float>(), out.data_as<float>(),
+                                              bias.data_as<float>(), o, path);
+          return out;
+        };
+        const Tensor portable = run(RowGemmPath::portable);
         INFO(m << " x " << n << " x " << k << (relu ? ", relu" : "") << ", beta " << beta);
-        CHECK(std::memcmp(simd.data_as<float>(), portable.data_as<float>(), simd.view().bytes()) == 0);
+        for (const RowGemmPath path : {RowGemmPath::avx2, RowGemmPath::avx512}) {
+          if (static_cast<int>(path) > static_cast<int>(have)) continue;
+          const Tensor simd = run(path);
+          INFO(ops::cpu::row_gemm_path_name(path));
+          CHECK(std::memcmp(simd.data_as<float>(), portable.data_as<float>(), simd.view().bytes()) == 0);
+        }
       }
   }
 }
