@@ -88,10 +88,8 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
 void cast(const TensorView& x, const TensorView& y, const Stream& stream);
 
 // y[r, :] = x[r, col : col + W]                 x (R, X), y (R, W) =, one dtype
-// A block of columns, copied by a kernel on CUDA rather than a 2-D memcpy:
-// a CUDA graph can move a kernel's pointers when it is updated in place, a
-// memcpy node's only when it is one-dimensional (the decoder's steps write
-// their keys and values one position further into the pools each time).
+// A block of columns, copied by a kernel on CUDA rather than a 2-D memcpy
+// (the decoder's steps, captured as CUDA graphs, then hold only kernels).
 void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream);
 
 // y[index[r], :] = x[r, col : col + W]          x (R, X), y (P, W) rows =, index (R) i32

@@ -132,13 +132,10 @@ void Event::wait(const Stream& stream) const {
 StreamGraph::StreamGraph(const Stream& stream, bool enabled)
     : stream_(stream), enabled_(enabled && stream.device().is_cuda()) {}
 
-StreamGraph::~StreamGraph() { clear(); }
-
-void StreamGraph::clear() {
+StreamGraph::~StreamGraph() {
 #ifdef TFM_WITH_CUDA
   for (const auto& [key, exec] : execs_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
 #endif
-  execs_.clear();
 }
 
 void* StreamGraph::find(int64_t key) const {

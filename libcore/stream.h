@@ -95,9 +95,6 @@ class StreamGraph {
     launch(exec);
     launch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  // Forgets every graph (their buffers are to be freed or resized).
-  void clear();
-
   bool enabled() const { return enabled_; }
   int64_t launches() const { return launches_; }      // graphs launched
   int64_t instantiations() const { return built_; }  // graphs built (one a key)

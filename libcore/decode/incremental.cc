@@ -22,7 +22,7 @@ using model::prefix;
 struct IncrementalDecoder::Ids {
   // io: the batch's sources and index tables; the step's rows and
   // position, uploaded together as [tokens | sentences | parents | t, t R]
-  // (N each, then 2: step_words); the self-attention lists, (rows, steps)
+  // (N each, then kStepWords); the self-attention lists, (rows, steps)
   // twice (a step reads one and writes the other), and the pool rows of the
   // step's keys and values (slots); the top k, downloaded together as
   // [values (N, k) | ids (N, k)]. Every table of a step is planned at the
