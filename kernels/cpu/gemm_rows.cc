@@ -93,6 +93,27 @@ void panel_portable(const GemmShape& s, const T* a, const T* panel, T* c, const 
   }
 }
 
+// A's rows packed for tile_avx512: the tile of rows [t * 12, t * 12 + 12)
+// at out + t * K * 12, its element (r, p) at [p * 12 + r], rows past m
+// zero. A step of a tile then broadcasts 12 consecutive floats, one stream,
+// instead of reading 12 rows lda apart (12 streams through L1 beside the
+// panel, which alone fills it at K = 512). One tile a call, written in
+// order: twelve rows read side by side, the stores consecutive.
+void pack_tile12(const float* a, int64_t lda, int64_t m, int64_t k, int64_t t, float* out) {
+  constexpr int64_t R = kTileRows512;
+  float* tile = out + t * k * R;
+  const int64_t rows = std::min(R, m - t * R);
+  const float* row0 = a + t * R * lda;
+  if (rows == R) {
+    for (int64_t p = 0; p < k; ++p)
+#pragma GCC unroll 12
+      for (int64_t r = 0; r < R; ++r) tile[p * R + r] = row0[r * lda + p];
+    return;
+  }
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t r = 0; r < R; ++r) tile[p * R + r] = r < rows ? row0[r * lda + p] : 0.0f;
+}
+
 #if defined(__x86_64__)
 // Rows [i, i + R) x the panel's columns: 2 R accumulators, one chain each.
 template <int R>
@@ -150,79 +171,69 @@ template <int R>
   }
 }
 
-// A's rows packed for tile_avx512: the tile of rows [t * 12, t * 12 + 12)
-// at out + t * K * 12, its element (r, p) at [p * 12 + r], rows past m
-// zero. A step of a tile then broadcasts 12 consecutive floats, one stream,
-// instead of reading 12 rows lda apart (12 streams through L1 beside the
-// panel, which alone fills it at K = 512).
-void pack_rows12(const float* a, int64_t lda, int64_t m, int64_t k, float* out) {
-  constexpr int64_t R = kTileRows512;
-  for (int64_t t = 0; t * R < m; ++t) {
-    float* tile = out + t * k * R;
-    for (int64_t r = 0; r < R; ++r) {
-      const int64_t i = t * R + r;
-      if (i >= m) {
-        for (int64_t p = 0; p < k; ++p) tile[p * R + r] = 0.0f;
-        continue;
-      }
-      const float* row = a + i * lda;
-      for (int64_t p = 0; p < k; ++p) tile[p * R + r] = row[p];
-    }
-  }
-}
-
-// tile_avx2's chains on sixteen-float registers: a row's 16 columns in one
-// accumulator, its a[i, k] broadcast into the multiply-add. `a` is A packed
-// by pack_rows12 (i a multiple of 12).
-template <int R>
+// tile_avx2's chains on sixteen-float registers: a row's 16 columns of a
+// panel in one accumulator, over P panels side by side (the next panel at
+// panel + K * 16), its a[i, k] broadcast once against all of them. `a` is A
+// packed by pack_tile12 (i a multiple of 12). With two panels a step is 2
+// panel loads and 12 broadcasts for 24 multiply-adds, so the FMA ports bind
+// rather than the loads (one panel: 13 loads for 12).
+template <int R, int P>
 [[gnu::target("avx512f,avx2,fma")]] void tile_avx512(const GemmShape& s, const float* a, const float* panel,
                                                       float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
                                                       int64_t cols) {
-  __m512 acc[R];
+  __m512 acc[R][P];
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h) acc[r][h] = _mm512_setzero_ps();
   const int64_t k = s.k;
   const float* at = a + i * k;  // tile i / 12, of 12 x k floats
   for (int64_t p = 0; p < k; ++p) {
-    const __m512 w = _mm512_load_ps(panel + p * kPanel);
+    __m512 w[P];
+    for (int h = 0; h < P; ++h) w[h] = _mm512_load_ps(panel + h * k * kPanel + p * kPanel);
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(at[p * kTileRows512 + r]), w, acc[r]);
-  }
-  alignas(64) float dot[R][kPanel];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) _mm512_store_ps(dot[r], acc[r]);
-  const __m512 alpha = _mm512_set1_ps(e.alpha), beta = _mm512_set1_ps(e.beta);
-  for (int r = 0; r < R; ++r) {
-    float* cr = c + (i + r) * s.ldc + j0;
-    if (cols < kPanel) {  // the last panel's columns: one at a time
-      for (int64_t q = 0; q < cols; ++q) cr[q] = e.apply(dot[r][q], cr + q, j0 + q);
-      continue;
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(at[p * kTileRows512 + r]);
+      for (int h = 0; h < P; ++h) acc[r][h] = _mm512_fmadd_ps(x, w[h], acc[r][h]);
     }
-    // As tile_avx2's epilogue: a product, then a sum, never fused.
-    __m512 v = _mm512_load_ps(dot[r]);
-    if (e.alpha != 1.0f) v = _mm512_mul_ps(alpha, v);
-    if (e.beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_loadu_ps(cr)));
-    if (e.bias) v = _mm512_add_ps(v, _mm512_loadu_ps(e.bias + j0));
-    // max(0, v) as tile_avx2's: GCC 12's _mm512_max_ps takes an undefined
-    // source that -Wmaybe-uninitialized flags; the masked form has none.
-    const __m512 zero = _mm512_setzero_ps();
-    if (e.relu) v = _mm512_mask_max_ps(zero, 0xFFFF, zero, v);
-    _mm512_storeu_ps(cr, v);
   }
+  alignas(64) float dot[R][P][kPanel];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h) _mm512_store_ps(dot[r][h], acc[r][h]);
+  const __m512 alpha = _mm512_set1_ps(e.alpha), beta = _mm512_set1_ps(e.beta);
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h) {
+      const int64_t jh = j0 + h * kPanel, ch = std::min(kPanel, cols - h * kPanel);
+      float* cr = c + (i + r) * s.ldc + jh;
+      if (ch < kPanel) {  // the last panel's columns: one at a time
+        for (int64_t q = 0; q < ch; ++q) cr[q] = e.apply(dot[r][h][q], cr + q, jh + q);
+        continue;
+      }
+      // As tile_avx2's epilogue: a product, then a sum, never fused.
+      __m512 v = _mm512_load_ps(dot[r][h]);
+      if (e.alpha != 1.0f) v = _mm512_mul_ps(alpha, v);
+      if (e.beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_loadu_ps(cr)));
+      if (e.bias) v = _mm512_add_ps(v, _mm512_loadu_ps(e.bias + jh));
+      // max(0, v) as tile_avx2's: GCC 12's _mm512_max_ps takes an undefined
+      // source that -Wmaybe-uninitialized flags; the masked form has none.
+      const __m512 zero = _mm512_setzero_ps();
+      if (e.relu) v = _mm512_mask_max_ps(zero, 0xFFFF, zero, v);
+      _mm512_storeu_ps(cr, v);
+    }
 }
 
-template <int R>
+template <int R, int P>
 [[gnu::target("avx512f,avx2,fma")]] void tail_avx512(const GemmShape& s, const float* a, const float* panel,
                                                       float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
                                                       int64_t cols) {
   if constexpr (R > 0) {
-    if (s.m - i == R) return tile_avx512<R>(s, a, panel, c, e, i, j0, cols);
-    tail_avx512<R - 1>(s, a, panel, c, e, i, j0, cols);
+    if (s.m - i == R) return tile_avx512<R, P>(s, a, panel, c, e, i, j0, cols);
+    tail_avx512<R - 1, P>(s, a, panel, c, e, i, j0, cols);
   }
 }
 
-// Every row of A against one panel, by tiles of kRows rows (`tile`, then
-// `tail` for the last rows). Meanwhile the next panel's rows of B (`next`,
+// Every row of A against a block of panels, by tiles of kRows rows (`tile`,
+// then `tail` for the last rows). Meanwhile the next block's rows of B (`next`,
 // `next_cols` of them) are asked into the L2 cache a share after each
 // tile, so that its copy does not wait on memory: the weights of a large
 // model come from DRAM once a step.
@@ -231,12 +242,13 @@ void panel_simd(const GemmShape& s, const float* a, const float* panel, float* c
                 int64_t j0, int64_t cols, const float* next, int64_t next_cols, Tile tile, Tail tail) {
   const int64_t row_lines = (s.k + 15) / 16, lines = next_cols * row_lines;
   const int64_t tiles = std::max<int64_t>(1, (s.m + kRows - 1) / kRows);
-  int64_t line = 0, count = 0;
+  int64_t line = 0, count = 0, q = 0, in_row = 0;  // line = q * row_lines + in_row, no division a line
   const auto prefetch_share = [&] {
     const int64_t end = lines * ++count / tiles;
-    for (; line < end; ++line)
-      _mm_prefetch(reinterpret_cast<const char*>(next + line / row_lines * s.ldb + line % row_lines * 16),
-                   _MM_HINT_T1);
+    for (; line < end; ++line) {
+      _mm_prefetch(reinterpret_cast<const char*>(next + q * s.ldb + in_row * 16), _MM_HINT_T1);
+      if (++in_row == row_lines) in_row = 0, ++q;
+    }
   };
   int64_t i = 0;
   for (; i + kRows <= s.m; i += kRows) {
@@ -294,48 +306,63 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
   const RowGemmPath have = gemm_row_invariant_path();
   if (!std::is_same_v<T, float>) path = RowGemmPath::portable;
   else if (path == RowGemmPath::best || static_cast<int>(path) > static_cast<int>(have)) path = have;
-  // Threads take panels of B's rows (C's columns) and run every row of A
-  // against them: the panel stays in cache while A streams.
-  const int64_t panels = (s.n + kPanel - 1) / kPanel;
+  // Threads take blocks of B's rows (C's columns), one panel or two (the
+  // AVX-512 tile's), and run every row of A against them: the block stays in
+  // cache while A streams.
+  const int64_t width = path == RowGemmPath::avx512 ? 2 : 1, block_cols = width * kPanel;
+  const int64_t blocks = (s.n + block_cols - 1) / block_cols;
   const bool parallel = s.m * s.n * s.k > (int64_t{1} << 18);
   const int threads = parallel ? omp_get_max_threads() : 1;
-  const int64_t stride = s.k * kPanel;  // a multiple of 64 bytes
+  const int64_t panel_size = s.k * kPanel, stride = width * panel_size;  // multiples of 64 bytes
   T* const panels_of = scratch<T>(stride * threads);
-#if defined(__x86_64__)
-  const float* a_tiles = nullptr;  // A packed by pack_rows12, for the AVX-512 path
+  const int64_t a_tile_count = (s.m + kTileRows512 - 1) / kTileRows512;
+  float* a_tiles = nullptr;  // A packed by pack_tile12, for the AVX-512 path
   if constexpr (std::is_same_v<T, float>)
     if (path == RowGemmPath::avx512) {
       thread_local std::vector<float> packed;  // the calling thread's, kept from call to call
-      packed.resize(static_cast<size_t>((s.m + kTileRows512 - 1) / kTileRows512 * kTileRows512 * s.k));
-      pack_rows12(a, s.lda, s.m, s.k, packed.data());
+      packed.resize(static_cast<size_t>(a_tile_count * kTileRows512 * s.k));
       a_tiles = packed.data();
     }
-#endif
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     T* const panel = panels_of + stride * omp_get_thread_num();
+    if constexpr (std::is_same_v<T, float>)
+      if (a_tiles) {  // the threads pack A's tiles between them, then each runs its blocks against all
 #pragma omp for schedule(static)
-    for (int64_t blk = 0; blk < panels; ++blk) {
-      const int64_t j0 = blk * kPanel, cols = std::min(kPanel, s.n - j0);
+        for (int64_t t = 0; t < a_tile_count; ++t) pack_tile12(a, s.lda, s.m, s.k, t, a_tiles);
+      }
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t j0 = blk * block_cols, cols = std::min(block_cols, s.n - j0);
+      for (int64_t h = 0; h * kPanel < cols; ++h) {
+        const T* rows = b + (j0 + h * kPanel) * s.ldb;
+        const int64_t n = std::min(kPanel, cols - h * kPanel);
+#if defined(__x86_64__)
+        if constexpr (std::is_same_v<T, float>)
+          if (path != RowGemmPath::portable && n == kPanel) {
+            pack_panel16_avx2(rows, s.ldb, s.k, panel + h * panel_size);
+            continue;
+          }
+#endif
+        pack_panel16(rows, s.ldb, s.k, n, panel + h * panel_size);
+      }
 #if defined(__x86_64__)
       if constexpr (std::is_same_v<T, float>)
         if (path != RowGemmPath::portable) {
-          if (cols == kPanel)
-            pack_panel16_avx2(b + j0 * s.ldb, s.ldb, s.k, panel);
-          else
-            pack_panel16(b + j0 * s.ldb, s.ldb, s.k, cols, panel);
-          const int64_t next_cols = std::clamp<int64_t>(s.n - j0 - kPanel, 0, kPanel);
-          const float* next = next_cols > 0 ? b + (j0 + kPanel) * s.ldb : nullptr;
-          if (path == RowGemmPath::avx512)
-            panel_simd<kTileRows512>(s, a_tiles, panel, c, e, j0, cols, next, next_cols,
-                                     tile_avx512<kTileRows512>, tail_avx512<kTileRows512 - 1>);
-          else
+          const int64_t next_cols = std::clamp<int64_t>(s.n - j0 - block_cols, 0, block_cols);
+          const float* next = next_cols > 0 ? b + (j0 + block_cols) * s.ldb : nullptr;
+          if (path == RowGemmPath::avx2)
             panel_simd<kTileRows>(s, a, panel, c, e, j0, cols, next, next_cols, tile_avx2<kTileRows>,
                                   tail_avx2<kTileRows - 1>);
+          else if (cols > kPanel)
+            panel_simd<kTileRows512>(s, a_tiles, panel, c, e, j0, cols, next, next_cols,
+                                     tile_avx512<kTileRows512, 2>, tail_avx512<kTileRows512 - 1, 2>);
+          else
+            panel_simd<kTileRows512>(s, a_tiles, panel, c, e, j0, cols, next, next_cols,
+                                     tile_avx512<kTileRows512, 1>, tail_avx512<kTileRows512 - 1, 1>);
           continue;
         }
 #endif
-      pack_panel16(b + j0 * s.ldb, s.ldb, s.k, cols, panel);
       panel_portable(s, a, panel, c, e, j0, cols);
     }
   }

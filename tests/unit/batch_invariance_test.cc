@@ -95,8 +95,10 @@ TEST_CASE("row-invariant GEMM: the AVX-512, AVX2 and portable paths give the sam
   if (have == RowGemmPath::portable) WARN("this CPU has no AVX2 and FMA: only the portable path runs");
   if (have != RowGemmPath::avx512) WARN("this CPU has no AVX-512: its path is not checked here");
   uint64_t seed = 9300;
+  // n: blocks of one panel, of two (the AVX-512 tile's), of two whose
+  // second is short (50 = 32 + 18: 16 and 2); m: tiles of 6 and 12 and tails.
   for (const auto& [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {5, 7, 13}, {64, 96, 64}, {13, 33, 517},
-                                {3, 4000, 128}, {25, 40, 9}}) {
+                                {3, 4000, 128}, {25, 40, 9}, {30, 50, 31}}) {
     for (const bool relu : {false, true})
       for (const float beta : {0.0f, 1.0f}) {
         Tensor a = test::random({m, k}, DType::f32, ++seed), w = test::random({n, k}, DType::f32, ++seed);
