@@ -108,10 +108,11 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
 RowGemmPath gemm_row_invariant_path();  // the path `best` takes on this CPU (never best)
 const char* row_gemm_path_name(RowGemmPath path);  // "AVX-512", "AVX2", "portable"
 // int8 (cpu/gemm_int8.cc): y = act(x W^T + bias) for x (m, K) f32 with row
-// pitch ldx, y with ldy; simd false: the portable path, the same bits.
+// pitch ldx, y with ldy, by `path` (AVX-512: with BW): every path gives the
+// same bits; one the CPU lacks runs as the best it has below it.
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
-               const float* bias, bool relu, bool simd = true);
-bool gemm_int8_simd();  // the CPU runs gemm_int8's AVX2 path
+               const float* bias, bool relu, RowGemmPath path = RowGemmPath::best);
+RowGemmPath gemm_int8_path();  // the path `best` takes on this CPU: at most gemm_row_invariant_path()'s
 // One row of n values into q (ld bytes, zero past n), in [-limit, limit];
 // returns its scale, max |v| / limit (ops.h, quantize_int8; gemm_int8's rows
 // of x: kInt8InputLimit). simd false: the portable path, the same bits.

@@ -43,7 +43,8 @@
 namespace tfm::ops::cpu {
 namespace {
 
-constexpr int kTileRows = 4;  // x rows a tile holds: 4 x 2 accumulators
+constexpr int kTileRows = 4;      // x rows an AVX2 tile holds: 4 x 2 accumulators
+constexpr int kTileRows512 = 12;  // an AVX-512 tile's: 12 x 2 of 32 registers
 
 // The rows of x, quantized: the values, for AVX2 the values plus 64 (see
 // above), and the scales. Each row padded with zeros to ld (x + 64 pads
@@ -87,9 +88,9 @@ void block_portable(const QuantizedRows& x, const Int8Matrix& w, float* y, int64
 // One panel's share of the epilogue: its 16 columns' 64 sums[j], scales and
 // bias (zero past the matrix's last row), read by every tile.
 struct PanelColumns {
-  alignas(32) int32_t shift[kPanel];
-  alignas(32) float scale[kPanel];
-  alignas(32) float bias[kPanel];
+  alignas(64) int32_t shift[kPanel];
+  alignas(64) float scale[kPanel];
+  alignas(64) float bias[kPanel];
 };
 
 // Rows [i, i + R) of x against a panel of W's rows [j0, j0 + cols): each
@@ -179,9 +180,101 @@ template <int R>
   tail_avx2<kTileRows - 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
 }
 
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
+// tile_avx2 on AVX-512BW: a step broadcasts four bytes of a row against the
+// whole panel's four bytes at k (one 64-byte load) and takes the column
+// sums in one register: 3 instructions for the 64 products that AVX2 does
+// in 6, over P panels side by side (the next at panel + ld / 4 * 16), so
+// that a broadcast serves 2 P of them. The epilogue is tile_avx2's, sixteen
+// columns at once: the same operations in the same order.
+template <int R, int P>
+[[gnu::target("avx512f,avx512bw")]] void tile_avx512(const QuantizedRows& x, const int32_t* panel,
+                                                     const PanelColumns* pc, const Epilogue& e, float* y,
+                                                     int64_t ldy, int64_t i, int64_t j0, int64_t cols) {
+  const __m512i ones = _mm512_set1_epi16(1);
+  __m512i acc[R][P];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h) acc[r][h] = _mm512_setzero_si512();
+  const uint8_t* xr = x.shifted.data() + i * x.ld;
+  const int64_t groups = x.ld / 4, panel_size = groups * kPanel;
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i w[P];
+    for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_si512(panel + h * panel_size + g * kPanel);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, xr + r * x.ld + 4 * g, sizeof four);
+      const __m512i xb = _mm512_set1_epi32(four);
+      for (int h = 0; h < P; ++h)
+        acc[r][h] = _mm512_add_epi32(acc[r][h], _mm512_madd_epi16(_mm512_maddubs_epi16(xb, w[h]), ones));
+    }
+  }
+  alignas(64) int32_t sums[R][P][kPanel];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h) _mm512_store_si512(sums[r][h], acc[r][h]);
+  const __m512 zero = _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) {
+    const __m512 sx = _mm512_set1_ps(e.x_scales[i + r]);
+    for (int h = 0; h < P; ++h) {
+      const __m512i sum = _mm512_sub_epi32(_mm512_load_si512(sums[r][h]), _mm512_load_si512(pc[h].shift));
+      const __m512 s = _mm512_mul_ps(sx, _mm512_load_ps(pc[h].scale));
+      // (The masked forms of cvt and max: GCC 12's plain ones take an
+      // undefined source that -Wmaybe-uninitialized flags.)
+      __m512 v = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(zero, 0xFFFF, sum), s);
+      if (e.bias) v = _mm512_add_ps(v, _mm512_load_ps(pc[h].bias));
+      // max(0, v) as tile_avx2's
+      if (e.relu) v = _mm512_mask_max_ps(zero, 0xFFFF, zero, v);
+      float* out = y + (i + r) * ldy + j0 + h * kPanel;
+      const int64_t n = std::min(kPanel, cols - h * kPanel);
+      if (n == kPanel)
+        _mm512_storeu_ps(out, v);
+      else
+        _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << n) - 1), v);
+    }
+  }
+}
+
+template <int R, int P>
+[[gnu::target("avx512f,avx512bw")]] void tail_avx512(const QuantizedRows& x, const int32_t* panel,
+                                                     const PanelColumns* pc, const Epilogue& e, float* y,
+                                                     int64_t ldy, int64_t i, int64_t m, int64_t j0, int64_t cols) {
+  if constexpr (R > 0) {
+    if (m - i == R) return tile_avx512<R, P>(x, panel, pc, e, y, ldy, i, j0, cols);
+    tail_avx512<R - 1, P>(x, panel, pc, e, y, ldy, i, m, j0, cols);
+  }
+}
+
+// Every row of x against W's rows [j0, j0 + cols), cols <= 32, packed into
+// two panels (`panel`, room for both) when cols > 16, else one.
+[[gnu::target("avx512f,avx512bw")]] void block_avx512(const QuantizedRows& x, const Int8Matrix& w,
+                                                      const Epilogue& e, float* y, int64_t ldy, int64_t m,
+                                                      int64_t j0, int64_t cols, int32_t* panel) {
+  const int64_t groups = w.ld / 4;
+  PanelColumns pc[2] = {};
+  for (int64_t h = 0; h * kPanel < cols; ++h) {
+    const int64_t first = j0 + h * kPanel, n = std::min(kPanel, cols - h * kPanel);
+    const auto* rows = reinterpret_cast<const int32_t*>(w.values + first * w.ld);
+    if (n == kPanel)
+      pack_panel16_avx2(rows, groups, groups, panel + h * groups * kPanel);
+    else
+      pack_panel16(rows, groups, groups, n, panel + h * groups * kPanel);
+    for (int64_t q = 0; q < n; ++q) {
+      pc[h].shift[q] = kShift * w.sums[first + q];
+      pc[h].scale[q] = e.w_scales[first + q];
+      pc[h].bias[q] = e.bias ? e.bias[first + q] : 0.0f;
+    }
+  }
+  int64_t i = 0;
+  if (cols > kPanel) {
+    for (; i + kTileRows512 <= m; i += kTileRows512)
+      tile_avx512<kTileRows512, 2>(x, panel, pc, e, y, ldy, i, j0, cols);
+    tail_avx512<kTileRows512 - 1, 2>(x, panel, pc, e, y, ldy, i, m, j0, cols);
+  } else {
+    for (; i + kTileRows512 <= m; i += kTileRows512)
+      tile_avx512<kTileRows512, 1>(x, panel, pc, e, y, ldy, i, j0, cols);
+    tail_avx512<kTileRows512 - 1, 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
+  }
 }
 #endif
 
@@ -254,7 +347,8 @@ void round_portable(const float* v, int64_t p, int64_t n, float inv, int8_t* q, 
 
 float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool simd, int limit) {
 #if defined(__x86_64__)
-  simd = simd && has_avx2();
+  static const bool has_avx2 = __builtin_cpu_supports("avx2");
+  simd = simd && has_avx2;
   const RowRange r = simd ? range_avx2(v, n) : range_portable(v, 0, n, {});
 #else
   simd = false;
@@ -274,21 +368,24 @@ float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool s
   return r.amax / top;
 }
 
-bool gemm_int8_simd() {
+RowGemmPath gemm_int8_path() {
+  static const RowGemmPath path = [] {
 #if defined(__x86_64__)
-  return has_avx2();
-#else
-  return false;
+    // At most the float GEMM's (TFM_ROW_GEMM caps both); AVX-512 also needs BW.
+    const RowGemmPath cap = gemm_row_invariant_path();
+    if (cap == RowGemmPath::avx512 && __builtin_cpu_supports("avx512bw")) return RowGemmPath::avx512;
+    if (cap != RowGemmPath::portable && __builtin_cpu_supports("avx2")) return RowGemmPath::avx2;
 #endif
+    return RowGemmPath::portable;
+  }();
+  return path;
 }
 
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
-               const float* bias, bool relu, bool simd) {
-#if defined(__x86_64__)
-  simd = simd && has_avx2();
-#else
-  simd = false;
-#endif
+               const float* bias, bool relu, RowGemmPath path) {
+  const RowGemmPath have = gemm_int8_path();
+  if (path == RowGemmPath::best || static_cast<int>(path) > static_cast<int>(have)) path = have;
+  const bool simd = path != RowGemmPath::portable;
   // The caller's buffer, named by a plain reference: inside the parallel
   // region a thread_local would name each worker's own (empty) one.
   thread_local QuantizedRows buffer;
@@ -305,21 +402,26 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
 #endif
   }
   const Epilogue e{q.scales.data(), w.scales, bias, relu};
-  // As gemm_rows.cc: threads take panels of W's rows and run every row of x
-  // against them.
-  const int64_t panels = (w.rows + kPanel - 1) / kPanel;
+  // As gemm_rows.cc: threads take blocks of W's rows, a panel (two on
+  // AVX-512), and run every row of x against them.
+  const int64_t block = (path == RowGemmPath::avx512 ? 2 : 1) * kPanel;
+  const int64_t blocks = (w.rows + block - 1) / block;
   const bool parallel = m * w.rows * w.cols > (int64_t{1} << 19);
 #pragma omp parallel if (parallel)
   {
-    // The thread's own panel, kept from call to call.
+    // The thread's own panels, kept from call to call.
     thread_local std::vector<int32_t> panel;
 #if defined(__x86_64__)
-    if (simd) panel.resize(static_cast<size_t>(w.ld / 4 * kPanel));
+    if (simd) panel.resize(static_cast<size_t>(block / kPanel * w.ld / 4 * kPanel));
 #endif
 #pragma omp for schedule(static)
-    for (int64_t blk = 0; blk < panels; ++blk) {
-      const int64_t j0 = blk * kPanel, j1 = std::min(w.rows, j0 + kPanel);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t j0 = blk * block, j1 = std::min(w.rows, j0 + block);
 #if defined(__x86_64__)
+      if (path == RowGemmPath::avx512) {
+        block_avx512(q, w, e, y, ldy, m, j0, j1 - j0, panel.data());
+        continue;
+      }
       if (simd) {
         panel_avx2(q, w, e, y, ldy, m, j0, j1 - j0, panel.data());
         continue;

@@ -76,11 +76,12 @@ std::vector<float> formula(const Tensor& x, const Quantized& w, const float* bia
   return y;
 }
 
-std::vector<float> run(const Tensor& x, const Quantized& w, const Tensor* bias, bool relu, bool simd) {
+std::vector<float> run(const Tensor& x, const Quantized& w, const Tensor* bias, bool relu,
+                       ops::cpu::RowGemmPath path = ops::cpu::RowGemmPath::best) {
   const int64_t m = x.shape()[0];
   std::vector<float> y(static_cast<size_t>(m * w.rows), -7.0f);
   ops::cpu::gemm_int8(x.data_as<float>(), m, w.cols, w.matrix(), y.data(), w.rows,
-                      bias ? bias->data_as<float>() : nullptr, relu, simd);
+                      bias ? bias->data_as<float>() : nullptr, relu, path);
   return y;
 }
 
@@ -139,10 +140,15 @@ TEST_CASE("quantize_int8: the AVX2 and the portable path give the same bytes and
   }
 }
 
-TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX2 and the portable path", "[int8]") {
+TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX-512, AVX2 and portable paths", "[int8]") {
+  using ops::cpu::RowGemmPath;
+  const RowGemmPath have = ops::cpu::gemm_int8_path();
+  if (have != RowGemmPath::avx512) WARN("this CPU has no AVX-512BW: gemm_int8's AVX-512 path is not checked here");
+  // n: blocks of one panel and of two (AVX-512), the second full or short;
+  // m: tiles of 4 and 12 and their tails.
   struct Case { int64_t m, n, k; };
   const Case cases[] = {{1, 1, 1}, {3, 7, 13}, {5, 33, 70}, {2, 4, 32}, {17, 64, 128}, {64, 512, 512},
-                        {9, 4000, 128}, {4, 40, 2048}};
+                        {9, 4000, 128}, {4, 40, 2048}, {30, 50, 31}, {25, 96, 64}};
   uint64_t seed = 700;
   for (const Case& c : cases) {
     INFO("m " << c.m << " n " << c.n << " k " << c.k);
@@ -152,12 +158,15 @@ TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX2 and the portable p
     const Quantized q = quantize(w);
     for (bool relu : {false, true}) {
       const std::vector<float> want = formula(x, q, b.data_as<float>(), relu);
-      CHECK(test::same_bits(run(x, q, &b, relu, /*simd=*/false), want));
-      if (ops::cpu::gemm_int8_simd()) CHECK(test::same_bits(run(x, q, &b, relu, /*simd=*/true), want));
+      for (const RowGemmPath path : {RowGemmPath::portable, RowGemmPath::avx2, RowGemmPath::avx512}) {
+        if (static_cast<int>(path) > static_cast<int>(have)) continue;
+        INFO(ops::cpu::row_gemm_path_name(path) << (relu ? ", relu" : ""));
+        CHECK(test::same_bits(run(x, q, &b, relu, path), want));
+      }
     }
-    CHECK(test::same_bits(run(x, q, nullptr, false, true), formula(x, q, nullptr, false)));
+    CHECK(test::same_bits(run(x, q, nullptr, false), formula(x, q, nullptr, false)));
     // And near the f32 product: each factor is within half a step (1/63 and 1/127) of its row's largest.
-    const std::vector<float> got = run(x, q, nullptr, false, true);
+    const std::vector<float> got = run(x, q, nullptr, false);
     double worst = 0;
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
