@@ -106,6 +106,10 @@ template <typename T>
 void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const T* bias,
                         const GemmOptions& o, RowGemmPath path = RowGemmPath::best);
 RowGemmPath gemm_row_invariant_path();  // the path `best` takes on this CPU (never best)
+// W (rows, cols) f32 as gemm_row_invariant's panels (GemmOptions::packed_b),
+// panels_size(rows, cols) floats: 16 rows a panel, the last padded with zeros.
+int64_t panels_size(int64_t rows, int64_t cols);
+void pack_panels(const float* w, int64_t rows, int64_t cols, float* out);
 const char* row_gemm_path_name(RowGemmPath path);  // "AVX-512", "AVX2", "portable"
 // int8 (cpu/gemm_int8.cc): y = act(x W^T + bias) for x (m, K) f32 with row
 // pitch ldx, y with ldy, by `path` (AVX-512: with BW): every path gives the

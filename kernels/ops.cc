@@ -169,6 +169,15 @@ void gemm(const TensorView& a, const TensorView& b, const TensorView& c, const G
   }
 }
 
+int64_t panels_floats(int64_t rows, int64_t cols) { return cpu::panels_size(rows, cols); }
+
+void pack_panels(const TensorView& w, float* panels) {
+  TFM_REQUIRE(w.device().is_cpu() && w.dtype() == DType::f32 && w.rank() == 2,
+              "pack_panels: w is {} {} on {}, but must be an f32 matrix on the CPU", dtype_name(w.dtype()),
+              w.shape().str(), w.device().str());
+  cpu::pack_panels(static_cast<const float*>(w.data()), w.dim(0), w.dim(1), panels);
+}
+
 void add(const TensorView& a, const TensorView& b, const TensorView& y, const Stream& stream) {
   require_device("add", stream, {{"a", &a}, {"b", &b}, {"y", &y}});
   require_float("add", a, "a");

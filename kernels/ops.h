@@ -48,6 +48,8 @@ struct GemmOptions {
   bool tf32 = false;     // CUDA, f32 inputs: allow TF32 tensor cores
   bool row_invariant = false;  // CPU: each row of C alone, in one fixed order, whatever the
                                // other rows (the decoder's batch invariance); see below
+  const float* packed_b = nullptr;  // row_invariant, f32: B's values as pack_panels laid them
+                                    // out, read instead of copying B into panels each call
 };
 
 // C = act(alpha * op(A) op(B) + beta * C + bias)
@@ -69,6 +71,17 @@ struct GemmOptions {
 // invariance is promised there: cuBLASLt picks its algorithm by M), ignore it.
 void gemm(const TensorView& a, const TensorView& b, const TensorView& c,
           const GemmOptions& options, const Stream& stream, const TensorView& bias = {});
+
+// The row-invariant GEMM copies B's rows into panels of 16 (B's column k
+// of those rows contiguous) on every call. A weight that inference
+// multiplies by every step can be laid out so once: w (N, K) f32 on the
+// CPU into panels (panels_floats(N, K) floats, the last panel's rows past
+// N zero), then GemmOptions::packed_b = panels with B = w: the same bits,
+// without the copy (a rows [r0, r0 + n) view of w: panels + r0 K, r0 a
+// multiple of kPanelRows).
+constexpr int64_t kPanelRows = 16;
+int64_t panels_floats(int64_t rows, int64_t cols);
+void pack_panels(const TensorView& w, float* panels);
 
 // ----------------------------------------------------------------- elementwise
 

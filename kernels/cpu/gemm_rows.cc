@@ -127,7 +127,8 @@ template <int R>
   for (int r = 0; r < R; ++r) ar[r] = a + (i + r) * s.lda;
   const int64_t k = s.k;
   for (int64_t p = 0; p < k; ++p) {
-    const __m256 w0 = _mm256_load_ps(panel + p * kPanel), w1 = _mm256_load_ps(panel + p * kPanel + 8);
+    // (Unaligned loads: packed_b's panels need not be aligned; ours are, to 64 bytes.)
+    const __m256 w0 = _mm256_loadu_ps(panel + p * kPanel), w1 = _mm256_loadu_ps(panel + p * kPanel + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256 x = _mm256_broadcast_ss(ar[r] + p);
@@ -189,7 +190,7 @@ template <int R, int P>
   const float* at = a + i * k;  // tile i / 12, of 12 x k floats
   for (int64_t p = 0; p < k; ++p) {
     __m512 w[P];
-    for (int h = 0; h < P; ++h) w[h] = _mm512_load_ps(panel + h * k * kPanel + p * kPanel);
+    for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_ps(panel + h * k * kPanel + p * kPanel);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 x = _mm512_set1_ps(at[p * kTileRows512 + r]);
@@ -233,20 +234,26 @@ template <int R, int P>
 }
 
 // Every row of A against a block of panels, by tiles of kRows rows (`tile`,
-// then `tail` for the last rows). Meanwhile the next block's rows of B (`next`,
-// `next_cols` of them) are asked into the L2 cache a share after each
-// tile, so that its copy does not wait on memory: the weights of a large
-// model come from DRAM once a step.
+// then `tail` for the last rows). Meanwhile the next block's weights
+// (`next`: `rows` rows of `row_floats` floats, `ld` apart; B's rows, or
+// packed panels as one row) are asked into the L2 cache a share after each
+// tile, so that they do not wait on memory: the weights of a large model
+// come from DRAM once a step.
+struct Ahead {
+  const float* next = nullptr;
+  int64_t rows = 0, row_floats = 0, ld = 0;
+};
+
 template <int kRows, typename Tile, typename Tail>
 void panel_simd(const GemmShape& s, const float* a, const float* panel, float* c, const Epilogue<float>& e,
-                int64_t j0, int64_t cols, const float* next, int64_t next_cols, Tile tile, Tail tail) {
-  const int64_t row_lines = (s.k + 15) / 16, lines = next_cols * row_lines;
+                int64_t j0, int64_t cols, const Ahead& ahead, Tile tile, Tail tail) {
+  const int64_t row_lines = (ahead.row_floats + 15) / 16, lines = ahead.rows * row_lines;
   const int64_t tiles = std::max<int64_t>(1, (s.m + kRows - 1) / kRows);
   int64_t line = 0, count = 0, q = 0, in_row = 0;  // line = q * row_lines + in_row, no division a line
   const auto prefetch_share = [&] {
     const int64_t end = lines * ++count / tiles;
     for (; line < end; ++line) {
-      _mm_prefetch(reinterpret_cast<const char*>(next + q * s.ldb + in_row * 16), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(ahead.next + q * ahead.ld + in_row * 16), _MM_HINT_T1);
       if (++in_row == row_lines) in_row = 0, ++q;
     }
   };
@@ -334,7 +341,11 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
 #pragma omp for schedule(static)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t j0 = blk * block_cols, cols = std::min(block_cols, s.n - j0);
-      for (int64_t h = 0; h * kPanel < cols; ++h) {
+      // The block's panels: packed beforehand (GemmOptions::packed_b: panel
+      // j0 / 16 at j0 * K), or copied here from B's rows.
+      const T* ready = nullptr;
+      if constexpr (std::is_same_v<T, float>) ready = o.packed_b ? o.packed_b + j0 * s.k : nullptr;
+      for (int64_t h = 0; !ready && h * kPanel < cols; ++h) {
         const T* rows = b + (j0 + h * kPanel) * s.ldb;
         const int64_t n = std::min(kPanel, cols - h * kPanel);
 #if defined(__x86_64__)
@@ -346,25 +357,47 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
 #endif
         pack_panel16(rows, s.ldb, s.k, n, panel + h * panel_size);
       }
+      const T* block = ready ? ready : panel;
 #if defined(__x86_64__)
       if constexpr (std::is_same_v<T, float>)
         if (path != RowGemmPath::portable) {
           const int64_t next_cols = std::clamp<int64_t>(s.n - j0 - block_cols, 0, block_cols);
-          const float* next = next_cols > 0 ? b + (j0 + block_cols) * s.ldb : nullptr;
+          Ahead ahead;
+          if (next_cols > 0 && ready)  // the next block's panels, one run of memory
+            ahead = {ready + block_cols * s.k, 1, (next_cols + kPanel - 1) / kPanel * panel_size, 0};
+          else if (next_cols > 0)
+            ahead = {b + (j0 + block_cols) * s.ldb, next_cols, s.k, s.ldb};
           if (path == RowGemmPath::avx2)
-            panel_simd<kTileRows>(s, a, panel, c, e, j0, cols, next, next_cols, tile_avx2<kTileRows>,
+            panel_simd<kTileRows>(s, a, block, c, e, j0, cols, ahead, tile_avx2<kTileRows>,
                                   tail_avx2<kTileRows - 1>);
           else if (cols > kPanel)
-            panel_simd<kTileRows512>(s, a_tiles, panel, c, e, j0, cols, next, next_cols,
-                                     tile_avx512<kTileRows512, 2>, tail_avx512<kTileRows512 - 1, 2>);
+            panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 2>,
+                                     tail_avx512<kTileRows512 - 1, 2>);
           else
-            panel_simd<kTileRows512>(s, a_tiles, panel, c, e, j0, cols, next, next_cols,
-                                     tile_avx512<kTileRows512, 1>, tail_avx512<kTileRows512 - 1, 1>);
+            panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 1>,
+                                     tail_avx512<kTileRows512 - 1, 1>);
           continue;
         }
 #endif
-      panel_portable(s, a, panel, c, e, j0, cols);
+      panel_portable(s, a, block, c, e, j0, cols);
     }
+  }
+}
+
+static_assert(kPanel == kPanelRows, "ops.h's panels are gemm_rows.cc's");
+
+int64_t panels_size(int64_t rows, int64_t cols) { return (rows + kPanel - 1) / kPanel * kPanel * cols; }
+
+void pack_panels(const float* w, int64_t rows, int64_t cols, float* out) {
+  for (int64_t j0 = 0; j0 < rows; j0 += kPanel) {
+    const int64_t n = std::min(kPanel, rows - j0);
+#if defined(__x86_64__)
+    if (n == kPanel && has_avx2_fma()) {
+      pack_panel16_avx2(w + j0 * cols, cols, cols, out + j0 * cols);
+      continue;
+    }
+#endif
+    pack_panel16(w + j0 * cols, cols, cols, n, out + j0 * cols);
   }
 }
 

@@ -210,6 +210,7 @@ model::Blocks IncrementalDecoder::blocks() const {
   model::Blocks m{model_.stream(), model_.config(), model_.layout(), model_.weights(), {}, {}};
   m.row_invariant = true;
   m.int8 = model_.int8_weights();
+  m.packed = model_.packed_weights();
   return m;
 }
 

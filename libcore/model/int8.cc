@@ -13,10 +13,8 @@ Int8Weights::Int8Weights(const ParamLayout& layout, const TensorView& params)
   // that params are f32 on the CPU.)
   int64_t values = 0, scales = 0;
   for (int id = 0; id < static_cast<int>(layout.entries().size()); ++id) {
+    if (!layout.multiplied(id)) continue;
     const ParamEntry& e = layout.entry(id);
-    const bool looked_up = id == layout.src_pos || id == layout.tgt_pos ||
-                           (id == layout.src_embed && id != layout.tgt_embed);
-    if (e.shape.rank() != 2 || looked_up) continue;
     matrices_.push_back({e.offset, e.shape[0], e.shape[1], values, scales});
     values += e.shape[0] * ops::int8_ld(e.shape[1]);
     scales += e.shape[0];

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "libcore/model/int8.h"
+#include "libcore/model/packed.h"
 
 namespace tfm::model {
 
@@ -39,6 +40,7 @@ void linear_forward(const Blocks& m, const TensorView& x, const Linear& w, const
   ops::GemmOptions o = m.gemm();
   o.trans_b = true;
   o.relu = relu;
+  if (m.packed) o.packed_b = m.packed->find(w.w);
   ops::gemm(x, w.w, y, o, m.stream, w.b);
 }
 
@@ -72,6 +74,7 @@ void output_projection(const Blocks& m, const TensorView& y, const TensorView& E
   }
   ops::GemmOptions o = m.gemm();
   o.trans_b = true;
+  if (m.packed) o.packed_b = m.packed->find(E);
   ops::gemm(y, E, logits, o, m.stream);
 }
 

@@ -10,6 +10,7 @@
 namespace tfm::model {
 
 class Int8Weights;
+class PackedWeights;
 
 // Everything a block needs to run: the stream, the parameter and gradient
 // buffers, and the workspace it may overwrite.
@@ -31,6 +32,7 @@ struct Blocks {
   bool tf32 = false;  // f32 GEMMs may use TF32 tensor cores (CUDA; --precision tf32)
   bool row_invariant = false;  // the decoder's GEMMs: each row alone (ops.h, gemm)
   const Int8Weights* int8 = nullptr;  // x W^T in int8 (inference on the CPU; int8.h)
+  const PackedWeights* packed = nullptr;  // the weights as the row-invariant GEMM's panels (packed.h)
 
   TensorView p(int id) const { return layout.view(params, id); }
   TensorView g(int id) const { return layout.view(grads, id); }

@@ -87,6 +87,11 @@ int64_t ParamLayout::count() const {
   return n;
 }
 
+bool ParamLayout::multiplied(int id) const {
+  const bool looked_up = id == src_pos || id == tgt_pos || (id == src_embed && id != tgt_embed);
+  return entry(id).shape.rank() == 2 && !looked_up;
+}
+
 TensorView ParamLayout::view(const TensorView& flat, int id) const {
   const ParamEntry& e = entry(id);
   auto* base = static_cast<char*>(flat.data()) + e.offset * static_cast<int64_t>(dtype_size(flat.dtype()));

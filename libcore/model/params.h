@@ -50,6 +50,11 @@ class ParamLayout {
   // seen as one tensor: matrices of equal width stacked into (sum of rows,
   // width), vectors joined. The attention's q, k and v form such groups.
   TensorView view(const TensorView& flat, int first, int last) const;
+  // Whether inference multiplies by parameter id (x W^T): every matrix but
+  // the learned positions and a source embedding that is not also the
+  // target's (looked up, never multiplied). Int8Weights and PackedWeights
+  // hold these.
+  bool multiplied(int id) const;
 
   int src_embed = -1, tgt_embed = -1;   // the same id when embeddings are shared
   int src_pos = -1, tgt_pos = -1;       // learned positions only

@@ -501,7 +501,8 @@ void Transformer::backward(const TrainStep& step) {
 // copy), which flows into the decoder output's gradient (g_dec) and into the
 // embedding's gradient.
 void Transformer::output_loss(const TrainStep& step, bool with_grads, const TensorView& sums) {
-  TFM_REQUIRE(!with_grads || !int8_, "a model quantized to int8 is for inference: it does not train");
+  TFM_REQUIRE(!with_grads || (!int8_ && !packed_),
+              "a model quantized to int8 or packed for the CPU's decoder is for inference: it does not train");
   phases::mark(*stream_, with_grads ? "output layer and loss, with gradients" : "output layer and loss");
   Pass pass(*this, step);
   const TensorView y = pass.decoder_output();

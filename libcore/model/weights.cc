@@ -3,6 +3,7 @@
 #include "kernels/ops.h"
 #include "libcore/error.h"
 #include "libcore/model/int8.h"
+#include "libcore/model/packed.h"
 
 namespace tfm {
 
@@ -45,9 +46,14 @@ void ModelWeights::quantize_int8() {
   int8_ = std::make_unique<model::Int8Weights>(layout_, params());
 }
 
+void ModelWeights::pack_weights() {
+  if (device_.is_cpu() && dtype_ == DType::f32) packed_ = std::make_unique<model::PackedWeights>(layout_, params());
+}
+
 std::string ModelWeights::report_with(const MemoryPlan& plan) const {
   std::string report = plan.report();
   if (int8_) report += fmt::format("; int8 weights {}", format_bytes(int8_->bytes()));
+  if (packed_) report += fmt::format("; packed weights {}", format_bytes(packed_->bytes()));
   const size_t outside = ops::library_memory_bytes(device_);
   if (outside == 0) return report;
   return fmt::format("{}; beside the plan, OpenBLAS's GEMM buffers {}", report, format_bytes(outside));

@@ -18,6 +18,7 @@ namespace tfm {
 
 namespace model {
 class Int8Weights;
+class PackedWeights;
 }
 
 class ModelWeights {
@@ -58,6 +59,13 @@ class ModelWeights {
   // to them are not seen.
   void quantize_int8();
   const model::Int8Weights* int8_weights() const { return int8_.get(); }
+  // Inference on the CPU in f32: the matrices copied once into the layout
+  // the decoder's GEMM reads (model/packed.h), beside the parameters (their
+  // size again), so that no step copies them. The same bits. Call it after
+  // the parameters are loaded: later changes to them are not seen. A no-op
+  // but on the CPU in f32.
+  void pack_weights();
+  const model::PackedWeights* packed_weights() const { return packed_.get(); }
 
   // "parameters 240.6 MiB, total ..." (a Transformer's: its whole plan).
   virtual std::string memory_report() const;
@@ -74,6 +82,7 @@ class ModelWeights {
   ParamLayout layout_;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<model::Int8Weights> int8_;
+  std::unique_ptr<model::PackedWeights> packed_;
 
  private:
   MemoryPlan plan_;

@@ -109,6 +109,7 @@ struct Options {
   std::string converter = TFM_BENCH_SOURCE_DIR "/../../scripts/tfm-to-ct2";
   int64_t repeat = 1;
   bool no_int8 = false;
+  bool unpacked = false;
   std::string reference;  // with --model: reference text of --input's lines, for BLEU
 };
 
@@ -429,6 +430,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", o.repeat, "Run tfm and CTranslate2 in turn N times; medians")
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_flag("--no-int8", o.no_int8, "Do not also decode with tfm's int8 weights (CPU, fp32)");
+  app.add_flag("--unpacked", o.unpacked,
+               "fp32 on the CPU: the decoder's GEMMs copy their weights into panels each call (A/B of "
+               "ModelWeights::pack_weights, which tfm-decode calls)");
   app.add_option("--reference", o.reference, "With --model: reference text of --input's lines; BLEU of each");
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
@@ -478,6 +482,7 @@ int main(int argc, char** argv) {
       model->init(1);
       model->refresh_weights();
     }
+    if (!o.unpacked) model->pack_weights();  // as tfm-decode: a no-op but on the CPU in f32
     TFM_REQUIRE(o.reference.empty() || !o.model.empty(), "--reference goes with --model");
     // The same weights in int8, decoded in turn with fp32 (CPU).
     std::unique_ptr<ModelWeights> model8;

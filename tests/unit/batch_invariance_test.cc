@@ -120,11 +120,26 @@ TEST_CASE("row-invariant GEMM: the AVX-512, AVX2 and portable paths give the sam
         };
         const Tensor portable = run(RowGemmPath::portable);
         INFO(m << " x " << n << " x " << k << (relu ? ", relu" : "") << ", beta " << beta);
-        for (const RowGemmPath path : {RowGemmPath::avx2, RowGemmPath::avx512}) {
+        // W's panels laid out beforehand (GemmOptions::packed_b): the same
+        // bits on every path, whole or as rows 32.. of a taller matrix.
+        std::vector<float> panels(static_cast<size_t>(ops::panels_floats(n, k)));
+        ops::pack_panels(w, panels.data());
+        Tensor tall = test::random({n + 2 * ops::kPanelRows, k}, DType::f32, ++seed);
+        std::memcpy(tall.data_as<float>() + 2 * ops::kPanelRows * k, w.data_as<float>(), w.view().bytes());
+        std::vector<float> tall_panels(static_cast<size_t>(ops::panels_floats(n + 2 * ops::kPanelRows, k)));
+        ops::pack_panels(tall, tall_panels.data());
+        for (const RowGemmPath path : {RowGemmPath::portable, RowGemmPath::avx2, RowGemmPath::avx512}) {
           if (static_cast<int>(path) > static_cast<int>(have)) continue;
-          const Tensor simd = run(path);
           INFO(ops::cpu::row_gemm_path_name(path));
+          const Tensor simd = run(path);
           CHECK(std::memcmp(simd.data_as<float>(), portable.data_as<float>(), simd.view().bytes()) == 0);
+          for (const float* ready : {panels.data(), tall_panels.data() + 2 * ops::kPanelRows * k}) {
+            o.packed_b = ready;
+            const Tensor packed = run(path);
+            o.packed_b = nullptr;
+            INFO((ready == panels.data() ? "packed" : "packed, rows 32.. of a taller matrix"));
+            CHECK(std::memcmp(packed.data_as<float>(), portable.data_as<float>(), packed.view().bytes()) == 0);
+          }
         }
       }
   }
@@ -142,10 +157,19 @@ TEST_CASE("decoding gives the same n-best lists and scores at batch sizes 1, 7 a
     model.init(31);
     save_model(dir.file("tiny.bin"), model);
   }
-  for (const bool int8 : {false, true}) {
-    INFO((int8 ? "int8" : "fp32"));
+  // fp32, fp32 with the weights packed for the CPU's decoder (the same bits
+  // as fp32: checked against its batch-1 run), int8.
+  enum class Weights { plain, packed, int8 };
+  std::vector<std::vector<Hypothesis>> plain_one;
+  for (const Weights weights : {Weights::plain, Weights::packed, Weights::int8}) {
+    const bool int8 = weights == Weights::int8;
+    INFO((int8 ? "int8" : weights == Weights::packed ? "fp32, packed weights" : "fp32"));
     auto model = load_weights(dir.file("tiny.bin"), Device::cpu());
     if (int8) model->quantize_int8();
+    if (weights == Weights::packed) {
+      model->pack_weights();
+      REQUIRE(model->packed_weights() != nullptr);
+    }
     const int64_t V = model->config().vocab_size;
     std::vector<SearchRequest> requests;
     uint64_t r = 17;
@@ -190,6 +214,19 @@ TEST_CASE("decoding gives the same n-best lists and scores at batch sizes 1, 7 a
       return out;
     };
     const auto one = decode_all(1, 0);
+    if (weights == Weights::plain) plain_one = one;
+    if (weights == Weights::packed) {
+      REQUIRE(one.size() == plain_one.size());
+      for (size_t s = 0; s < one.size(); ++s) {
+        INFO("sentence " << s << " against the unpacked weights");
+        REQUIRE(one[s].size() == plain_one[s].size());
+        for (size_t i = 0; i < one[s].size(); ++i) {
+          CHECK(one[s][i].tokens == plain_one[s][i].tokens);
+          CHECK(one[s][i].token_log_probs == plain_one[s][i].token_log_probs);
+          CHECK(one[s][i].score == plain_one[s][i].score);
+        }
+      }
+    }
     int64_t hypotheses = 0;
     // At 64 sentences (256 rows) the decoder splits each step's rows
     // between its threads (IncrementalDecoder::queue_step): two, and three
