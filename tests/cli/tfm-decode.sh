@@ -168,6 +168,18 @@ decode -m "$M" --precision int8 "$TMP/in13" >"$TMP/int8" || fail "--precision in
 decode -m "$M" --precision int8 --batch-size 1 "$TMP/in13" | cmp -s - "$TMP/int8" || fail "--precision int8: --batch-size 1 changes the output"
 "$TFM_BIN/tfm-decode" -m "$M" --precision int8 "$TMP/in13" 2>&1 >/dev/null | grep -q "int8 weights" \
   || fail "--precision int8: the memory report does not name the int8 weights"
+"$TFM_BIN/tfm-decode" -m "$M" "$TMP/in13" 2>&1 >/dev/null | grep -q "packed weights" \
+  || fail "fp32: the memory report does not name the weights packed for the GEMM"
+# TFM_ROW_GEMM caps the CPU GEMMs' path (man tfm.7, for A/B runs): the AVX2
+# and portable paths give the widest one's bits, fp32 and int8 (n-best
+# lists and scores).
+for precision in fp32 int8; do
+  decode -m "$E" --precision $precision --scores -n 3 "$TMP/in" >"$TMP/path_best" || fail "$precision"
+  for path in avx2 portable; do
+    TFM_ROW_GEMM=$path decode -m "$E" --precision $precision --scores -n 3 "$TMP/in" | cmp -s - "$TMP/path_best" \
+      || fail "TFM_ROW_GEMM=$path changes the $precision output"
+  done
+done
 for bad in "--device cuda" "--precision bf16 --device cpu" "--precision int8 --device cuda"; do
   # shellcheck disable=SC2086
   run tfm-decode -m "$M" $bad "$TMP/in"
