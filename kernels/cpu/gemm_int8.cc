@@ -164,11 +164,7 @@ template <int R>
                                         float* y, int64_t ldy, int64_t m, int64_t j0, int64_t cols,
                                         int32_t* panel) {
   const int64_t groups = w.ld / 4;
-  const auto* rows = reinterpret_cast<const int32_t*>(w.values + j0 * w.ld);
-  if (cols == kPanel)
-    pack_panel16_avx2(rows, groups, groups, panel);
-  else
-    pack_panel16(rows, groups, groups, cols, panel);
+  pack_panels(reinterpret_cast<const int32_t*>(w.values + j0 * w.ld), cols, groups, groups, panel);
   PanelColumns pc{};
   for (int64_t q = 0; q < cols; ++q) {
     pc.shift[q] = kShift * w.sums[j0 + q];
@@ -251,14 +247,10 @@ template <int R, int P>
                                                       const Epilogue& e, float* y, int64_t ldy, int64_t m,
                                                       int64_t j0, int64_t cols, int32_t* panel) {
   const int64_t groups = w.ld / 4;
+  pack_panels(reinterpret_cast<const int32_t*>(w.values + j0 * w.ld), cols, groups, groups, panel);
   PanelColumns pc[2] = {};
   for (int64_t h = 0; h * kPanel < cols; ++h) {
     const int64_t first = j0 + h * kPanel, n = std::min(kPanel, cols - h * kPanel);
-    const auto* rows = reinterpret_cast<const int32_t*>(w.values + first * w.ld);
-    if (n == kPanel)
-      pack_panel16_avx2(rows, groups, groups, panel + h * groups * kPanel);
-    else
-      pack_panel16(rows, groups, groups, n, panel + h * groups * kPanel);
     for (int64_t q = 0; q < n; ++q) {
       pc[h].shift[q] = kShift * w.sums[first + q];
       pc[h].scale[q] = e.w_scales[first + q];

@@ -345,18 +345,7 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
       // j0 / 16 at j0 * K), or copied here from B's rows.
       const T* ready = nullptr;
       if constexpr (std::is_same_v<T, float>) ready = o.packed_b ? o.packed_b + j0 * s.k : nullptr;
-      for (int64_t h = 0; !ready && h * kPanel < cols; ++h) {
-        const T* rows = b + (j0 + h * kPanel) * s.ldb;
-        const int64_t n = std::min(kPanel, cols - h * kPanel);
-#if defined(__x86_64__)
-        if constexpr (std::is_same_v<T, float>)
-          if (path != RowGemmPath::portable && n == kPanel) {
-            pack_panel16_avx2(rows, s.ldb, s.k, panel + h * panel_size);
-            continue;
-          }
-#endif
-        pack_panel16(rows, s.ldb, s.k, n, panel + h * panel_size);
-      }
+      if (!ready) pack_panels(b + j0 * s.ldb, cols, s.ldb, s.k, panel);
       const T* block = ready ? ready : panel;
 #if defined(__x86_64__)
       if constexpr (std::is_same_v<T, float>)
@@ -388,18 +377,7 @@ static_assert(kPanel == kPanelRows, "ops.h's panels are gemm_rows.cc's");
 
 int64_t panels_size(int64_t rows, int64_t cols) { return (rows + kPanel - 1) / kPanel * kPanel * cols; }
 
-void pack_panels(const float* w, int64_t rows, int64_t cols, float* out) {
-  for (int64_t j0 = 0; j0 < rows; j0 += kPanel) {
-    const int64_t n = std::min(kPanel, rows - j0);
-#if defined(__x86_64__)
-    if (n == kPanel && has_avx2_fma()) {
-      pack_panel16_avx2(w + j0 * cols, cols, cols, out + j0 * cols);
-      continue;
-    }
-#endif
-    pack_panel16(w + j0 * cols, cols, cols, n, out + j0 * cols);
-  }
-}
+void pack_panels(const float* w, int64_t rows, int64_t cols, float* out) { pack_panels(w, rows, cols, cols, out); }
 
 template void gemm_row_invariant<float>(const GemmShape&, const float*, const float*, float*,
                                         const float*, const GemmOptions&, RowGemmPath);

@@ -5,6 +5,7 @@
 // registers and broadcasts the other operand against them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -60,5 +61,26 @@ template <typename T>
   }
 }
 #endif
+
+// Rows src[q * ld, q * ld + k), q < rows, into panels of 16 rows, panel h
+// at out + h * k * 16 (the last one's rows past `rows` zero): whole panels
+// of 32-bit elements by AVX2 where the CPU has it, the rest one element at
+// a time; the same bytes either way.
+template <typename T>
+void pack_panels(const T* src, int64_t rows, int64_t ld, int64_t k, T* out) {
+  for (int64_t j0 = 0; j0 < rows; j0 += kPanel) {
+    const int64_t n = std::min(kPanel, rows - j0);
+#if defined(__x86_64__)
+    if constexpr (sizeof(T) == 4) {
+      static const bool avx2 = __builtin_cpu_supports("avx2");
+      if (n == kPanel && avx2) {
+        pack_panel16_avx2(src + j0 * ld, ld, k, out + j0 * k);
+        continue;
+      }
+    }
+#endif
+    pack_panel16(src + j0 * ld, ld, k, n, out + j0 * k);
+  }
+}
 
 }  // namespace tfm::ops::cpu
