@@ -48,10 +48,8 @@ void decode(Options& o) {
   const tfm::Device device = tfm::select_device(tfm::parse_device(o.device));
   std::string tokenizer;
   auto model = tfm::load_weights(o.model, device, &tokenizer, compute_dtype(o.precision, device));
-  if (o.precision == "int8")
-    model->quantize_int8();
-  else
-    model->pack_weights();  // on the CPU in f32: the decoder's GEMMs read their weights' panels
+  if (o.precision == "int8") model->quantize_int8();
+  model->pack_weights();  // on the CPU (f32, int8): the decoder's GEMMs read their weights' panels
   std::unique_ptr<tfm::Vocab> vocab;
   if (!tokenizer.empty()) vocab = std::make_unique<tfm::Vocab>(tfm::Vocab::from_bytes(tokenizer, o.model));
   tfm::TranslateOptions& t = o.translate;

@@ -117,6 +117,9 @@ const char* row_gemm_path_name(RowGemmPath path);  // "AVX-512", "AVX2", "portab
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
                const float* bias, bool relu, RowGemmPath path = RowGemmPath::best);
 RowGemmPath gemm_int8_path();  // the path `best` takes on this CPU: at most gemm_row_invariant_path()'s
+// W's quantized rows (rows, ld) as gemm_int8's panels (Int8Matrix::panels),
+// panels_size(rows, ld / 4) int32s.
+void pack_int8_panels(const int8_t* values, int64_t rows, int64_t ld, int32_t* panels);
 // One row of n values into q (ld bytes, zero past n), in [-limit, limit];
 // returns its scale, max |v| / limit (ops.h, quantize_int8; gemm_int8's rows
 // of x: kInt8InputLimit). simd false: the portable path, the same bits.

@@ -178,6 +178,12 @@ void pack_panels(const TensorView& w, float* panels) {
   cpu::pack_panels(static_cast<const float*>(w.data()), w.dim(0), w.dim(1), panels);
 }
 
+void pack_int8_panels(const int8_t* values, int64_t rows, int64_t ld, int32_t* panels) {
+  TFM_REQUIRE(rows >= 0 && ld > 0 && ld % kInt8RowAlign == 0,
+              "pack_int8_panels: {} rows of {} bytes are not quantized rows", rows, ld);
+  cpu::pack_int8_panels(values, rows, ld, panels);
+}
+
 void add(const TensorView& a, const TensorView& b, const TensorView& y, const Stream& stream) {
   require_device("add", stream, {{"a", &a}, {"b", &b}, {"y", &y}});
   require_float("add", a, "a");

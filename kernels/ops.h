@@ -337,8 +337,18 @@ struct Int8Matrix {
   const float* scales = nullptr;   // (rows)
   const int32_t* sums = nullptr;   // (rows)
   int64_t rows = 0, cols = 0, ld = 0;
+  const int32_t* panels = nullptr;  // optional: the values as pack_int8_panels laid them out,
+                                    // read instead of copying them into panels each call
 };
 inline int64_t int8_ld(int64_t cols) { return (cols + kInt8RowAlign - 1) / kInt8RowAlign * kInt8RowAlign; }
+
+// gemm_int8 copies W's rows into panels of 16 as the float GEMM does, four
+// bytes of a row as one 32-bit element. Weights quantized once can be laid
+// out so once: values (R, ld) into panels (panels_floats(R, ld / 4) int32s,
+// the last panel's rows past R zero), then Int8Matrix::panels: the same
+// bits without the copy (rows [r0, r0 + n): panels + r0 ld / 4, r0 a
+// multiple of kPanelRows).
+void pack_int8_panels(const int8_t* values, int64_t rows, int64_t ld, int32_t* panels);
 
 // The rows of w (R, C), f32 on the CPU, into values (R * ld), scales (R)
 // and sums (R):

@@ -148,6 +148,15 @@ template <int R>
   }
 }
 
+// W's rows [j0, j0 + cols) as panels: the ones packed at load
+// (Int8Matrix::panels), or copied into `room` now.
+const int32_t* w_panels(const Int8Matrix& w, int64_t j0, int64_t cols, int32_t* room) {
+  const int64_t groups = w.ld / 4;
+  if (w.panels) return w.panels + j0 * groups;
+  pack_panels(reinterpret_cast<const int32_t*>(w.values + j0 * w.ld), cols, groups, groups, room);
+  return room;
+}
+
 template <int R>
 [[gnu::target("avx2")]] void tail_avx2(const QuantizedRows& x, const int32_t* panel, const PanelColumns& pc,
                                        const Epilogue& e, float* y, int64_t ldy, int64_t i, int64_t m,
@@ -158,13 +167,13 @@ template <int R>
   }
 }
 
-// Every row of x against W's rows [j0, j0 + cols), packed into `panel`
-// (ld / 4 groups x 16 rows of four bytes, ld / 4 a multiple of 8).
+// Every row of x against W's rows [j0, j0 + cols) as a panel (ld / 4
+// groups x 16 rows of four bytes, ld / 4 a multiple of 8): W's own
+// (Int8Matrix::panels) or packed into `room`.
 [[gnu::target("avx2")]] void panel_avx2(const QuantizedRows& x, const Int8Matrix& w, const Epilogue& e,
                                         float* y, int64_t ldy, int64_t m, int64_t j0, int64_t cols,
-                                        int32_t* panel) {
-  const int64_t groups = w.ld / 4;
-  pack_panels(reinterpret_cast<const int32_t*>(w.values + j0 * w.ld), cols, groups, groups, panel);
+                                        int32_t* room) {
+  const int32_t* panel = w_panels(w, j0, cols, room);
   PanelColumns pc{};
   for (int64_t q = 0; q < cols; ++q) {
     pc.shift[q] = kShift * w.sums[j0 + q];
@@ -241,13 +250,13 @@ template <int R, int P>
   }
 }
 
-// Every row of x against W's rows [j0, j0 + cols), cols <= 32, packed into
-// two panels (`panel`, room for both) when cols > 16, else one.
+// Every row of x against W's rows [j0, j0 + cols), cols <= 32, as two
+// panels when cols > 16, else one: W's own, or packed into `room` (room
+// for both).
 [[gnu::target("avx512f,avx512bw")]] void block_avx512(const QuantizedRows& x, const Int8Matrix& w,
                                                       const Epilogue& e, float* y, int64_t ldy, int64_t m,
-                                                      int64_t j0, int64_t cols, int32_t* panel) {
-  const int64_t groups = w.ld / 4;
-  pack_panels(reinterpret_cast<const int32_t*>(w.values + j0 * w.ld), cols, groups, groups, panel);
+                                                      int64_t j0, int64_t cols, int32_t* room) {
+  const int32_t* panel = w_panels(w, j0, cols, room);
   PanelColumns pc[2] = {};
   for (int64_t h = 0; h * kPanel < cols; ++h) {
     const int64_t first = j0 + h * kPanel, n = std::min(kPanel, cols - h * kPanel);
@@ -360,6 +369,10 @@ float quantize_row_int8(const float* v, int64_t n, int8_t* q, int64_t ld, bool s
   return r.amax / top;
 }
 
+void pack_int8_panels(const int8_t* values, int64_t rows, int64_t ld, int32_t* panels) {
+  pack_panels(reinterpret_cast<const int32_t*>(values), rows, ld / 4, ld / 4, panels);
+}
+
 RowGemmPath gemm_int8_path() {
   static const RowGemmPath path = [] {
 #if defined(__x86_64__)
@@ -401,10 +414,11 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
   const bool parallel = m * w.rows * w.cols > (int64_t{1} << 19);
 #pragma omp parallel if (parallel)
   {
-    // The thread's own panels, kept from call to call.
+    // The thread's own panels, kept from call to call (none needed when W
+    // comes packed).
     thread_local std::vector<int32_t> panel;
 #if defined(__x86_64__)
-    if (simd) panel.resize(static_cast<size_t>(block / kPanel * w.ld / 4 * kPanel));
+    if (simd && !w.panels) panel.resize(static_cast<size_t>(block / kPanel * w.ld / 4 * kPanel));
 #endif
 #pragma omp for schedule(static)
     for (int64_t blk = 0; blk < blocks; ++blk) {

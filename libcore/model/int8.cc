@@ -11,20 +11,20 @@ Int8Weights::Int8Weights(const ParamLayout& layout, const TensorView& params)
   // The layout's entries lie in offset order, so the quantized rows of a
   // group lie side by side as its f32 rows do. (ops::quantize_int8 checks
   // that params are f32 on the CPU.)
-  int64_t values = 0, scales = 0;
+  int64_t value_bytes = 0, scales = 0;
   for (int id = 0; id < static_cast<int>(layout.entries().size()); ++id) {
     if (!layout.multiplied(id)) continue;
     const ParamEntry& e = layout.entry(id);
-    matrices_.push_back({e.offset, e.shape[0], e.shape[1], values, scales});
-    values += e.shape[0] * ops::int8_ld(e.shape[1]);
+    matrices_.push_back({e.offset, e.shape[0], e.shape[1], value_bytes, scales});
+    value_bytes += e.shape[0] * ops::int8_ld(e.shape[1]);
     scales += e.shape[0];
   }
-  values_.resize(static_cast<size_t>(values));
+  values_ = Tensor({std::max<int64_t>(value_bytes / 4, 1)}, DType::i32);  // ld: a multiple of 32
   scales_.resize(static_cast<size_t>(scales));
   sums_.resize(static_cast<size_t>(scales));
   for (const Matrix& m : matrices_) {
     const TensorView w(const_cast<float*>(base_) + m.offset, DType::f32, {m.rows, m.cols}, Device::cpu());
-    ops::quantize_int8(w, values_.data() + m.value_offset, ops::int8_ld(m.cols), scales_.data() + m.scale_offset,
+    ops::quantize_int8(w, values() + m.value_offset, ops::int8_ld(m.cols), scales_.data() + m.scale_offset,
                        sums_.data() + m.scale_offset);
   }
 }
@@ -50,8 +50,44 @@ ops::Int8Matrix Int8Weights::find(const TensorView& w) const {
     covered += next->rows;
   }
   const int64_t ld = ops::int8_ld(cols);
-  return {values_.data() + first.value_offset + row0 * ld, scales_.data() + first.scale_offset + row0,
-          sums_.data() + first.scale_offset + row0, rows, cols, ld};
+  ops::Int8Matrix m{values() + first.value_offset + row0 * ld, scales_.data() + first.scale_offset + row0,
+                    sums_.data() + first.scale_offset + row0, rows, cols, ld};
+  // Its panels: the view's rows all in the first matrix's run (runs hold
+  // matrices of one width that lie side by side), from a whole panel.
+  if (first.run >= 0) {
+    const Run& run = runs_[static_cast<size_t>(first.run)];
+    const int64_t at = first.run_row + row0;
+    if (at % ops::kPanelRows == 0 && at + rows <= run.rows) m.panels = panels_.data_as<int32_t>() + run.panel_offset + at * ld / 4;
+  }
+  return m;
+}
+
+void Int8Weights::pack() {
+  if (!runs_.empty()) return;
+  // Matrices lie in offset order, their quantized rows side by side: one of
+  // the last run's width extends it if that run ends on a whole panel.
+  for (size_t j = 0; j < matrices_.size(); ++j) {
+    Matrix& m = matrices_[j];
+    const Matrix* prev = j > 0 ? &matrices_[j - 1] : nullptr;
+    if (prev && prev->cols == m.cols && prev->offset + prev->rows * m.cols == m.offset &&
+        runs_.back().rows % ops::kPanelRows == 0) {
+      m.run = prev->run;
+      m.run_row = runs_.back().rows;
+      runs_.back().rows += m.rows;
+    } else {
+      m.run = static_cast<int64_t>(runs_.size());
+      m.run_row = 0;
+      runs_.push_back({m.rows, ops::int8_ld(m.cols), m.value_offset, 0});
+    }
+  }
+  int64_t words = 0;
+  for (Run& r : runs_) {
+    r.panel_offset = words;
+    words += ops::panels_floats(r.rows, r.ld / 4);
+  }
+  panels_ = Tensor({std::max<int64_t>(words, 1)}, DType::i32);
+  for (const Run& r : runs_)
+    ops::pack_int8_panels(values() + r.value_offset, r.rows, r.ld, panels_.data_as<int32_t>() + r.panel_offset);
 }
 
 }  // namespace tfm::model

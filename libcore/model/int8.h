@@ -17,6 +17,7 @@
 
 #include "kernels/ops.h"
 #include "libcore/model/params.h"
+#include "libcore/tensor.h"
 
 namespace tfm::model {
 
@@ -29,10 +30,21 @@ class Int8Weights {
 
   // The quantized form of w, a view into the buffer given at construction
   // of one matrix, or of rows of matrices that lie side by side. Throws
-  // (internal) for anything else.
+  // (internal) for anything else. With its panels (Int8Matrix::panels)
+  // once pack() has run, where its first row starts a panel.
   ops::Int8Matrix find(const TensorView& w) const;
 
-  size_t bytes() const { return values_.size() + scales_.size() * (sizeof(float) + sizeof(int32_t)); }
+  // The quantized rows laid out once more as gemm_int8's panels
+  // (ops::pack_int8_panels), which it then reads instead of copying them
+  // on every call: the same bits. Adjacent matrices of one width are packed
+  // as one run where each starts on a whole panel (attention's q, k and v),
+  // as model::PackedWeights does the f32 ones.
+  void pack();
+
+  size_t bytes() const {
+    return static_cast<size_t>(values_.numel()) * sizeof(int32_t) + scales_.size() * (sizeof(float) + sizeof(int32_t));
+  }
+  size_t packed_bytes() const { return static_cast<size_t>(panels_.numel()) * sizeof(int32_t); }
 
  private:
   struct Matrix {
@@ -40,12 +52,27 @@ class Int8Weights {
     int64_t rows, cols;
     int64_t value_offset;  // into values_ (rows of ld bytes)
     int64_t scale_offset;  // into scales_ and sums_
+    int64_t run = -1;      // its run of panels (pack)
+    int64_t run_row = 0;   // the run's row its first row is
   };
+  struct Run {
+    int64_t rows, ld;
+    int64_t value_offset;  // its first matrix's
+    int64_t panel_offset;  // into panels_
+  };
+  int8_t* values() const { return reinterpret_cast<int8_t*>(values_.data_as<int32_t>()); }
+
   const float* base_;
   std::vector<Matrix> matrices_;  // by offset
-  std::vector<int8_t> values_;
+  // The quantized rows (bytes, four an i32; rows of ld bytes, a multiple of
+  // 32) and their panels: Tensors, whose memory is on 2 MiB pages from
+  // 2 MiB (device_alloc), as the f32 weights': the GEMMs stream them every
+  // step (model/packed.h).
+  Tensor values_;
   std::vector<float> scales_;
   std::vector<int32_t> sums_;
+  std::vector<Run> runs_;
+  Tensor panels_;
 };
 
 }  // namespace tfm::model

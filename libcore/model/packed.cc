@@ -28,12 +28,10 @@ PackedWeights::PackedWeights(const ParamLayout& layout, const TensorView& params
     r.panel_offset = floats_;
     floats_ += ops::panels_floats(r.rows, r.cols);
   }
-  const size_t bytes = (sizeof(float) * static_cast<size_t>(floats_) + 63) / 64 * 64;
-  panels_.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
-  TFM_REQUIRE(panels_, "no memory for {} bytes of packed weights", bytes);
+  panels_ = Tensor({std::max<int64_t>(floats_, 1)}, DType::f32);
   for (const Run& r : runs_) {
     const TensorView w(const_cast<float*>(base_) + r.offset, DType::f32, {r.rows, r.cols}, Device::cpu());
-    ops::pack_panels(w, panels_.get() + r.panel_offset);
+    ops::pack_panels(w, panels_.data_as<float>() + r.panel_offset);
   }
 }
 
@@ -48,7 +46,7 @@ const float* PackedWeights::find(const TensorView& w) const {
   if (r.cols != cols || within % cols != 0) return nullptr;
   const int64_t row0 = within / cols;
   if (row0 % ops::kPanelRows != 0 || row0 + rows > r.rows) return nullptr;
-  return panels_.get() + r.panel_offset + row0 * cols;
+  return panels_.data_as<float>() + r.panel_offset + row0 * cols;
 }
 
 }  // namespace tfm::model

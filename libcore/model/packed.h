@@ -13,11 +13,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <vector>
 
 #include "libcore/model/params.h"
+#include "libcore/tensor.h"
 
 namespace tfm::model {
 
@@ -39,14 +38,14 @@ class PackedWeights {
     int64_t rows, cols;
     int64_t panel_offset;  // into panels_
   };
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
   const float* base_;
   std::vector<Run> runs_;  // by offset
   // 64-byte aligned, as are the panels in it (each a multiple of 16 floats):
-  // a tile's load of a panel's row is then one cache line.
-  std::unique_ptr<float, Free> panels_;
+  // a tile's load of a panel's row is then one cache line. On 2 MiB pages
+  // from 2 MiB (a Tensor's memory, device_alloc): on 4 KiB ones the TLB's
+  // misses made the packed GEMM 10-20% slower than packing each call at
+  // base's shapes (tests/bench/gemm).
+  Tensor panels_;
   int64_t floats_ = 0;
 };
 

@@ -47,13 +47,17 @@ void ModelWeights::quantize_int8() {
 }
 
 void ModelWeights::pack_weights() {
-  if (device_.is_cpu() && dtype_ == DType::f32) packed_ = std::make_unique<model::PackedWeights>(layout_, params());
+  if (int8_)
+    int8_->pack();
+  else if (device_.is_cpu() && dtype_ == DType::f32)
+    packed_ = std::make_unique<model::PackedWeights>(layout_, params());
 }
 
 std::string ModelWeights::report_with(const MemoryPlan& plan) const {
   std::string report = plan.report();
   if (int8_) report += fmt::format("; int8 weights {}", format_bytes(int8_->bytes()));
-  if (packed_) report += fmt::format("; packed weights {}", format_bytes(packed_->bytes()));
+  const size_t packed = (packed_ ? packed_->bytes() : 0) + (int8_ ? int8_->packed_bytes() : 0);
+  if (packed > 0) report += fmt::format("; packed weights {}", format_bytes(packed));
   const size_t outside = ops::library_memory_bytes(device_);
   if (outside == 0) return report;
   return fmt::format("{}; beside the plan, OpenBLAS's GEMM buffers {}", report, format_bytes(outside));

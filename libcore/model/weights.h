@@ -59,11 +59,12 @@ class ModelWeights {
   // to them are not seen.
   void quantize_int8();
   const model::Int8Weights* int8_weights() const { return int8_.get(); }
-  // Inference on the CPU in f32: the matrices copied once into the layout
-  // the decoder's GEMM reads (model/packed.h), beside the parameters (their
-  // size again), so that no step copies them. The same bits. Call it after
-  // the parameters are loaded: later changes to them are not seen. A no-op
-  // but on the CPU in f32.
+  // Inference on the CPU: the matrices copied once into the layout the
+  // decoder's GEMMs read, beside the parameters (their size again), so that
+  // no step copies them: in f32 (model/packed.h), or after quantize_int8
+  // its 8-bit rows (Int8Weights::pack). The same bits. Call it after the
+  // parameters are loaded: later changes to them are not seen. A no-op but
+  // on the CPU in f32 or int8.
   void pack_weights();
   const model::PackedWeights* packed_weights() const { return packed_.get(); }
 

@@ -431,8 +431,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_flag("--no-int8", o.no_int8, "Do not also decode with tfm's int8 weights (CPU, fp32)");
   app.add_flag("--unpacked", o.unpacked,
-               "fp32 on the CPU: the decoder's GEMMs copy their weights into panels each call (A/B of "
-               "ModelWeights::pack_weights, which tfm-decode calls)");
+               "On the CPU: the decoder's GEMMs (fp32 and int8) copy their weights into panels each call "
+               "(A/B of ModelWeights::pack_weights, which tfm-decode calls)");
   app.add_option("--reference", o.reference, "With --model: reference text of --input's lines; BLEU of each");
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
@@ -482,7 +482,7 @@ int main(int argc, char** argv) {
       model->init(1);
       model->refresh_weights();
     }
-    if (!o.unpacked) model->pack_weights();  // as tfm-decode: a no-op but on the CPU in f32
+    if (!o.unpacked) model->pack_weights();  // as tfm-decode: a no-op but on the CPU
     TFM_REQUIRE(o.reference.empty() || !o.model.empty(), "--reference goes with --model");
     // The same weights in int8, decoded in turn with fp32 (CPU).
     std::unique_ptr<ModelWeights> model8;
@@ -494,6 +494,7 @@ int main(int argc, char** argv) {
         model8->init(1);
       }
       model8->quantize_int8();
+      if (!o.unpacked) model8->pack_weights();
     }
     const std::string name = o.model.empty() ? o.preset : fs::path(o.model).filename().string();
     std::string kernel;

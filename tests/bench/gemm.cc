@@ -10,11 +10,12 @@
 // and a TSV file (--out).
 //
 // Then the decoder's products x W^T at 128 rows (32 sentences, beam 4) of
-// base and of the demo model, with no verdict: OpenBLAS, tfm's row-invariant
-// sgemm (what tfm-decode runs in fp32; on its widest path, and on AVX2
-// beside it where that is AVX-512: the same bits) and tfm's int8 GEMM
-// (--precision int8), each in GFLOP/s (int8: multiply-adds counted as float
-// ones), and int8 over row-invariant.
+// base and of the demo model, with no verdict, measured in turn: OpenBLAS,
+// tfm's row-invariant sgemm (on its widest path, and on AVX2 beside it
+// where that is AVX-512: the same bits), the same with the weight packed
+// once (what tfm-decode runs in fp32), and tfm's int8 GEMM (--precision
+// int8) with and without its packed weight, each in GFLOP/s (int8:
+// multiply-adds counted as float ones), and packed int8 over packed fp32.
 //
 //   gemm [--out FILE] [--repeats N] [--min-seconds S]
 #include <sys/wait.h>
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -90,6 +92,34 @@ double measure(const Shape3& s, int repeats, double min_seconds, F&& f) {
   }
   std::sort(rates.begin(), rates.end());
   return rates[rates.size() / 2];
+}
+
+// The rates of fs on one shape, measured in turn (round after round, each
+// call of each at least min_seconds), so that a shared machine's slow
+// moments fall on all of them alike: each one's median over the rounds.
+std::vector<double> measure_in_turn(const Shape3& s, int repeats, double min_seconds,
+                                    const std::vector<std::function<void()>>& fs) {
+  std::vector<std::vector<double>> rates(fs.size());
+  for (const auto& f : fs) f();  // warm-up
+  const double flops = 2.0 * s.m * s.n * s.k;
+  for (int r = 0; r < repeats; ++r)
+    for (size_t i = 0; i < fs.size(); ++i) {
+      int calls = 0;
+      const auto start = Clock::now();
+      double elapsed = 0;
+      do {
+        fs[i]();
+        ++calls;
+        elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      } while (elapsed < min_seconds);
+      rates[i].push_back(flops * calls / elapsed / 1e9);
+    }
+  std::vector<double> medians;
+  for (std::vector<double>& v : rates) {
+    std::sort(v.begin(), v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
 }
 
 struct Operands {
@@ -230,33 +260,48 @@ int main(int argc, char** argv) {
 
     const ops::cpu::RowGemmPath path = ops::cpu::gemm_row_invariant_path();
     const bool wide = path == ops::cpu::RowGemmPath::avx512;
-    std::printf("row-inv: tfm's row-invariant GEMM on its %s path%s\n", ops::cpu::row_gemm_path_name(path),
-                wide ? "; inv AVX2: the same on AVX2" : "");
-    std::printf("%-34s %20s %9s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv",
-                "inv AVX2", "int8", "int8/inv");
+    std::printf("row-inv: tfm's row-invariant GEMM on its %s path%s; packed: the weight in panels once "
+                "(ModelWeights::pack_weights), as tfm-decode runs\n",
+                ops::cpu::row_gemm_path_name(path), wide ? "; inv AVX2: the same on AVX2" : "");
+    std::printf("%-34s %20s %9s %9s %9s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv",
+                "inv AVX2", "packed", "int8", "int8 pk", "i8pk/pk");
     for (const Shape3& s : kDecoderShapes) {
       Operands o = operands(s);
-      ops::GemmOptions opt;
-      opt.trans_b = true;
-      const double blas_rate = measure(s, repeats, min_seconds, [&] { ops::gemm(o.a, o.b, o.c, opt, cpu); });
-      opt.row_invariant = true;
-      const double inv_rate = measure(s, repeats, min_seconds, [&] { ops::gemm(o.a, o.b, o.c, opt, cpu); });
+      ops::GemmOptions blas;
+      blas.trans_b = true;
+      ops::GemmOptions inv = blas;
+      inv.row_invariant = true;
+      Tensor panels({ops::panels_floats(s.n, s.k)}, DType::f32);  // as the model's buffers: 2 MiB pages
+      ops::pack_panels(o.b, panels.data_as<float>());
+      ops::GemmOptions packed = inv;
+      packed.packed_b = panels.data_as<float>();
       ops::detail::GemmShape shape;
       shape.m = s.m, shape.n = s.n, shape.k = s.k, shape.lda = s.k, shape.ldb = s.k, shape.ldc = s.n;
-      const double avx2_rate = !wide ? 0.0 : measure(s, repeats, min_seconds, [&] {
-        ops::cpu::gemm_row_invariant<float>(shape, o.a.data_as<float>(), o.b.data_as<float>(), o.c.data_as<float>(),
-                                            nullptr, opt, ops::cpu::RowGemmPath::avx2);
-      });
       const int64_t ld = ops::int8_ld(s.k);
       std::vector<int8_t> values(static_cast<size_t>(s.n * ld));
       std::vector<float> scales(static_cast<size_t>(s.n));
       std::vector<int32_t> sums(static_cast<size_t>(s.n));
       ops::quantize_int8(o.b, values.data(), ld, scales.data(), sums.data());
       const ops::Int8Matrix w{values.data(), scales.data(), sums.data(), s.n, s.k, ld};
-      const double int8_rate = measure(s, repeats, min_seconds, [&] { ops::gemm_int8(o.a, w, o.c, cpu); });
-      std::printf("%-34s %20s %9.1f %9.1f %9s %9.1f %8.2fx\n", s.role,
-                  fmt::format("{} x {} x {}", s.m, s.k, s.n).c_str(), blas_rate, inv_rate,
-                  wide ? fmt::format("{:.1f}", avx2_rate).c_str() : "-", int8_rate, int8_rate / inv_rate);
+      Tensor int8_panels({ops::panels_floats(s.n, ld / 4)}, DType::i32);
+      ops::pack_int8_panels(values.data(), s.n, ld, int8_panels.data_as<int32_t>());
+      ops::Int8Matrix w_packed = w;
+      w_packed.panels = int8_panels.data_as<int32_t>();
+      std::vector<std::function<void()>> fs = {
+          [&] { ops::gemm(o.a, o.b, o.c, blas, cpu); },
+          [&] { ops::gemm(o.a, o.b, o.c, inv, cpu); },
+          [&] { ops::gemm(o.a, o.b, o.c, packed, cpu); },
+          [&] { ops::gemm_int8(o.a, w, o.c, cpu); },
+          [&] { ops::gemm_int8(o.a, w_packed, o.c, cpu); }};
+      if (wide)
+        fs.push_back([&] {
+          ops::cpu::gemm_row_invariant<float>(shape, o.a.data_as<float>(), o.b.data_as<float>(),
+                                              o.c.data_as<float>(), nullptr, inv, ops::cpu::RowGemmPath::avx2);
+        });
+      const std::vector<double> r = measure_in_turn(s, repeats, min_seconds, fs);
+      std::printf("%-34s %20s %9.1f %9.1f %9s %9.1f %9.1f %9.1f %8.2fx\n", s.role,
+                  fmt::format("{} x {} x {}", s.m, s.k, s.n).c_str(), r[0], r[1],
+                  wide ? fmt::format("{:.1f}", r[5]).c_str() : "-", r[2], r[3], r[4], r[4] / r[2]);
       std::fflush(stdout);
     }
     std::printf("\nGFLOP/s (int8: its multiply-adds counted as float ones). The first table written to %s\n",

@@ -23,6 +23,7 @@
 #include "kernels/detail.h"
 #include "kernels/ops.h"
 #include "libcore/decode/search.h"
+#include "libcore/model/int8.h"
 #include "libcore/model/model_io.h"
 #include "tests/support.h"
 
@@ -157,18 +158,20 @@ TEST_CASE("decoding gives the same n-best lists and scores at batch sizes 1, 7 a
     model.init(31);
     save_model(dir.file("tiny.bin"), model);
   }
-  // fp32, fp32 with the weights packed for the CPU's decoder (the same bits
-  // as fp32: checked against its batch-1 run), int8.
-  enum class Weights { plain, packed, int8 };
-  std::vector<std::vector<Hypothesis>> plain_one;
-  for (const Weights weights : {Weights::plain, Weights::packed, Weights::int8}) {
-    const bool int8 = weights == Weights::int8;
-    INFO((int8 ? "int8" : weights == Weights::packed ? "fp32, packed weights" : "fp32"));
+  // fp32 and int8, each also with the weights packed for the CPU's decoder
+  // (the same bits: checked against the unpacked batch-1 run).
+  struct Weights {
+    bool int8, packed;
+  };
+  std::vector<std::vector<Hypothesis>> unpacked_one;
+  for (const Weights weights : {Weights{false, false}, Weights{false, true}, Weights{true, false}, Weights{true, true}}) {
+    const bool int8 = weights.int8;
+    INFO((int8 ? "int8" : "fp32") << (weights.packed ? ", packed weights" : ""));
     auto model = load_weights(dir.file("tiny.bin"), Device::cpu());
     if (int8) model->quantize_int8();
-    if (weights == Weights::packed) {
+    if (weights.packed) {
       model->pack_weights();
-      REQUIRE(model->packed_weights() != nullptr);
+      REQUIRE((int8 ? model->int8_weights()->packed_bytes() > 0 : model->packed_weights() != nullptr));
     }
     const int64_t V = model->config().vocab_size;
     std::vector<SearchRequest> requests;
@@ -214,16 +217,16 @@ TEST_CASE("decoding gives the same n-best lists and scores at batch sizes 1, 7 a
       return out;
     };
     const auto one = decode_all(1, 0);
-    if (weights == Weights::plain) plain_one = one;
-    if (weights == Weights::packed) {
-      REQUIRE(one.size() == plain_one.size());
+    if (!weights.packed) unpacked_one = one;
+    if (weights.packed) {
+      REQUIRE(one.size() == unpacked_one.size());
       for (size_t s = 0; s < one.size(); ++s) {
         INFO("sentence " << s << " against the unpacked weights");
-        REQUIRE(one[s].size() == plain_one[s].size());
+        REQUIRE(one[s].size() == unpacked_one[s].size());
         for (size_t i = 0; i < one[s].size(); ++i) {
-          CHECK(one[s][i].tokens == plain_one[s][i].tokens);
-          CHECK(one[s][i].token_log_probs == plain_one[s][i].token_log_probs);
-          CHECK(one[s][i].score == plain_one[s][i].score);
+          CHECK(one[s][i].tokens == unpacked_one[s][i].tokens);
+          CHECK(one[s][i].token_log_probs == unpacked_one[s][i].token_log_probs);
+          CHECK(one[s][i].score == unpacked_one[s][i].score);
         }
       }
     }

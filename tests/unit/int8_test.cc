@@ -29,11 +29,20 @@ struct Quantized {
   std::vector<float> scales;
   std::vector<int32_t> sums;
   int64_t rows, cols, ld;
-  ops::Int8Matrix matrix() const { return {values.data(), scales.data(), sums.data(), rows, cols, ld}; }
+  std::vector<int32_t> panels;  // packed (ops::pack_int8_panels): read instead of values' copy
+  ops::Int8Matrix matrix() const {
+    return {values.data(), scales.data(), sums.data(), rows, cols, ld, panels.empty() ? nullptr : panels.data()};
+  }
 };
 
+Quantized packed(Quantized q) {
+  q.panels.assign(static_cast<size_t>(ops::panels_floats(q.rows, q.ld / 4)), 77);  // padding must come back 0
+  ops::pack_int8_panels(q.values.data(), q.rows, q.ld, q.panels.data());
+  return q;
+}
+
 Quantized quantize(const Tensor& w) {
-  Quantized q{{}, {}, {}, w.shape()[0], w.shape()[1], ops::int8_ld(w.shape()[1])};
+  Quantized q{{}, {}, {}, w.shape()[0], w.shape()[1], ops::int8_ld(w.shape()[1]), {}};
   q.values.assign(static_cast<size_t>(q.rows * q.ld), 99);  // padding must come back 0
   q.scales.resize(static_cast<size_t>(q.rows));
   q.sums.resize(static_cast<size_t>(q.rows));
@@ -44,7 +53,7 @@ Quantized quantize(const Tensor& w) {
 // x's rows as gemm_int8 quantizes them (ops.h): to [-63, 63], written out
 // here rather than by the library's quantize_row_int8.
 Quantized quantize_input(const Tensor& x) {
-  Quantized q{{}, {}, {}, x.shape()[0], x.shape()[1], ops::int8_ld(x.shape()[1])};
+  Quantized q{{}, {}, {}, x.shape()[0], x.shape()[1], ops::int8_ld(x.shape()[1]), {}};
   q.values.assign(static_cast<size_t>(q.rows * q.ld), 0);
   const float* v = x.data_as<float>();
   for (int64_t i = 0; i < q.rows; ++i) {
@@ -140,7 +149,7 @@ TEST_CASE("quantize_int8: the AVX2 and the portable path give the same bytes and
   }
 }
 
-TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX-512, AVX2 and portable paths", "[int8]") {
+TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX-512, AVX2 and portable paths, W packed or not", "[int8]") {
   using ops::cpu::RowGemmPath;
   const RowGemmPath have = ops::cpu::gemm_int8_path();
   if (have != RowGemmPath::avx512) WARN("this CPU has no AVX-512BW: gemm_int8's AVX-512 path is not checked here");
@@ -155,13 +164,14 @@ TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX-512, AVX2 and porta
     const Tensor x = test::random({c.m, c.k}, DType::f32, ++seed, -3.0f, 3.0f);
     const Tensor w = test::random({c.n, c.k}, DType::f32, ++seed, -0.2f, 0.2f);
     const Tensor b = test::random({c.n}, DType::f32, ++seed);
-    const Quantized q = quantize(w);
+    const Quantized q = quantize(w), qp = packed(q);
     for (bool relu : {false, true}) {
       const std::vector<float> want = formula(x, q, b.data_as<float>(), relu);
       for (const RowGemmPath path : {RowGemmPath::portable, RowGemmPath::avx2, RowGemmPath::avx512}) {
         if (static_cast<int>(path) > static_cast<int>(have)) continue;
         INFO(ops::cpu::row_gemm_path_name(path) << (relu ? ", relu" : ""));
         CHECK(test::same_bits(run(x, q, &b, relu, path), want));
+        CHECK(test::same_bits(run(x, qp, &b, relu, path), want));
       }
     }
     CHECK(test::same_bits(run(x, q, nullptr, false), formula(x, q, nullptr, false)));
