@@ -8,6 +8,7 @@
 #include <exception>
 #include <mutex>
 #include <numeric>
+#include <utility>
 
 #include "libcore/error.h"
 #include "libcore/model/batch.h"
@@ -170,14 +171,14 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
     return a.token < b.token;
   });
   std::vector<Live> next;
+  next.reserve(static_cast<size_t>(W));
   for (const Proposal& p : proposals) {
-    const Live& h = s.live[static_cast<size_t>(p.live)];
-    const Live n = extended(h, first + p.live, p.token, p.token_log_prob);
+    Live n = extended(s.live[static_cast<size_t>(p.live)], first + p.live, p.token, p.token_log_prob);
     if (p.token == kEosId) {
-      finish(Live(n));
+      finish(std::move(n));
       continue;
     }
-    next.push_back(n);
+    next.push_back(std::move(n));
     if (static_cast<int64_t>(next.size()) == W) break;
   }
   s.live = std::move(next);
