@@ -593,6 +593,23 @@ int main(int argc, char** argv) {
     }
     if (!ct2_skip.empty()) std::printf("ctranslate2: not run: %s\n", ct2_skip.c_str());
     const bool has_ct2 = !c32_tps.empty();
+    // Each run's ratios, the engines having run next to each other: on a
+    // shared machine whose speed drifts, their spread says how far the
+    // table's ratio of medians can be trusted.
+    if (has_ct2 && c32_tps.size() > 1) {
+      const auto per_run = [](const std::vector<double>& a, const std::vector<double>& b) {
+        std::vector<double> r;
+        std::string text;
+        for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+          r.push_back(a[i] / b[i]);
+          text += fmt::format(" {:.2f}x", r.back());
+        }
+        return fmt::format("{} (median {:.2f}x)", text, median(r));
+      };
+      std::printf("each run's ratio, tfm over CTranslate2: f32/f32%s", per_run(tfm_tps, c32_tps).c_str());
+      if (!t8_tps.empty()) std::printf("; i8/i8%s", per_run(t8_tps, c8_tps).c_str());
+      std::printf("\n");
+    }
     const double same = has_ct2 && !o.model.empty() ? same_share(id_lines(mine), c32.hyps) : -1;
     const bool has_int8 = !t8_tps.empty();
     if (has_int8)
