@@ -57,7 +57,8 @@ ops::Int8Matrix Int8Weights::find(const TensorView& w) const {
   if (first.run >= 0) {
     const Run& run = runs_[static_cast<size_t>(first.run)];
     const int64_t at = first.run_row + row0;
-    if (at % ops::kPanelRows == 0 && at + rows <= run.rows) m.panels = panels_.data_as<int32_t>() + run.panel_offset + at * ld / 4;
+    if (at % ops::kPanelRows == 0 && at + rows <= run.rows)
+      m.panels = panels_.data_as<int32_t>() + run.panel_offset + at * ld / 4;
   }
   return m;
 }

@@ -166,8 +166,8 @@ decode -m "$M" --precision auto --device cpu "$TMP/in13" | cmp -s - "$TMP/best" 
 decode -m "$M" --precision int8 "$TMP/in13" >"$TMP/int8" || fail "--precision int8"
 [ "$(wc -l <"$TMP/int8")" -eq "$(wc -l <"$TMP/best")" ] || fail "--precision int8: not a line per input"
 decode -m "$M" --precision int8 --batch-size 1 "$TMP/in13" | cmp -s - "$TMP/int8" || fail "--precision int8: --batch-size 1 changes the output"
-"$TFM_BIN/tfm-decode" -m "$M" --precision int8 "$TMP/in13" 2>&1 >/dev/null | grep -q "int8 weights" \
-  || fail "--precision int8: the memory report does not name the int8 weights"
+"$TFM_BIN/tfm-decode" -m "$M" --precision int8 "$TMP/in13" 2>&1 >/dev/null | grep "int8 weights" | grep -q "packed weights" \
+  || fail "--precision int8: the memory report does not name the int8 weights and their panels"
 "$TFM_BIN/tfm-decode" -m "$M" "$TMP/in13" 2>&1 >/dev/null | grep -q "packed weights" \
   || fail "fp32: the memory report does not name the weights packed for the GEMM"
 # TFM_ROW_GEMM caps the CPU GEMMs' path (man tfm.7, for A/B runs): the AVX2
