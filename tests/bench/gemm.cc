@@ -72,36 +72,15 @@ using Clock = std::chrono::steady_clock;
 // Exit status when a shape falls under 80% of the reference (1 is an error).
 constexpr int kSlow = 3;
 
-// Median GFLOP/s of `repeats` timings, each running f often enough to take
-// at least min_seconds.
-template <typename F>
-double measure(const Shape3& s, int repeats, double min_seconds, F&& f) {
-  f();  // warm-up: first touch of the pages, thread pool start
-  const double flops = 2.0 * s.m * s.n * s.k;
-  std::vector<double> rates;
-  for (int r = 0; r < repeats; ++r) {
-    int calls = 0;
-    const auto start = Clock::now();
-    double elapsed = 0;
-    do {
-      f();
-      ++calls;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    } while (elapsed < min_seconds);
-    rates.push_back(flops * calls / elapsed / 1e9);
-  }
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
-}
-
-// The rates of fs on one shape, measured in turn (round after round, each
-// call of each at least min_seconds), so that a shared machine's slow
-// moments fall on all of them alike: each one's median over the rounds.
+// Median GFLOP/s of each of fs on one shape over `repeats` rounds, each
+// round timing every f in turn, running it often enough to take at least
+// min_seconds: a shared machine's slow moments then fall on all of them
+// alike.
 std::vector<double> measure_in_turn(const Shape3& s, int repeats, double min_seconds,
                                     const std::vector<std::function<void()>>& fs) {
-  std::vector<std::vector<double>> rates(fs.size());
-  for (const auto& f : fs) f();  // warm-up
+  for (const auto& f : fs) f();  // warm-up: first touch of the pages, thread pool start
   const double flops = 2.0 * s.m * s.n * s.k;
+  std::vector<std::vector<double>> rates(fs.size());
   for (int r = 0; r < repeats; ++r)
     for (size_t i = 0; i < fs.size(); ++i) {
       int calls = 0;
@@ -120,6 +99,11 @@ std::vector<double> measure_in_turn(const Shape3& s, int repeats, double min_sec
     medians.push_back(v[v.size() / 2]);
   }
   return medians;
+}
+
+// The same for one function.
+double measure(const Shape3& s, int repeats, double min_seconds, const std::function<void()>& f) {
+  return measure_in_turn(s, repeats, min_seconds, {f})[0];
 }
 
 struct Operands {
