@@ -95,8 +95,8 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
                       const TensorView& probs);
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse);
-void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
-                    const TensorView& next, const TensorView& lengths, const TensorView& slots);
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& positions,
+                    const TensorView& slots, const TensorView& next, const TensorView& lengths);
 // gemm with row_invariant (cpu/gemm_rows.cc): C = act(alpha A B^T + beta C +
 // bias) for one A (M, K) and one B (N, K), by `path`: every path gives the
 // same bits (tests compare them); one the CPU lacks runs as the best it
@@ -202,7 +202,7 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
                       const TensorView& probs, const Stream& stream);
 void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
                       const TensorView& lse, const Stream& stream);
-void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& step,
-                    int64_t row0, const TensorView& next, const TensorView& lengths,
-                    const TensorView& slots, const Stream& stream);
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& positions,
+                    const TensorView& slots, const TensorView& next, const TensorView& lengths,
+                    const Stream& stream);
 }  // namespace tfm::ops::cuda

@@ -342,11 +342,23 @@ void position_add_at(const TensorView& x, const TensorView& table, const TensorV
   const char* op = "position_add_at";
   require_device(op, stream, {{"x", &x}, {"table", &table}, {"offset", &offset}});
   require_i32(op, offset, "offset");
-  require_shape(op, offset, "offset", Shape{1}, "1");
-  if (stream.device().is_cpu()) {  // the offset is readable here: checked as position_add's
-    const int64_t at = *offset.data_as<int32_t>();
-    require_position(op, x, "x", table, "table", at);
-    if (x.numel() > 0) cpu::position_add(x, table, at);
+  TFM_REQUIRE(x.rank() == 3, "{}: x is {} but must be (B, T, D)", op, x.str());
+  TFM_REQUIRE(offset.shape() == Shape{1} || offset.shape() == Shape{x.dim(0)},
+              "{}: offset is {} but must be (1) or (B) = ({})", op, offset.str(), x.dim(0));
+  if (stream.device().is_cpu()) {  // the offsets are readable here: checked as position_add's
+    const int32_t* at = offset.data_as<int32_t>();
+    if (offset.numel() == 1) {
+      require_position(op, x, "x", table, "table", at[0]);
+      if (x.numel() > 0) cpu::position_add(x, table, at[0]);
+      return;
+    }
+    const int64_t per_b = x.dim(1) * x.dim(2);
+    for (int64_t b = 0; b < x.dim(0); ++b) {
+      const TensorView xb(static_cast<char*>(x.data()) + b * per_b * static_cast<int64_t>(dtype_size(x.dtype())),
+                          x.dtype(), {1, x.dim(1), x.dim(2)}, x.device());
+      require_position(op, xb, "x", table, "table", at[b]);
+      if (per_b > 0) cpu::position_add(xb, table, at[b]);
+    }
     return;
   }
   require_position(op, x, "x", table, "table", 0);
@@ -734,15 +746,15 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
   }
 }
 
-void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& step,
-                    int64_t row0, const TensorView& next, const TensorView& lengths,
-                    const TensorView& slots, const Stream& stream) {
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& positions,
+                    const TensorView& slots, const TensorView& next, const TensorView& lengths,
+                    const Stream& stream) {
   const char* op = "extend_history";
-  require_device(op, stream, {{"prev", &prev}, {"parents", &parents}, {"step", &step}, {"next", &next},
-                              {"lengths", &lengths}, {"slots", &slots}});
+  require_device(op, stream, {{"prev", &prev}, {"parents", &parents}, {"positions", &positions},
+                              {"slots", &slots}, {"next", &next}, {"lengths", &lengths}});
   for (const auto& [x, name] : {std::pair{&prev, "prev"}, std::pair{&parents, "parents"},
-                                std::pair{&step, "step"}, std::pair{&next, "next"},
-                                std::pair{&lengths, "lengths"}, std::pair{&slots, "slots"}})
+                                std::pair{&positions, "positions"}, std::pair{&slots, "slots"},
+                                std::pair{&next, "next"}, std::pair{&lengths, "lengths"}})
     require_i32(op, *x, name);
   TFM_REQUIRE(prev.rank() == 2, "{}: prev is {} but must be (R, T)", op, prev.str());
   TFM_REQUIRE(next.data() != prev.data(), "{}: next is prev (the rows are permuted)", op);
@@ -751,23 +763,13 @@ void extend_history(const TensorView& prev, const TensorView& parents, const Ten
               "{}: next is {} but must be (R', T) with R' >= {} and T as prev {}", op, next.str(), n,
               prev.str());
   require_shape(op, parents, "parents", Shape{n}, "N");
-  require_shape(op, step, "step", Shape{2}, "2");
-  require_shape(op, lengths, "lengths", Shape{n}, "N");
+  require_shape(op, positions, "positions", Shape{n}, "N");
   require_shape(op, slots, "slots", Shape{n}, "N");
-  TFM_REQUIRE(n <= prev.dim(0), "{}: {} parents for lists of {} rows", op, n, prev.dim(0));
-  TFM_REQUIRE(row0 >= 0, "{}: row0 is {}", op, row0);
+  require_shape(op, lengths, "lengths", Shape{n}, "N");
   if (n == 0) return;
   switch (stream.device().type) {
-    case DeviceType::cpu: {  // the step is readable here
-      const int32_t* s = step.data_as<int32_t>();
-      const int64_t t = s[0], first = int64_t{s[1]} + row0;
-      TFM_REQUIRE(t >= 0 && t < prev.dim(1), "{}: position {} is outside the lists' [0, {})", op, t,
-                  prev.dim(1));
-      TFM_REQUIRE(first >= 0 && first + n <= INT32_MAX, "{}: pool rows from {} are not i32", op, first);
-      return cpu::extend_history(prev, parents, t, first, next, lengths, slots);
-    }
-    case DeviceType::cuda:
-      TFM_CUDA_DISPATCH(extend_history(prev, parents, step, row0, next, lengths, slots, stream));
+    case DeviceType::cpu: return cpu::extend_history(prev, parents, positions, slots, next, lengths);
+    case DeviceType::cuda: TFM_CUDA_DISPATCH(extend_history(prev, parents, positions, slots, next, lengths, stream));
   }
 }
 

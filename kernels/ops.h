@@ -136,9 +136,9 @@ void embedding_backward(const TensorView& ids, const TensorView& dout, float sca
 void position_add(const TensorView& x, const TensorView& table, int64_t offset,
                   const Stream& stream);
 // The same with the offset read when the work runs: offset (1) i32 on the
-// tensors' device (a decoding step's position: one captured CUDA graph
-// serves every step). The CPU rejects positions past the table; CUDA adds
-// nothing then.
+// tensors' device, or (B), one for each b (a decoding step's positions:
+// one captured CUDA graph serves every step). The CPU rejects positions
+// past the table; CUDA adds nothing there.
 void position_add_at(const TensorView& x, const TensorView& table, const TensorView& offset,
                      const Stream& stream);
 
@@ -295,24 +295,28 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
                       const TensorView& groups, float scale, const TensorView& out,
                       const TensorView& probs, const Stream& stream);
 
-// The self-attention lists of a decoding step: row r of step t continues
-// row parents[r] of step t - 1, so it attends to its parent's first t pool
-// rows, then to its own new one, pool row slots[r]:
-//   next[r, j] = prev[parents[r], j]   (j < t)
-//   next[r, t] = slots[r] = first + r;  lengths[r] = t + 1
-// with t = step[0] and first = step[1] + row0, read when the work runs: one
-// captured CUDA graph serves every position (scatter_columns then writes
-// the step's keys and values to the slots).
-// prev (R, T) i32, T > t (rows past N are not read); next (R', T) i32,
-// R' >= N, not prev (a slice of the step's lists: the decoder's threads
-// extend their own rows); parents (N) i32, each in [0, R), unread at t = 0;
-// step (2) i32 on the tensors' device; lengths, slots (N) i32 =.
-// The CPU rejects a t outside [0, T) and a parent outside [0, R); CUDA
-// writes nothing for such a t and an empty list (-1s) for such a parent.
-// The lists stay on the device from step to step: only the parents go up.
-void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& step,
-                    int64_t row0, const TensorView& next, const TensorView& lengths,
-                    const TensorView& slots, const Stream& stream);
+// The self-attention lists of a decoding step: row r, at position
+// p = positions[r] of its sentence, continues row parents[r] of the last
+// step, so it attends to its parent's first p pool rows, then to its own
+// new one, pool row slots[r]:
+//   next[r, j] = prev[parents[r], j]   (j < p)
+//   next[r, p] = slots[r];  lengths[r] = p + 1
+// A row at position 0 (a sentence's first) reads no parent. Rows of one
+// step may be at different positions (sentences join a batch as others
+// leave it); the positions and slots are read when the work runs, so one
+// captured CUDA graph serves every step (scatter_columns then writes the
+// step's keys and values to the slots).
+// prev (R, T) i32 (rows past the last step's are not read); next (R', T)
+// i32, R' >= N, not prev (a slice of the step's lists: the decoder's
+// threads extend their own rows); parents, positions, slots (N) i32 on the
+// tensors' device; lengths (N) i32 =. The CPU rejects a position outside
+// [0, T) and, past position 0, a parent outside [0, R); CUDA writes
+// nothing for such a position and an empty list (-1s) for such a parent.
+// The lists stay on the device from step to step: only the rows' parents,
+// positions and slots go up.
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& positions,
+                    const TensorView& slots, const TensorView& next, const TensorView& lengths,
+                    const Stream& stream);
 
 // The k most likely next tokens of each row of logits, and its normalizer:
 //   lse[n] = log sum_v exp(logits[n, v])

@@ -546,22 +546,25 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
   });
 }
 
-void extend_history(const TensorView& prev, const TensorView& parents, int64_t t, int64_t first,
-                    const TensorView& next, const TensorView& lengths, const TensorView& slots) {
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& positions,
+                    const TensorView& slots, const TensorView& next, const TensorView& lengths) {
   const int64_t n = parents.numel(), rows = prev.dim(0), cols = prev.dim(1);
   const int32_t* par = parents.data_as<int32_t>();
-  if (t > 0)
-    for (int64_t r = 0; r < n; ++r)
-      TFM_REQUIRE(par[r] >= 0 && par[r] < rows, "extend_history: parents[{}] is {}, outside [0, {})",
-                  r, par[r], rows);
+  const int32_t* pos = positions.data_as<int32_t>();
+  for (int64_t r = 0; r < n; ++r) {
+    TFM_REQUIRE(pos[r] >= 0 && pos[r] < cols, "extend_history: positions[{}] is {}, outside the lists' [0, {})", r,
+                pos[r], cols);
+    TFM_REQUIRE(pos[r] == 0 || (par[r] >= 0 && par[r] < rows),
+                "extend_history: parents[{}] is {}, outside [0, {})", r, par[r], rows);
+  }
   const int32_t* from = prev.data_as<int32_t>();
+  const int32_t* slot = slots.data_as<int32_t>();
   int32_t* to = next.data_as<int32_t>();
   int32_t* len = lengths.data_as<int32_t>();
-  int32_t* slot = slots.data_as<int32_t>();
   for (int64_t r = 0; r < n; ++r) {
-    if (t > 0) std::copy_n(from + par[r] * cols, t, to + r * cols);
-    to[r * cols + t] = slot[r] = static_cast<int32_t>(first + r);
-    len[r] = static_cast<int32_t>(t + 1);
+    if (pos[r] > 0) std::copy_n(from + par[r] * cols, pos[r], to + r * cols);
+    to[r * cols + pos[r]] = slot[r];
+    len[r] = pos[r] + 1;
   }
 }
 

@@ -300,40 +300,39 @@ __global__ void log_softmax_topk_kernel(const T* logits, int64_t vocab, int64_t 
   }
 }
 
-// One thread per (row, position < T), t and the first pool row read from
-// step: a parent outside [0, R) copies no list (its entries become -1,
-// which attention_gather reads as empty keys); a t outside [0, T) writes
-// nothing.
-__global__ void extend_history_kernel(const int32_t* prev, const int32_t* parents, const int32_t* step,
-                                      int64_t row0, int64_t n, int64_t rows, int64_t cols,
-                                      int32_t* next, int32_t* lengths, int32_t* slots) {
-  const int64_t t = step[0], first = int64_t{step[1]} + row0;
-  if (t < 0 || t >= cols) return;
-  const int64_t total = n * (t + 1);
+// One thread per (row, list entry < T), each row's position p and pool row
+// read from the upload: entries past p are left alone; a parent outside
+// [0, R) copies no list (its entries become -1, which attention_gather reads
+// as empty keys); a p outside [0, T) writes nothing.
+__global__ void extend_history_kernel(const int32_t* prev, const int32_t* parents, const int32_t* positions,
+                                      const int32_t* slots, int64_t n, int64_t rows, int64_t cols,
+                                      int32_t* next, int32_t* lengths) {
+  const int64_t total = n * cols;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / (t + 1), j = i - r * (t + 1);
-    if (j == t) {
-      next[r * cols + t] = slots[r] = static_cast<int32_t>(first + r);
-      lengths[r] = static_cast<int32_t>(t + 1);
+    const int64_t r = i / cols, j = i - r * cols, p = positions[r];
+    if (p < 0 || p >= cols || j > p) continue;
+    if (j == p) {
+      next[r * cols + p] = slots[r];
+      lengths[r] = static_cast<int32_t>(p + 1);
     } else {
-      const int64_t p = parents[r];
-      next[r * cols + j] = p >= 0 && p < rows ? prev[p * cols + j] : -1;
+      const int64_t parent = parents[r];
+      next[r * cols + j] = parent >= 0 && parent < rows ? prev[parent * cols + j] : -1;
     }
   }
 }
 
 }  // namespace
 
-void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& step,
-                    int64_t row0, const TensorView& next, const TensorView& lengths,
-                    const TensorView& slots, const Stream& stream) {
-  // A grid for the longest t the lists allow: t is known only on the device.
+void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& positions,
+                    const TensorView& slots, const TensorView& next, const TensorView& lengths,
+                    const Stream& stream) {
+  // A grid for the longest list: the positions are known only on the device.
   const int64_t n = parents.numel();
   extend_history_kernel<<<grid_for(n * prev.dim(1)), kThreads, 0, native(stream)>>>(
-      prev.data_as<int32_t>(), parents.data_as<int32_t>(), step.data_as<int32_t>(), row0, n,
-      prev.dim(0), prev.dim(1), next.data_as<int32_t>(), lengths.data_as<int32_t>(),
-      slots.data_as<int32_t>());
+      prev.data_as<int32_t>(), parents.data_as<int32_t>(), positions.data_as<int32_t>(),
+      slots.data_as<int32_t>(), n, prev.dim(0), prev.dim(1), next.data_as<int32_t>(),
+      lengths.data_as<int32_t>());
   TFM_CHECK_LAUNCH();
 }
 

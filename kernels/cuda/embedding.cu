@@ -48,20 +48,21 @@ __global__ void add_accumulator_kernel(FloatRef dtable, const float* acc, int64_
 }
 
 // x[b, t, :] += table[offset + t, :], x (B, T, D); the offset read from
-// offset_at where that is given (nothing added if the rows pass the
-// table's p_len).
+// offset_at where that is given, offset_at[b] with stride 1 (nothing added
+// to an entry whose rows pass the table's p_len).
 template <typename T>
 __global__ void position_add_kernel(T* x, FloatRef table, int64_t t_len, int64_t d,
-                                    int64_t offset, const int32_t* offset_at, int64_t p_len,
-                                    int64_t total) {
-  if (offset_at) {
-    offset = *offset_at;
-    if (offset < 0 || offset + t_len > p_len) return;
-  }
+                                    int64_t offset, const int32_t* offset_at, int64_t offset_stride,
+                                    int64_t p_len, int64_t total) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t td = i % (t_len * d);  // t * D + col
-    x[i] = from_float<T>(to_float(x[i]) + table.load(offset * d + td));
+    int64_t at = offset;
+    if (offset_at) {
+      at = offset_at[i / (t_len * d) * offset_stride];  // b's offset, or the one offset (stride 0)
+      if (at < 0 || at + t_len > p_len) continue;
+    }
+    x[i] = from_float<T>(to_float(x[i]) + table.load(at * d + td));
   }
 }
 
@@ -134,7 +135,7 @@ void position_add(const TensorView& x, const TensorView& table, int64_t offset,
   with_storage_type(x.dtype(), "position_add", [&](auto t) {
     using T = decltype(t);
     position_add_kernel<T><<<grid_for(total), kThreads, 0, native(stream)>>>(
-        static_cast<T*>(x.data()), tab, t_len, d, offset, nullptr, table.dim(0), total);
+        static_cast<T*>(x.data()), tab, t_len, d, offset, nullptr, 0, table.dim(0), total);
     TFM_CHECK_LAUNCH();
   });
 }
@@ -146,7 +147,8 @@ void position_add_at(const TensorView& x, const TensorView& table, const TensorV
   with_storage_type(x.dtype(), "position_add_at", [&](auto t) {
     using T = decltype(t);
     position_add_kernel<T><<<grid_for(total), kThreads, 0, native(stream)>>>(
-        static_cast<T*>(x.data()), tab, t_len, d, 0, offset.data_as<int32_t>(), table.dim(0), total);
+        static_cast<T*>(x.data()), tab, t_len, d, 0, offset.data_as<int32_t>(), offset.numel() > 1 ? 1 : 0,
+        table.dim(0), total);
     TFM_CHECK_LAUNCH();
   });
 }

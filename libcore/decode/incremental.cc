@@ -20,15 +20,17 @@ namespace tfm {
 using model::prefix;
 
 struct IncrementalDecoder::Ids {
-  // io: the batch's sources and index tables; the step's rows and
-  // position, uploaded together as [tokens | sentences | parents | t, t R]
-  // (N each, then kStepWords); the self-attention lists, (rows, steps)
-  // twice (a step reads one and writes the other), and the pool rows of the
-  // step's keys and values (slots); the top k, downloaded together as
-  // [values (N, k) | ids (N, k)]. Every table of a step is planned at the
-  // limits' size, so a step's graph (StreamGraph) holds for every batch.
-  int src, enc_groups, enc_index, enc_lengths;
-  int step_rows, history[2], self_lengths, self_groups, slots, top;
+  // io: an admission's sources and the encoder's index tables, the pool
+  // rows of its sources' keys and values (cross_slots); the cross-attention
+  // tables of every slot; the step's rows, uploaded together as [tokens |
+  // sentences | parents | positions | slots] (N each: the pool rows of the
+  // step's keys and values last); the self-attention lists, (rows, steps)
+  // twice (a step reads one and writes the other); the top k, downloaded
+  // together as [values (N, k) | ids (N, k)]. Every table of a step is
+  // planned at the limits' size, so a step's graph (StreamGraph) holds for
+  // every step.
+  int src, enc_groups, enc_index, enc_lengths, cross_slots, cross_index, cross_lengths;
+  int step_rows, history[2], self_lengths, self_groups, top;
   // kv-cache, per decoder layer
   std::vector<int> pool_k, pool_v, cross_k, cross_v;
   // activations, shared by the encoder (source tokens) and the decoder (rows)
@@ -47,9 +49,10 @@ HostStaging::Part part(const TensorView& buffer, const std::vector<int32_t>& val
 // The rows a step computes on a GPU for N live rows, CUDA graphs being
 // kept by row count (StreamGraph): N rounded up to a quarter of the power
 // of two below it (to 8 at least), at most `most`. The extra rows decode
-// dummies (token 0 of sentence 0, continuing row 0) that no live row reads:
-// every op computes each row alone. At most 25% more rows (N = 513 runs
-// 640), and a handful of graphs a run instead of one capture a step.
+// dummies (token 0 of slot 0 at position 0, pool row -1, which
+// scatter_columns skips on CUDA) that no live row reads: every op computes
+// each row alone. At most 25% more rows (N = 513 runs 640), and a handful
+// of graphs a run instead of one capture a step.
 int64_t graph_rows(int64_t n, int64_t most) {
   int64_t below = 1;
   while (below * 2 < n) below *= 2;
@@ -57,7 +60,7 @@ int64_t graph_rows(int64_t n, int64_t most) {
   return std::min((n + unit - 1) / unit * unit, most);
 }
 
-constexpr int64_t kStepWords = 2;  // t and t R after a step's rows
+constexpr int64_t kStepTables = 5;  // a step's upload: tokens, sentences, parents, positions, slots
 
 // n i32 values at element `at` of an i32 buffer.
 TensorView slice(const TensorView& buffer, int64_t at, int64_t n) {
@@ -135,12 +138,14 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   i.enc_groups = io("source.groups", src);
   i.enc_index = io("source.index", l.sentences * l.src_len);
   i.enc_lengths = io("source.lengths", l.sentences);
-  i.step_rows = io("step.rows", 3 * l.rows + kStepWords);
+  i.cross_slots = io("source.slots", src);
+  i.cross_index = io("cross.index", l.sentences * l.src_len);
+  i.cross_lengths = io("cross.lengths", l.sentences);
+  i.step_rows = io("step.rows", kStepTables * l.rows);
   i.history[0] = io("self.lists.0", l.rows * l.steps);
   i.history[1] = io("self.lists.1", l.rows * l.steps);
   i.self_lengths = io("self.lengths", l.rows);
   i.self_groups = io("self.groups", l.rows);
-  i.slots = io("self.slots", l.rows);
   const int64_t stat_words = static_cast<int64_t>(dtype_size(st) / sizeof(int32_t));
   i.top = io("top", l.rows * l.top_k * (stat_words + 1));
   for (int64_t layer = 0; layer < c.layers; ++layer) {
@@ -172,10 +177,10 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   mem_ = std::make_unique<PlannedMemory>(plan_, model.device(),
                                          std::initializer_list<MemoryKind>{MemoryKind::io, MemoryKind::activations},
                                          model.stream());
-  // The largest upload: encode()'s sources and groups (src each), index
-  // and lengths, or a step's rows and position.
+  // The largest upload: encode()'s sources, groups and pool rows (src
+  // each), its index and lengths and the cross-attention's, or a step's rows.
   staging_ = std::make_unique<HostStaging>(
-      static_cast<size_t>(std::max(2 * src + l.sentences * (l.src_len + 1), 3 * l.rows + kStepWords)) *
+      static_cast<size_t>(std::max(3 * src + 2 * l.sentences * (l.src_len + 1), kStepTables * l.rows)) *
           sizeof(int32_t),
       model.stream());
   std::vector<int32_t> iota(static_cast<size_t>(l.rows));
@@ -191,6 +196,10 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
     positions_ = Tensor(table.shape(), pt, model.device());
     copy(positions_, table, model.stream());
   }
+  slots_.resize(static_cast<size_t>(l.sentences));
+  cross_index_.assign(static_cast<size_t>(l.sentences * l.src_len), 0);
+  cross_lengths_.assign(static_cast<size_t>(l.sentences), 0);
+  release_all();
 }
 
 IncrementalDecoder::~IncrementalDecoder() = default;
@@ -260,8 +269,38 @@ TensorView IncrementalDecoder::final_norm(NormIds norm, const TensorView& y, Row
   return out;
 }
 
+// Every slot and pool row free; no step run.
+void IncrementalDecoder::release_all() {
+  const DecoderLimits& l = limits_;
+  for (Slot& slot : slots_) slot = Slot{};
+  // Taken from the back: the lowest rows first.
+  cross_free_.resize(static_cast<size_t>(l.src_tokens));
+  std::iota(cross_free_.rbegin(), cross_free_.rend(), 0);
+  self_free_.resize(static_cast<size_t>(l.cache_rows));
+  std::iota(self_free_.rbegin(), self_free_.rend(), 0);
+  std::fill(cross_lengths_.begin(), cross_lengths_.end(), 0);
+  last_sentence_.clear();
+  last_position_.clear();
+  N_ = 0;
+  S_ = 0;
+}
+
 void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources, int64_t rows,
                                int64_t steps) {
+  const DecoderLimits& l = limits_;
+  TFM_REQUIRE(rows >= 1 && rows <= l.rows && steps >= 1 && steps <= l.steps && steps * rows <= l.cache_rows,
+              "a batch of {} rows over {} positions is over the plan ({} rows, {} positions, "
+              "{} cache rows)",
+              rows, steps, l.rows, l.steps, l.cache_rows);
+  release_all();
+  admit(sources);
+}
+
+int64_t IncrementalDecoder::free_slots() const {
+  return std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.taken; });
+}
+
+std::vector<int32_t> IncrementalDecoder::admit(const std::vector<std::vector<int32_t>>& sources) {
   const int64_t B = static_cast<int64_t>(sources.size());
   int64_t S = 0;
   for (const auto& s : sources) {
@@ -269,72 +308,106 @@ void IncrementalDecoder::start(const std::vector<std::vector<int32_t>>& sources,
     S = std::max<int64_t>(S, static_cast<int64_t>(s.size()));
   }
   const DecoderLimits& l = limits_;
-  TFM_REQUIRE(B >= 1 && B <= l.sentences && S <= l.src_len && B * S <= l.src_tokens,
+  TFM_REQUIRE(B >= 1 && B <= free_slots() && S <= l.src_len && B * S <= std::min(l.src_tokens, free_source_rows()),
               "a batch of {} sentences of up to {} tokens is over the planned {} sentences, "
-              "{} tokens a sentence and {} source tokens",
-              B, S, l.sentences, l.src_len, l.src_tokens);
-  const int64_t R = rows;
-  TFM_REQUIRE(rows >= 1 && rows <= l.rows && steps >= 1 && steps <= l.steps &&
-                  steps * R <= l.cache_rows,
-              "a batch of {} rows over {} positions is over the plan ({} rows, {} positions, "
-              "{} cache rows)",
-              rows, steps, l.rows, l.steps, l.cache_rows);
-  B_ = B;
-  S_ = S;
-  R_ = R;
-  rows_ = rows;
-  T_ = steps;
-  N_ = 0;
-  t_ = 0;
+              "{} tokens a sentence and {} source tokens ({} sentences and {} source tokens free)",
+              B, S, l.sentences, l.src_len, l.src_tokens, free_slots(), free_source_rows());
+  const ModelConfig& c = model_.config();
+  for (const auto& s : sources)
+    for (int32_t id : s)
+      TFM_REQUIRE(id >= 0 && id < c.vocab_size, "source id {} is outside the vocabulary [0, {})", id,
+                  c.vocab_size);
+  // Slots, the lowest free first, and S source rows each (padding too: the
+  // encoder computes it, and it is released with the sentence).
+  std::vector<int32_t> taken;
+  for (int32_t slot = 0; static_cast<int64_t>(taken.size()) < B; ++slot) {
+    Slot& st = slots_[static_cast<size_t>(slot)];
+    if (st.taken) continue;
+    st = Slot{};
+    st.taken = true;
+    st.length = static_cast<int64_t>(sources[taken.size()].size());
+    for (int64_t j = 0; j < S; ++j) {
+      st.source_rows.push_back(cross_free_.back());
+      cross_free_.pop_back();
+    }
+    std::copy(st.source_rows.begin(), st.source_rows.end(), cross_index_.begin() + slot * l.src_len);
+    cross_lengths_[static_cast<size_t>(slot)] = static_cast<int32_t>(st.length);
+    S_ = std::max(S_, st.length);
+    taken.push_back(slot);
+  }
   const auto start = std::chrono::steady_clock::now();
-  encode(sources);
+  encode(sources, taken);
   start_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return taken;
 }
 
-// The encoder over the batch (B, S), then each decoder layer's projection of
-// its output into the cross-attention pools. Attention reads only a
-// sentence's own tokens (groups), so padding never enters a sentence's sums.
-void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources) {
-  const ModelConfig& c = model_.config();
+void IncrementalDecoder::release(int32_t s) {
+  TFM_REQUIRE(s >= 0 && s < static_cast<int32_t>(slots_.size()) && slots_[static_cast<size_t>(s)].taken,
+              "release: sentence slot {} is not taken", s);
+  Slot& slot = slots_[static_cast<size_t>(s)];
+  cross_free_.insert(cross_free_.end(), slot.source_rows.rbegin(), slot.source_rows.rend());
+  self_free_.insert(self_free_.end(), slot.cache_rows.rbegin(), slot.cache_rows.rend());
+  cross_lengths_[static_cast<size_t>(s)] = 0;
+  slot = Slot{};
+  S_ = 0;
+  for (const Slot& other : slots_) S_ = std::max(S_, other.length);
+}
+
+// The encoder over the admitted sentences (B, S), then each decoder layer's
+// projection of its output into the cross-attention pools, at the slots'
+// source rows. Attention reads only a sentence's own tokens (groups), so
+// padding never enters a sentence's sums.
+void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources, const std::vector<int32_t>& slots) {
   const Ids& i = *ids_;
-  const int64_t B = B_, S = S_, M = B * S, Ls = limits_.src_len;
-  // The index (sentences, Ls) and the lengths of every planned sentence (0
-  // past the batch's): the decoder's steps read them at the limits' size.
-  std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M));
+  const int64_t B = static_cast<int64_t>(sources.size()), Ls = limits_.src_len;
+  int64_t S = 0;
+  for (const auto& s : sources) S = std::max<int64_t>(S, static_cast<int64_t>(s.size()));
+  const int64_t M = B * S;
+  // The encoder's index (sentences, Ls) and lengths of every planned
+  // sentence (0 past this admission's), as its attention reads them.
+  std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M)), rows(static_cast<size_t>(M));
   std::vector<int32_t> index(static_cast<size_t>(B * Ls), -1), lengths(static_cast<size_t>(limits_.sentences), 0);
   for (int64_t b = 0; b < B; ++b) {
     const auto& s = sources[static_cast<size_t>(b)];
-    for (int32_t id : s)
-      TFM_REQUIRE(id >= 0 && id < c.vocab_size, "source id {} is outside the vocabulary [0, {})",
-                  id, c.vocab_size);
     std::copy(s.begin(), s.end(), src.begin() + b * S);
     lengths[static_cast<size_t>(b)] = static_cast<int32_t>(s.size());
+    const Slot& slot = slots_[static_cast<size_t>(slots[static_cast<size_t>(b)])];
     for (int64_t j = 0; j < S; ++j) {
       groups[static_cast<size_t>(b * S + j)] = static_cast<int32_t>(b);
       index[static_cast<size_t>(b * Ls + j)] = static_cast<int32_t>(b * S + j);
+      rows[static_cast<size_t>(b * S + j)] = slot.source_rows[static_cast<size_t>(j)];
     }
   }
-  const HostStaging::Part tables[] = {part(view(i.src), src), part(view(i.enc_groups), groups),
-                                      part(view(i.enc_index), index),
-                                      part(view(i.enc_lengths), lengths)};
+  // The cross-attention tables: only the admitted slots' rows and lengths
+  // (a step reads no other slot's that has changed).
+  std::vector<HostStaging::Part> tables = {part(view(i.src), src), part(view(i.enc_groups), groups),
+                                           part(view(i.enc_index), index), part(view(i.enc_lengths), lengths),
+                                           part(view(i.cross_slots), rows)};
+  for (int32_t slot : slots) {
+    const auto at = static_cast<size_t>(slot);
+    tables.emplace_back(slice(view(i.cross_index), slot * Ls, S),
+                        std::span<const int32_t>(cross_index_.data() + at * static_cast<size_t>(Ls), static_cast<size_t>(S)));
+    tables.emplace_back(slice(view(i.cross_lengths), slot, 1), std::span<const int32_t>(cross_lengths_.data() + at, 1));
+  }
   staging_->upload(tables);
   // Sentences are padded to S rows each, so an even split of them is an
   // even split of the work (cpu_parts); a thread's attention reads only
   // its own sentences' rows.
   const int threads = cpu_parts(M);
   const int parts = static_cast<int>(std::min<int64_t>(threads, B));
-  if (parts == 1) return encode_rows(0, B);
-  for_parts(parts, [&](int p) { encode_rows(B * p / parts, B * (p + 1) / parts); });
+  if (parts == 1) return encode_rows(0, B, B, S);
+  for_parts(parts, [&](int p) { encode_rows(B * p / parts, B * (p + 1) / parts, B, S); });
 }
 
-// The encoder and the cross-attention pools for sentences [b0, b1) of the
-// batch (rows b0 S .. b1 S), its tables uploaded.
-void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1) {
+// The encoder and the cross-attention pools for sentences [b0, b1) of an
+// admission of B sentences padded to S (rows b0 S .. b1 S), its tables
+// uploaded.
+void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1, int64_t B, int64_t S) {
   const ModelConfig& c = model_.config();
   const ParamLayout& L = model_.layout();
   const Stream& st = model_.stream();
   const Ids& i = *ids_;
-  const int64_t B = B_, S = S_, M = B * S, H = c.heads, D = c.d_model;
+  const int64_t M = B * S, H = c.heads, D = c.d_model;
   const int64_t HK = H * c.d_k, HE = H * c.d_v;
   const RowSpan r{b0 * S, (b1 - b0) * S};
   const TensorView enc_index = prefix(view(i.enc_index), {B, limits_.src_len});
@@ -375,50 +448,74 @@ void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1) {
     const TensorView kv(gemm_view(i.qkv, r, 2 * HK + HE).data(), model_.dtype(), {r.count, HK + HE},
                         model_.device());
     model::linear_forward(m, y, model::joined(m, w.k, w.v), kv);
-    ops::copy_columns(kv, 0, gemm_view(i.cross_k[static_cast<size_t>(layer)], r, HK), st);
-    ops::copy_columns(kv, HK, gemm_view(i.cross_v[static_cast<size_t>(layer)], r, HE), st);
+    const TensorView rows = slice(view(i.cross_slots), r.first, r.count);
+    ops::scatter_columns(kv, 0, rows, view(i.cross_k[static_cast<size_t>(layer)]), st);
+    ops::scatter_columns(kv, HK, rows, view(i.cross_v[static_cast<size_t>(layer)]), st);
   }
 }
 
 void IncrementalDecoder::step(const std::vector<Row>& rows) {
   const ModelConfig& c = model_.config();
   const Ids& i = *ids_;
-  const int64_t N = static_cast<int64_t>(rows.size()), t = t_, T = T_;
-  TFM_REQUIRE(B_ > 0, "step before start: no batch is encoded");
-  TFM_REQUIRE(N >= 1 && N <= rows_, "step of {} rows: the batch was started for {} rows", N, rows_);
-  TFM_REQUIRE(t < T, "step {} is past the {} positions the batch was started for", t + 1, T);
+  const DecoderLimits& l = limits_;
+  const int64_t N = static_cast<int64_t>(rows.size());
+  TFM_REQUIRE(N >= 1 && N <= l.rows, "step of {} rows: the decoder was planned for {} rows", N, l.rows);
+  TFM_REQUIRE(N <= free_cache_rows(), "step of {} rows: {} self-attention pool rows are free of {} planned", N,
+              free_cache_rows(), l.cache_rows);
   const auto start = std::chrono::steady_clock::now();
 
   // On a GPU the step runs for n >= N rows (graph_rows), a graph kept for
-  // each (n, t's parity): the kernels read the rows and the position from
-  // the upload, [tokens | sentences | parents | t, t R] (n each, then
-  // kStepWords); the self-attention lists grow on the device
-  // (extend_history), one position a step. Rows past N stay 0s: dummies.
-  // With graphs off too, so that cuBLASLt sees the same shapes (it picks
-  // its algorithm by the row count) and a row gets the same bits.
-  const int64_t n = model_.device().is_cuda() ? graph_rows(N, rows_) : N;
-  std::vector<int32_t> up(static_cast<size_t>(3 * n + kStepWords), 0);
+  // each (n, the step's parity): the kernels read the rows from the
+  // upload, [tokens | sentences | parents | positions | slots] (n each);
+  // the self-attention lists grow on the device (extend_history). Rows
+  // past N are dummies (graph_rows). With graphs off too, so that cuBLASLt
+  // sees the same shapes (it picks its algorithm by the row count) and a
+  // row gets the same bits.
+  const int64_t n = model_.device().is_cuda() ? graph_rows(N, l.rows) : N;
+  std::vector<int32_t> up(static_cast<size_t>(kStepTables * n), 0);
+  std::vector<int32_t> sentence(static_cast<size_t>(N)), position(static_cast<size_t>(N));
   for (int64_t r = 0; r < N; ++r) {
     const Row& row = rows[static_cast<size_t>(r)];
     TFM_REQUIRE(row.token >= 0 && row.token < c.vocab_size,
                 "token id {} is outside the vocabulary [0, {})", row.token, c.vocab_size);
-    TFM_REQUIRE(row.sentence >= 0 && row.sentence < B_, "row {} reads sentence {} of a batch of {}",
-                r, row.sentence, B_);
-    TFM_REQUIRE(t == 0 || (row.parent >= 0 && row.parent < N_),
-                "row {} continues row {} of a step of {} rows", r, row.parent, N_);
+    TFM_REQUIRE(row.sentence >= 0 && row.sentence < l.sentences && slots_[static_cast<size_t>(row.sentence)].taken,
+                "row {} reads sentence slot {}, which holds no sentence", r, row.sentence);
+    const Slot& slot = slots_[static_cast<size_t>(row.sentence)];
+    int32_t p = 0;
+    if (slot.stepped) {
+      TFM_REQUIRE(row.parent >= 0 && row.parent < N_ && last_sentence_[static_cast<size_t>(row.parent)] == row.sentence,
+                  "row {} of sentence slot {} continues row {}, not one of its sentence's in the last step", r,
+                  row.sentence, row.parent);
+      p = last_position_[static_cast<size_t>(row.parent)] + 1;
+      TFM_REQUIRE(p < l.steps, "row {} would decode position {}, past the {} planned", r, p + 1, l.steps);
+    }
+    sentence[static_cast<size_t>(r)] = row.sentence;
+    position[static_cast<size_t>(r)] = p;
     up[static_cast<size_t>(r)] = row.token;
     up[static_cast<size_t>(n + r)] = row.sentence;
-    up[static_cast<size_t>(2 * n + r)] = t > 0 ? row.parent : 0;
+    up[static_cast<size_t>(2 * n + r)] = slot.stepped ? row.parent : 0;
+    up[static_cast<size_t>(3 * n + r)] = p;
   }
-  up[static_cast<size_t>(3 * n)] = static_cast<int32_t>(t);
-  up[static_cast<size_t>(3 * n + 1)] = static_cast<int32_t>(t * R_);
+  // Each row's keys and values go to a free pool row, its sentence's
+  // until released.
+  for (int64_t r = 0; r < N; ++r) {
+    const int32_t pool_row = self_free_.back();
+    self_free_.pop_back();
+    slots_[static_cast<size_t>(sentence[static_cast<size_t>(r)])].cache_rows.push_back(pool_row);
+    up[static_cast<size_t>(4 * n + r)] = pool_row;
+  }
+  for (int64_t r = N; r < n; ++r) up[static_cast<size_t>(4 * n + r)] = -1;  // dummies write nothing
+  for (const Row& row : rows) slots_[static_cast<size_t>(row.sentence)].stepped = true;
   const HostStaging::Part parts[] = {part(view(i.step_rows), up)};
   staging_->upload(parts);
   // The rest only queues kernels, on a GPU as one graph.
-  const int parity = static_cast<int>(t % 2);
+  const int parity = static_cast<int>(steps_run_ % 2);
   graph_->run(2 * n + parity, [&] { queue_step(n, parity); });
+  last_sentence_ = std::move(sentence);
+  last_position_ = std::move(position);
   N_ = N;
-  ++t_;
+  ++steps_run_;
+  rows_fed_ += N;
   lse_ready_ = false;
   step_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -481,12 +578,12 @@ void IncrementalDecoder::queue_step(int64_t N, int parity) {
   for (double& share : shares_) share /= sum;
 }
 
-// Rows r of a step of N, its rows and position uploaded: the whole step
-// for those rows alone (queue_step). Every view is of the limits' size, and
-// what changes from step to step is read from the upload (the position)
-// or from the device (the lists and the slots that extend_history writes),
-// so that a graph of this work holds for every step of N rows of this
-// parity in every batch.
+// Rows r of a step of N, its rows uploaded: the whole step for those rows
+// alone (queue_step). Every view is of the limits' size, and what changes
+// from step to step is read from the upload (the rows' positions and pool
+// rows) or from the device (the lists extend_history writes, the
+// cross-attention tables admit() uploads), so that a graph of this work
+// holds for every step of N rows of this parity.
 void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
   const ModelConfig& c = model_.config();
   const ParamLayout& L = model_.layout();
@@ -497,26 +594,24 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
   const int64_t n = r.count;
   const TensorView rows_up = view(i.step_rows);
   const TensorView tokens = slice(rows_up, r.first, n), cross_groups = slice(rows_up, N + r.first, n);
-  const TensorView step = slice(rows_up, 3 * N, kStepWords);  // [t, t R]
+  const TensorView positions = slice(rows_up, 3 * N + r.first, n);
   // The lists of these rows: (n, steps) from row r.first, read as groups
   // 0..n-1; their new keys and values go to pool rows `slots`.
   const TensorView prev = prefix(view(i.history[parity]), {l.rows, l.steps});
   const TensorView self_index = model::rows(prefix(view(i.history[1 - parity]), {l.rows, l.steps}), r.first, n);
   const TensorView self_lengths = slice(view(i.self_lengths), r.first, n);
-  const TensorView slots = slice(view(i.slots), r.first, n);
-  ops::extend_history(prev, slice(rows_up, 2 * N + r.first, n), step, r.first, self_index, self_lengths,
-                      slots, st);
+  const TensorView slots = slice(rows_up, 4 * N + r.first, n);
+  ops::extend_history(prev, slice(rows_up, 2 * N + r.first, n), positions, slots, self_index, self_lengths, st);
   const TensorView self_groups = prefix(view(i.self_groups), {n});
-  const TensorView enc_index = prefix(view(i.enc_index), {l.sentences, l.src_len});
-  const TensorView enc_lengths = view(i.enc_lengths);
+  const TensorView cross_index = prefix(view(i.cross_index), {l.sentences, l.src_len});
+  const TensorView cross_lengths = view(i.cross_lengths);
 
-  // x = sqrt(D) E[token] + PE[t]   (no dropout when decoding)
+  // x = sqrt(D) E[token] + PE[position]   (no dropout when decoding)
   const TensorView x = gemm_view(i.x, r, D);
   ops::embedding_forward(tokens, model_.param(L.tgt_embed),
                          static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
-  ops::position_add_at(x.reshape({n, 1, D}),
-                       c.learned_positions ? model_.param(L.tgt_pos) : positions_.view(), slice(step, 0, 1),
-                       st);
+  ops::position_add_at(x.reshape({n, 1, D}), c.learned_positions ? model_.param(L.tgt_pos) : positions_.view(),
+                       positions, st);
 
   const model::Blocks m = blocks();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
@@ -525,8 +620,8 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
     const size_t ly = static_cast<size_t>(layer);
     const DecoderLayerIds& w = L.decoder[ly];
     // Self-attention: q, k and v by one GEMM; this position's keys and
-    // values go into the pools, at rows t * R + row (slots); each row reads
-    // its history.
+    // values go into the pools, at the rows' pool rows (slots); each row
+    // reads its history.
     TensorView in = sublayer_input(w.self_attn_norm, y, r);
     const TensorView qkv = gemm_view(i.qkv, r, 2 * HK + HE);
     model::linear_forward(m, in, model::joined(m, w.self_attn.q, w.self_attn.v), qkv);
@@ -547,7 +642,7 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
     const bool keep = layer == l.attention_layer;
     const TensorView cross_k = view(i.cross_k[ly]), cross_v = view(i.cross_v[ly]);
     ops::attention_gather(q.reshape({n, H, c.d_k}), cross_k.reshape({cross_k.dim(0), H, c.d_k}),
-                          cross_v.reshape({cross_v.dim(0), H, c.d_v}), enc_index, enc_lengths,
+                          cross_v.reshape({cross_v.dim(0), H, c.d_v}), cross_index, cross_lengths,
                           cross_groups, scale, ctx.reshape({n, H, c.d_v}),
                           keep ? model::rows(prefix(view(i.probs), {N, H * l.src_len}), r.first, n)
                                      .reshape({n, H, l.src_len})
@@ -625,7 +720,8 @@ Tensor IncrementalDecoder::log_probs() {
 Tensor IncrementalDecoder::attention() {
   TFM_REQUIRE(ids_->probs >= 0, "the decoder was not planned to keep attention weights");
   TFM_REQUIRE(N_ > 0, "attention before a step");
-  // Kept as (N, H, src_len): the batch's first S_ columns of each row.
+  // Kept as (N, H, src_len): the first S_ columns of each row (the longest
+  // source taken).
   const int64_t H = model_.config().heads, Ls = limits_.src_len;
   const TensorView probs = prefix(view(ids_->probs), {N_, H, Ls});
   Tensor all(probs.shape(), probs.dtype()), host({N_, H, S_}, probs.dtype());

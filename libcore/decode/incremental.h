@@ -7,17 +7,22 @@
 //
 // Keys and values are written once into pools and never move. In
 // self-attention one GEMM projects q, k and v side by side, and the keys and
-// values of position p fed by row r are copied to pool row p * R + r (R: the
-// batch's row count, position-major so that a step's rows are one block), and
-// each row reads its own history of pool rows (ops::attention_gather): a
-// beam that continues row `parent` inherits the parent's history, so
-// reordering and dropping rows costs a few integers a row on the host.
-// Cross-attention: the projected source of sentence b is pool rows b * S + j,
-// shared by all of its beams.
+// values a row feeds at a step are copied to a free pool row, and each row
+// reads its own history of pool rows (ops::attention_gather): a beam that
+// continues row `parent` inherits the parent's history, so reordering and
+// dropping rows costs a few integers a row on the host. Cross-attention:
+// the projected source of a sentence is in pool rows of its own (its row of
+// the cross index), shared by all of its beams.
+//
+// Sentences come and go between steps (continuous batching): admit()
+// encodes new sentences into free sentence slots while others are being
+// decoded, their rows join the next step at position 0, and release()
+// gives a finished sentence's slot and pool rows back. start() is the
+// batch-at-a-time form: every slot released, then one admission.
 //
 // Memory is planned at construction from DecoderLimits (STYLE.md, rule 4):
-// activations for the batch's source tokens and for `rows` hypotheses, the
-// pools (kv-cache), the index tables (io). Nothing grows afterwards.
+// activations for an admission's source tokens and for `rows` hypotheses,
+// the pools (kv-cache), the index tables (io). Nothing grows afterwards.
 //
 // Batch invariance: every op computes each row alone (ops.h, "decode"),
 // the GEMMs too (GemmOptions::row_invariant), so on the CPU a sentence's
@@ -56,11 +61,11 @@ struct DecoderLimits {
 };
 
 // Whether the CPU's threads should each run whole stretches of decoding on
-// their own rows (a step's share of the rows, whole batches: search.h,
-// search_batches) instead of splitting each op between them: on the CPU
-// while the model's weights fit a last-level cache, since each thread then
-// reads every weight itself (measured, 2-core AMD EPYC: the demo model's
-// 5.5 MiB 1.2x faster split; base's 250 MiB 5% slower).
+// their own rows (a step's share of the rows, or sentences on a decoder of
+// their own: search.h, search_stream) instead of splitting each op between
+// them: on the CPU while the model's weights fit a last-level cache, since
+// each thread then reads every weight itself (measured, 2-core AMD EPYC:
+// the demo model's 5.5 MiB 1.2x faster split; base's 250 MiB 5% slower).
 bool cpu_threads_take_rows(const ModelWeights& model);
 
 class IncrementalDecoder {
@@ -72,18 +77,39 @@ class IncrementalDecoder {
   IncrementalDecoder(const IncrementalDecoder&) = delete;
   IncrementalDecoder& operator=(const IncrementalDecoder&) = delete;
 
-  // Encodes `sources` (one per sentence, no bos/eos, none empty) and starts
-  // position 0. `rows` and `steps`: the most rows a step of this batch will
-  // feed and the positions it will decode (within the limits, and
-  // steps x rows within cache_rows).
+  // Releases every sentence, then admits `sources` (one per sentence, no
+  // bos/eos, none empty) into slots 0, 1, ...: a batch. `rows` and `steps`:
+  // the most rows a step of this batch will feed and the positions it will
+  // decode (within the limits, and steps x rows within cache_rows).
   void start(const std::vector<std::vector<int32_t>>& sources, int64_t rows, int64_t steps);
 
+  // Encodes `sources` (no bos/eos, none empty) into free sentence slots,
+  // the lowest first, and returns them: between steps, beside sentences
+  // being decoded. Needs as many free slots (free_slots) and, for the
+  // sources padded to their longest, S, as many free source rows
+  // (free_source_rows; also at most limits.src_tokens at once) and S at
+  // most limits.src_len.
+  std::vector<int32_t> admit(const std::vector<std::vector<int32_t>>& sources);
+  // Gives sentence slot s and every pool row its rows used back; its rows
+  // must not be fed again.
+  void release(int32_t s);
+  // Releases every sentence (start() without an admission).
+  void reset() { release_all(); }
+  int64_t free_slots() const;
+  int64_t free_source_rows() const { return static_cast<int64_t>(cross_free_.size()); }
+  // Self-attention pool rows free: each row of a step takes one, and keeps
+  // it until its sentence is released (a sentence of W beams decoding T
+  // positions takes at most W T).
+  int64_t free_cache_rows() const { return static_cast<int64_t>(self_free_.size()); }
+
   struct Row {
-    int32_t sentence;  // the source it reads, an index into start()'s sources
-    int32_t parent;    // the row of the previous step it continues (unused at position 0)
+    int32_t sentence;  // the slot of the source it reads (start(): an index into its sources)
+    int32_t parent;    // the row of the last step it continues (unread at its sentence's first step)
     int32_t token;     // the token it feeds at this position
   };
-  // Decodes one position for every row: the next token's logits.
+  // Decodes one position for every row: the next token's logits. A row of
+  // a sentence that has not stepped yet is at position 0; any other
+  // continues a row of the last step of the same sentence, one position on.
   void step(const std::vector<Row>& rows);
 
   // Of the last step, per row r: the k most likely next tokens, best first
@@ -94,10 +120,10 @@ class IncrementalDecoder {
   // Of the last step: every row's log-probabilities, (N, V), on the host.
   Tensor log_probs();
   // Of the last step: the cross-attention weights of limits.attention_layer,
-  // (N, H, S) on the host, S the batch's longest source (0 past a sentence's end).
+  // (N, H, S) on the host, S the longest source admitted and not released
+  // (0 past a sentence's end).
   Tensor attention();
 
-  int64_t position() const { return t_; }        // positions decoded so far
   int64_t vocab_size() const { return model_.config().vocab_size; }
   const StreamGraph& graph() const { return *graph_; }
   // Seconds the host spent in top_k's download, waiting for the device's
@@ -110,6 +136,9 @@ class IncrementalDecoder {
   // since construction. What the wall clock has beside these and the
   // wait is the caller's: the search's bookkeeping between steps.
   double step_seconds() const { return step_seconds_; }
+  // Steps run and rows fed, summed since construction: how full steps ran.
+  int64_t steps_run() const { return steps_run_; }
+  int64_t rows_fed() const { return rows_fed_; }
   double start_seconds() const { return start_seconds_; }
   const DecoderLimits& limits() const { return limits_; }
   std::string memory_report() const { return plan_.report(); }
@@ -124,8 +153,9 @@ class IncrementalDecoder {
   TensorView view(int id) const;
   TensorView gemm_view(int id, RowSpan rows, int64_t cols) const;
   model::Blocks blocks() const;
-  void encode(const std::vector<std::vector<int32_t>>& sources);
-  void encode_rows(int64_t first_sentence, int64_t end_sentence);
+  void release_all();
+  void encode(const std::vector<std::vector<int32_t>>& sources, const std::vector<int32_t>& slots);
+  void encode_rows(int64_t first_sentence, int64_t end_sentence, int64_t B, int64_t S);
   int cpu_parts(int64_t rows) const;
   void queue_step(int64_t rows, int parity);
   void queue_rows(RowSpan rows, int64_t step_rows, int parity);
@@ -142,10 +172,23 @@ class IncrementalDecoder {
   std::unique_ptr<Ids> ids_;
   std::unique_ptr<PlannedMemory> mem_;
   Tensor positions_;  // sinusoid table on the device (sinusoidal positions)
-  // The batch: sentences B, padded source length S, rows R (pool stride),
-  // rows a step may feed (start's), positions T; the last step's rows N and
-  // position t.
-  int64_t B_ = 0, S_ = 0, R_ = 0, rows_ = 0, T_ = 0, N_ = 0, t_ = 0;
+  // A sentence slot: whether it is taken, its source's length and pool
+  // rows (cross-attention: its padded length's), the self-attention pool
+  // rows its rows have taken, and whether it has stepped.
+  struct Slot {
+    bool taken = false, stepped = false;
+    int64_t length = 0;
+    std::vector<int32_t> source_rows, cache_rows;
+  };
+  std::vector<Slot> slots_;
+  std::vector<int32_t> cross_free_, self_free_;  // free pool rows, taken from the back
+  // The cross-attention tables as uploaded: (sentences, src_len) pool rows
+  // and (sentences) lengths.
+  std::vector<int32_t> cross_index_, cross_lengths_;
+  // The last step: its rows' sentences and positions; the steps run (their
+  // parity picks the self-attention lists); the longest source taken (S_).
+  std::vector<int32_t> last_sentence_, last_position_;
+  int64_t N_ = 0, steps_run_ = 0, rows_fed_ = 0, S_ = 0;
   std::unique_ptr<HostStaging> staging_;  // uploads: encode()'s tables, each step's rows
   std::unique_ptr<StreamGraph> graph_;    // a step's kernels as one graph, one a (rows, parity)
   std::unique_ptr<HostReadback> readback_;  // top_k's download, into pinned memory

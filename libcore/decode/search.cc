@@ -28,6 +28,9 @@ struct Live {
 
 struct Sentence {
   const SearchRequest* request = nullptr;
+  size_t index = 0;     // the caller's number for it
+  int32_t slot = 0;     // the decoder's sentence slot
+  int64_t t = 0;        // positions decoded
   std::vector<Live> live;
   std::vector<Hypothesis> finished;
   bool done = false;
@@ -113,7 +116,7 @@ int64_t check_search(const IncrementalDecoder& decoder, const std::vector<Search
 // log-probabilities (row-major), eos's log-probability where a sentence is
 // at its longest, and the attention weights when kept.
 struct StepResult {
-  int64_t t, k;
+  int64_t k;
   const std::vector<double>& log_probs;
   const std::vector<int32_t>& ids;
   const std::vector<double>& eos;
@@ -126,7 +129,7 @@ struct StepResult {
 // stopping says so.
 void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearchOptions& o,
              EarlyStopping stopping, std::vector<Proposal>& proposals) {
-  const int64_t W = o.beam_size, k = step.k, t = step.t;
+  const int64_t W = o.beam_size, k = step.k, t = s.t++;
   const int64_t src_len = static_cast<int64_t>(s.request->source.size());
   // A hypothesis from live h (fed by `row`) and one more token.
   auto extended = [&](const Live& h, int32_t row, int32_t token, float lp) {
@@ -203,53 +206,129 @@ std::vector<Hypothesis> collect(Sentence& s, int64_t n_best) {
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
-                                                 const std::vector<SearchRequest>& batch,
-                                                 const BeamSearchOptions& o) {
-  const int64_t k = check_search(decoder, batch, o);
-  const EarlyStopping stopping = o.beam_size == 1 ? EarlyStopping::beam : o.early_stopping;
-  std::vector<std::vector<int32_t>> sources;
-  std::vector<Sentence> sentences(batch.size());
-  for (size_t s = 0; s < batch.size(); ++s) {
-    sources.push_back(batch[s].source);
-    sentences[s].request = &batch[s];
-    sentences[s].live.emplace_back();
-  }
-  decoder.start(sources, search_rows(static_cast<int64_t>(batch.size()), o), search_steps(batch));
+namespace {
 
+// Sentences of `requests`, taken by `take` in turn, searched on one decoder
+// with continuous batching: before each step the decoder admits (encodes)
+// as many of the next ones as it has room for, with room for all their
+// beams (sentence slots, rows, source rows, and W (max_len + 1) pool rows
+// each), and a sentence that stops is reported and released at once, so
+// that steps stay full. take(fits) gives the next request's index if
+// fits(request) holds for it (under the caller's lock), else none.
+void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
+            const std::function<const SearchRequest*(const std::function<bool(const SearchRequest&)>&, size_t&)>& take,
+            const std::function<void(size_t, std::vector<Hypothesis>&&)>& done) {
+  const DecoderLimits& l = decoder.limits();
+  const int64_t W = o.beam_size;
+  const EarlyStopping stopping = W == 1 ? EarlyStopping::beam : o.early_stopping;
+  const int64_t k = check_search(decoder, {}, o);
+  const int64_t refill_at = std::max<int64_t>(1, l.sentences / 8);
+  decoder.reset();
+  std::vector<Sentence> live;
+  int64_t reserved = 0;  // pool rows the live sentences may still take, at most
   std::vector<IncrementalDecoder::Row> rows;
   std::vector<double> log_probs, eos;
   std::vector<int32_t> ids;
   std::vector<Proposal> proposals;
   Tensor weights;
-  for (int64_t t = 0;; ++t) {
+  for (;;) {
+    // Admissions: the next requests while all of their beams fit.
+    std::vector<std::vector<int32_t>> sources;
+    std::vector<Sentence> joining;
+    int64_t longest = 0;
+    // Refills wait for an eighth of the slots to be free, so that the
+    // encoder runs on several sentences at once (on a GPU each admission
+    // is its own launches and uploads), not on each as it comes.
+    const bool admitting = live.empty() || (o.refill && static_cast<int64_t>(live.size()) <= l.sentences - refill_at);
+    while (admitting) {
+      const auto fits = [&](const SearchRequest& r) {
+        const int64_t n = static_cast<int64_t>(live.size() + joining.size()) + 1;
+        const int64_t S = std::max<int64_t>(longest, static_cast<int64_t>(r.source.size()));
+        return n <= l.sentences && n * W <= l.rows && reserved + W * (r.max_len + 1) <= l.cache_rows &&
+               static_cast<int64_t>(joining.size() + 1) * S <= std::min(l.src_tokens, decoder.free_source_rows()) &&
+               r.max_len + 1 <= l.steps && static_cast<int64_t>(r.source.size()) <= l.src_len;
+      };
+      size_t index = 0;
+      const SearchRequest* r = take(fits, index);
+      if (!r) break;
+      TFM_REQUIRE(r->max_len >= 0 && r->min_len <= r->max_len, "beam search: sentence {} has lengths [{}, {}]",
+                  index, r->min_len, r->max_len);
+      reserved += W * (r->max_len + 1);
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(r->source.size()));
+      Sentence s;
+      s.request = r;
+      s.index = index;
+      s.live.emplace_back();
+      joining.push_back(std::move(s));
+      sources.push_back(r->source);
+    }
+    if (!joining.empty()) {
+      const std::vector<int32_t> slots = decoder.admit(sources);
+      for (size_t j = 0; j < joining.size(); ++j) {
+        joining[j].slot = slots[j];
+        live.push_back(std::move(joining[j]));
+      }
+    }
+    if (live.empty()) {
+      // Nothing to decode and nothing taken: the queue is empty, or its next
+      // request does not fit even an empty decoder.
+      size_t index = 0;
+      const SearchRequest* r = take([](const SearchRequest&) { return true; }, index);
+      if (!r) return;
+      TFM_REQUIRE(false, "beam search: a sentence of {} tokens allowing {} output tokens does not fit the decoder's "
+                  "plan ({} source tokens, {} positions, {} cache rows)",
+                  r->source.size(), r->max_len, std::min(l.src_tokens, l.src_len), l.steps, l.cache_rows);
+    }
     // Each live hypothesis feeds one row: its last token, continuing the
     // row that proposed it.
     rows.clear();
-    for (size_t s = 0; s < sentences.size(); ++s) {
-      if (sentences[s].done) continue;
-      for (const Live& h : sentences[s].live)
-        rows.push_back({static_cast<int32_t>(s), h.row, h.tokens.empty() ? kBosId : h.tokens.back()});
-    }
-    if (rows.empty()) break;
+    for (const Sentence& s : live)
+      for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.tokens.empty() ? kBosId : h.tokens.back()});
     decoder.step(rows);
     decoder.top_k(k, log_probs, ids);
     bool at_max = false;
-    for (const Sentence& s : sentences) at_max |= !s.done && t >= s.request->max_len;
+    for (const Sentence& s : live) at_max |= s.t >= s.request->max_len;
     if (at_max) eos = decoder.log_prob_of(kEosId);
     if (o.attention_layer >= 0) weights = decoder.attention();
-    const StepResult step{t, k, log_probs, ids, eos, weights};
+    const StepResult step{k, log_probs, ids, eos, weights};
     int32_t first = 0;  // the first row of the sentence at hand
-    for (Sentence& s : sentences) {
-      if (s.done) continue;
+    for (Sentence& s : live) {
       const int32_t n = static_cast<int32_t>(s.live.size());
       advance(s, first, step, o, stopping, proposals);
       first += n;
     }
+    // Those that stopped: reported, and their room given back.
+    size_t kept = 0;
+    for (Sentence& s : live) {
+      if (!s.done) {
+        if (&live[kept] != &s) live[kept] = std::move(s);
+        ++kept;
+        continue;
+      }
+      reserved -= W * (s.request->max_len + 1);
+      decoder.release(s.slot);
+      done(s.index, collect(s, o.n_best));
+    }
+    live.resize(kept);
   }
+}
 
-  std::vector<std::vector<Hypothesis>> out;
-  for (Sentence& s : sentences) out.push_back(collect(s, o.n_best));
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
+                                                 const std::vector<SearchRequest>& batch,
+                                                 const BeamSearchOptions& o) {
+  check_search(decoder, batch, o);
+  std::vector<std::vector<Hypothesis>> out(batch.size());
+  size_t next = 0;
+  stream(
+      decoder, o,
+      [&](const std::function<bool(const SearchRequest&)>& fits, size_t& index) -> const SearchRequest* {
+        if (next == batch.size() || !fits(batch[next])) return nullptr;
+        index = next;
+        return &batch[next++];
+      },
+      [&](size_t i, std::vector<Hypothesis>&& nbest) { out[i] = std::move(nbest); });
   return out;
 }
 
@@ -257,25 +336,35 @@ int search_threads(const ModelWeights& model, int threads) {
   return cpu_threads_take_rows(model) ? std::max(threads, 1) : 1;
 }
 
-void search_batches(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,
-                    const std::vector<std::vector<SearchRequest>>& batches, const BeamSearchOptions& o,
-                    const std::function<void(size_t, std::vector<std::vector<Hypothesis>>&&)>& done) {
-  TFM_REQUIRE(!decoders.empty(), "internal: search_batches without a decoder");
-  const int threads = static_cast<int>(std::min(decoders.size(), batches.size()));
+void search_stream(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,
+                   const std::vector<SearchRequest>& requests, const BeamSearchOptions& o,
+                   const std::function<void(size_t, std::vector<Hypothesis>&&)>& done) {
+  TFM_REQUIRE(!decoders.empty(), "internal: search_stream without a decoder");
+  const int threads = static_cast<int>(std::min(decoders.size(), requests.size()));
+  // The queue: requests in order, each taken by the first decoder with room.
+  std::mutex queue_mutex, done_mutex;
+  size_t next = 0;
+  std::atomic<bool> stop{false};
+  const auto take = [&](const std::function<bool(const SearchRequest&)>& fits, size_t& index) -> const SearchRequest* {
+    const std::lock_guard<std::mutex> lock(queue_mutex);
+    if (stop || next == requests.size() || !fits(requests[next])) return nullptr;
+    index = next;
+    return &requests[next++];
+  };
+  const auto report = [&](size_t i, std::vector<Hypothesis>&& nbest) {
+    const std::lock_guard<std::mutex> lock(done_mutex);
+    if (stop) return;
+    try {
+      done(i, std::move(nbest));
+    } catch (...) {
+      stop = true;  // before another thread can report
+      throw;
+    }
+  };
   if (threads <= 1) {
-    for (size_t b = 0; b < batches.size(); ++b) done(b, beam_search(*decoders[0], batches[b], o));
+    stream(*decoders[0], o, take, report);
     return;
   }
-  // The most work first: source tokens and the output tokens allowed.
-  std::vector<int64_t> work(batches.size(), 0);
-  for (size_t b = 0; b < batches.size(); ++b)
-    for (const SearchRequest& r : batches[b]) work[b] += static_cast<int64_t>(r.source.size()) + r.max_len;
-  std::vector<size_t> order(batches.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return work[a] > work[b]; });
-  std::atomic<size_t> next{0};
-  std::atomic<bool> stop{false};
-  std::mutex done_mutex;
   std::vector<std::exception_ptr> failed(static_cast<size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
@@ -285,11 +374,7 @@ void search_batches(const std::vector<std::unique_ptr<IncrementalDecoder>>& deco
     // (An implicit task's own setting; the caller's is untouched.)
     omp_set_num_threads(1);
     try {
-      for (size_t i = next++; i < order.size() && !stop; i = next++) {
-        std::vector<std::vector<Hypothesis>> nbest = beam_search(decoder, batches[order[i]], o);
-        const std::lock_guard<std::mutex> lock(done_mutex);
-        if (!stop) done(order[i], std::move(nbest));
-      }
+      stream(decoder, o, take, report);
     } catch (...) {
       failed[static_cast<size_t>(omp_get_thread_num())] = std::current_exception();
       stop = true;

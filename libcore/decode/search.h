@@ -24,10 +24,14 @@
 // With W = 1 the search is greedy: the most likely token at each position,
 // until eos (the length penalty does not enter).
 //
-// Sentences of a batch are searched together: their live hypotheses are
-// the decoder's rows, and a sentence that stops leaves the batch, so the
-// work shrinks as sentences finish. Ties are broken by the hypothesis's row,
-// then by the token id, so the result does not depend on the batch.
+// Sentences are searched together: their live hypotheses are the
+// decoder's rows. A sentence that stops leaves at once, and the next
+// sentences waiting join in its place (continuous batching: the decoder
+// encodes them between steps), so steps stay full while there are
+// sentences to take. Ties are broken by the hypothesis's row, then by the
+// token id, so the result does not depend on which sentences share a step:
+// on the CPU every op computes each row alone, and a sentence's n-best list
+// and scores are bit-identical however it is batched.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +57,10 @@ struct BeamSearchOptions {
   int64_t n_best = 1;          // hypotheses returned per sentence, <= beam_size
   int attention_layer = -1;    // keep this decoder layer's cross-attention (-1: none)
   bool attention_heads = false;  // per head instead of their mean
+  // search_stream: the next sentences take a finished one's place at once
+  // (continuous batching); false: only once every sentence admitted with
+  // it has finished (a batch at a time; the A/B of the benchmarks).
+  bool refill = true;
 };
 
 struct SearchRequest {
@@ -84,22 +92,24 @@ std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
                                                  const std::vector<SearchRequest>& batch,
                                                  const BeamSearchOptions& options);
 
-// Many batches (tfm-decode's, the benchmarks'): each searched as
-// beam_search does, by one of `decoders` (all planned for every batch).
+// Many sentences (tfm-decode's, the benchmarks'), in the order given, with
+// continuous batching: a decoder admits the next sentences while it has
+// room for all of their beams (its limits: sentences, rows, source tokens,
+// positions, and W (max_len + 1) self-attention pool rows each) and
+// releases each as it stops; the results are beam_search's, bit for bit.
 // With several decoders, on the CPU, they search side by side, one a
-// thread, each thread's ops single-threaded, taking batches as they finish
-// the last (the most source tokens first, so that the threads end near
-// together): no step waits on another thread, and the host's part of a
-// search runs beside the other thread's steps. The results do not change:
-// a batch's bits are the same on any decoder and thread count. done(b,
-// nbest) is called for batch b (an index into `batches`) as each finishes,
-// one call at a time. An exception from a search or from done stops the
-// taking of batches and is thrown here once the threads have stopped.
-void search_batches(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,
-                    const std::vector<std::vector<SearchRequest>>& batches, const BeamSearchOptions& options,
-                    const std::function<void(size_t, std::vector<std::vector<Hypothesis>>&&)>& done);
+// thread, each thread's ops single-threaded, taking sentences from the one
+// queue as they have room: no step waits on another thread, and the host's
+// part of a search runs beside the other thread's steps. done(i, nbest) is
+// called for request i as it finishes, one call at a time. A sentence that
+// would not fit an empty decoder is an error. An exception from a search or
+// from done stops the taking of sentences and is thrown here once the
+// threads have stopped.
+void search_stream(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,
+                   const std::vector<SearchRequest>& requests, const BeamSearchOptions& options,
+                   const std::function<void(size_t, std::vector<Hypothesis>&&)>& done);
 
-// How many decoders search_batches should be given for `model` on this
+// How many decoders search_stream should be given for `model` on this
 // many threads: as many as threads while the weights are small enough for
 // each thread to read them all (cpu_threads_take_rows), else one.
 int search_threads(const ModelWeights& model, int threads);

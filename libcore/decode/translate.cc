@@ -82,23 +82,6 @@ DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions
   return l;
 }
 
-std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& lengths,
-                                                int64_t max_tokens, int64_t batch_size) {
-  std::vector<size_t> order(lengths.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
-  std::vector<std::vector<size_t>> batches;
-  for (size_t begin = 0; begin < order.size();) {
-    size_t end = begin + 1;  // sorted: the last sentence is the longest
-    while (end < order.size() && static_cast<int64_t>(end - begin) < batch_size &&
-           static_cast<int64_t>(end - begin + 1) * lengths[order[end]] <= max_tokens)
-      ++end;
-    batches.emplace_back(order.begin() + static_cast<int64_t>(begin), order.begin() + static_cast<int64_t>(end));
-    begin = end;
-  }
-  return batches;
-}
-
 Translator::Translator(const ModelWeights& model, const Vocab* vocab, const TranslateOptions& options)
     : model_(model), vocab_(vocab), options_(options) {
   check_options(options_);
@@ -117,8 +100,8 @@ Translator::Translator(const ModelWeights& model, const Vocab* vocab, const Tran
               c.max_positions, o.max_input_len);
     o.max_input_len = c.max_positions;
   }
-  // One decoder a thread where the threads take whole batches
-  // (search_batches); one line at a time (batch size 1) is one batch.
+  // One decoder a thread where the threads take sentences each on their
+  // own decoder (search_stream); one line at a time (batch size 1), one.
   const int decoders = o.batch_size == 1 ? 1 : search_threads(model, omp_get_max_threads());
   for (int d = 0; d < decoders; ++d)
     decoders_.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, o)));
@@ -264,8 +247,8 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
         }
       }
 
-      // Sort by length, cut into batches, write each line once it and all
-      // before it are done.
+      // Sort by length, search with continuous batching, write each line
+      // once it and all before it are done.
       std::vector<std::string> text(good);
       std::vector<bool> done(good, false);
       size_t next = 0;
@@ -288,23 +271,21 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       write_ready();
       int64_t window_tokens = 0, tokens_done = 0;  // source tokens of the window, and of it translated
       for (int64_t l : lengths) window_tokens += l;
-      const std::vector<std::vector<size_t>> cuts = length_batches(lengths, o.max_tokens, o.batch_size);
-      std::vector<std::vector<SearchRequest>> batches(cuts.size());
-      for (size_t c = 0; c < cuts.size(); ++c)
-        for (size_t i : cuts[c]) {
-          const Item& it = items[todo[i]];
-          batches[c].push_back({it.ids, max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0});
-        }
-      search_batches(decoders_, batches, o.search, [&](size_t c, std::vector<std::vector<Hypothesis>>&& nbest) {
-        const std::vector<size_t>& indices = cuts[c];
-        for (size_t b = 0; b < indices.size(); ++b) {
-          const size_t at = todo[indices[b]];
-          text[at] = format(items[at], nbest[b]);
-          done[at] = true;
-          totals.tokens += nbest[b].empty() ? 0 : static_cast<int64_t>(nbest[b][0].tokens.size());
-          tokens_done += lengths[indices[b]];
-        }
-        totals.sentences += static_cast<int64_t>(indices.size());
+      std::vector<size_t> order(todo.size());  // into todo, shortest first (stable)
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lengths[x] < lengths[y]; });
+      std::vector<SearchRequest> requests;
+      for (size_t i : order) {
+        const Item& it = items[todo[i]];
+        requests.push_back({it.ids, max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0});
+      }
+      search_stream(decoders_, requests, o.search, [&](size_t r, std::vector<Hypothesis>&& nbest) {
+        const size_t at = todo[order[r]];
+        text[at] = format(items[at], nbest);
+        done[at] = true;
+        totals.tokens += nbest.empty() ? 0 : static_cast<int64_t>(nbest[0].tokens.size());
+        tokens_done += lengths[order[r]];
+        ++totals.sentences;
         write_ready();
         if (o.progress && o.progress->due()) {
           const double s = std::chrono::duration<double>(Clock::now() - start).count();

@@ -3,10 +3,12 @@
 //
 // Input: one sentence a line, pieces separated by spaces (tfm-tok's output)
 // or ids (`ids`); an empty line is an empty sentence. Lines are read in
-// windows; a window's sentences are sorted by length and cut into batches
-// of at most `max_tokens` source tokens (padding included) and
-// `batch_size` sentences, searched together (libcore/decode/search.h), and
-// written back in input order as soon as every line before them is done.
+// windows; a window's sentences are sorted by length and searched with
+// continuous batching (libcore/decode/search.h, search_stream): at most
+// `batch_size` sentences and `max_tokens` source tokens (an admission's
+// padding included) decoded together, a finished sentence's place taken by
+// the next at once; and written back in input order as soon as every line
+// before them is done.
 // With batch_size 1 the window is one line: each line is answered (and
 // flushed) as soon as it is read, so the filter can sit behind a pipe.
 //
@@ -37,8 +39,8 @@ struct TranslateOptions {
   BeamSearchOptions search;
   double max_len_a = 1.0;        // output tokens at most a * |x| + b (eos not counted)
   double max_len_b = 50.0;
-  int64_t max_tokens = 8192;     // source tokens of a batch, padding included
-  int64_t batch_size = 256;      // sentences of a batch
+  int64_t max_tokens = 8192;     // source tokens decoded together, padding included
+  int64_t batch_size = 256;      // sentences decoded together
   int64_t max_input_len = 1024;  // tokens of a line; longer lines are an error ...
   bool truncate = false;         // ... or cut to it with a warning
   bool ids = false;              // read and write ids instead of pieces
@@ -53,13 +55,6 @@ struct TranslateOptions {
 // The decoder limits that hold every batch a Translator with these options
 // forms (sentences of at most options.max_input_len tokens).
 DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions& options);
-
-// Sentences of `lengths` (tokens) in batches: sorted by length (stably),
-// then cut so that no batch has more than `batch_size` sentences or more
-// than `max_tokens` tokens with padding (sentences x its longest); a
-// sentence longer than that is a batch alone. Indices into `lengths`.
-std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& lengths,
-                                                int64_t max_tokens, int64_t batch_size);
 
 // The most output tokens a source of `source_len` tokens may get:
 // floor(a * source_len + b), within the model's learned positions.
@@ -93,7 +88,7 @@ class Translator {
   const ModelWeights& model_;
   const Vocab* vocab_;
   TranslateOptions options_;
-  std::vector<std::unique_ptr<IncrementalDecoder>> decoders_;  // search_batches's
+  std::vector<std::unique_ptr<IncrementalDecoder>> decoders_;  // search_stream's
 };
 
 }  // namespace tfm

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -110,6 +111,7 @@ struct Options {
   int64_t repeat = 1;
   bool no_int8 = false;
   bool unpacked = false;
+  bool no_refill = false;
   std::string reference;  // with --model: reference text of --input's lines, for BLEU
 };
 
@@ -164,6 +166,7 @@ struct Run {
   double host_step = 0, host_start = 0;  // step_seconds, start_seconds
   double capture = 0, launch = 0;        // of host_step: StreamGraph's capture and launch
   int64_t graphs = 0, graphs_built = 0;  // its steps' CUDA graphs: launched, built (one a key)
+  int64_t steps = 0, rows = 0, rows_planned = 0;  // decoder steps, rows fed, rows a step may hold
 };
 
 Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests) {
@@ -173,10 +176,11 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   if (!o.model.empty()) t.search.length_penalty = LengthPenalty::plain;
   t.max_tokens = o.max_tokens;
   t.batch_size = o.batch_size;
+  t.search.refill = !o.no_refill;
   std::vector<int64_t> lengths;
   for (const SearchRequest& r : requests) lengths.push_back(static_cast<int64_t>(r.source.size()));
   t.max_input_len = *std::max_element(lengths.begin(), lengths.end());
-  // tfm-decode's decoders: one a thread where the threads take whole batches.
+  // tfm-decode's decoders: one a thread where the threads take sentences on their own.
   std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
   for (int d = 0; d < search_threads(model, omp_get_max_threads()); ++d)
     decoders.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, t)));
@@ -188,15 +192,16 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   r.memory = "model " + model.memory_report() + "; decoder " + decoders[0]->memory_report();
   if (decoders.size() > 1) r.memory += fmt::format(" (x{}: a decoder a thread)", decoders.size());
   r.nbest.resize(requests.size());
-  const std::vector<std::vector<size_t>> cuts = length_batches(lengths, t.max_tokens, t.batch_size);
-  std::vector<std::vector<SearchRequest>> batches(cuts.size());
-  for (size_t c = 0; c < cuts.size(); ++c)
-    for (size_t i : cuts[c]) batches[c].push_back(requests[i]);
+  // tfm-decode's order: shortest first (stable), then continuous batching.
+  std::vector<size_t> order(requests.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lengths[x] < lengths[y]; });
+  std::vector<SearchRequest> sorted;
+  for (size_t i : order) sorted.push_back(requests[i]);
   const auto start = Clock::now();
   const double cpu_start = bench::cpu_seconds();
-  search_batches(decoders, batches, t.search, [&](size_t c, std::vector<std::vector<Hypothesis>>&& got) {
-    for (size_t b = 0; b < cuts[c].size(); ++b) r.nbest[cuts[c][b]] = std::move(got[b]);
-  });
+  search_stream(decoders, sorted, t.search,
+                [&](size_t i, std::vector<Hypothesis>&& got) { r.nbest[order[i]] = std::move(got); });
   model.stream().synchronize();
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.cpu_seconds = bench::cpu_seconds() - cpu_start;
@@ -207,6 +212,11 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
     r.capture += d->graph().capture_seconds();
     r.launch += d->graph().launch_seconds();
   }
+  for (const auto& d : decoders) {
+    r.steps += d->steps_run();
+    r.rows += d->rows_fed();
+  }
+  r.rows_planned = decoders[0]->limits().rows;
   r.graphs = decoders[0]->graph().launches();
   r.graphs_built = decoders[0]->graph().instantiations();
   for (const auto& n : r.nbest) r.tokens += static_cast<int64_t>(n.at(0).tokens.size());
@@ -433,6 +443,9 @@ int main(int argc, char** argv) {
   app.add_flag("--unpacked", o.unpacked,
                "On the CPU: the decoder's GEMMs (fp32 and int8) copy their weights into panels each call "
                "(A/B of ModelWeights::pack_weights, which tfm-decode calls)");
+  app.add_flag("--no-refill", o.no_refill,
+               "Decode a batch at a time, no sentence joining before the whole batch has finished (A/B of "
+               "continuous batching, which tfm-decode does)");
   app.add_option("--reference", o.reference, "With --model: reference text of --input's lines; BLEU of each");
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
@@ -547,6 +560,13 @@ int main(int argc, char** argv) {
       tfm_cpu.push_back(mine.cpu_seconds);
       std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s\n%s", mine.memory.c_str(),
                   static_cast<long long>(mine.tokens), mine.seconds, tfm_tps.back(), mine.gemm_summary.c_str());
+      std::printf("tfm: %lld decoder steps of %.1f rows on average, %.0f%% of the %lld a step may hold (%s)\n",
+                  static_cast<long long>(mine.steps),
+                  static_cast<double>(mine.rows) / static_cast<double>(std::max<int64_t>(1, mine.steps)),
+                  100.0 * static_cast<double>(mine.rows) /
+                      static_cast<double>(std::max<int64_t>(1, mine.steps * mine.rows_planned)),
+                  static_cast<long long>(mine.rows_planned),
+                  o.no_refill ? "a batch at a time" : "continuous batching");
       if (model->device().is_cuda())
         std::printf("tfm: the host waited for the device %.3f s of %.3f s (%.0f%%); %lld steps as CUDA "
                     "graphs, %lld graphs built\n",

@@ -53,10 +53,10 @@ for job in "${jobs[@]}"; do
   grep -q $'[\r\e]' "$TMP/err" && fail "$name, interval 0: a terminal control character without a terminal"
   cp "$TMP/err" "$TMP/err.$name"
 done
-# Per report: tfm-decode after each batch (40 sentences of 8: 5 lines),
-# tfm-score -m after each batch, tfm-avgckpt after each tensor piece.
+# Per report: tfm-decode after each sentence (continuous batching: 40
+# lines), tfm-score -m after each batch, tfm-avgckpt after each tensor piece.
 n=$(grep -Ec "^tfm-decode: [0-9]+ sentences \(" "$TMP/err.decode")
-[ "$n" -eq 5 ] || fail "decode, interval 0: $n progress lines for 5 batches"
+[ "$n" -eq 40 ] || fail "decode, interval 0: $n progress lines for 40 sentences"
 grep -q "^tfm-decode: 40 sentences (100%)" "$TMP/err.decode" || fail "decode: the last line is not 40 sentences, 100%"
 grep -q "^tfm-avgckpt: checkpoint 2 of 2: .* | 100% |" "$TMP/err.avgckpt" || fail "avgckpt: no line at 100%"
 grep -q "^tfm-score: 40 of 40 sentences (100%)" "$TMP/err.score" || fail "score -m: no line at 100%"

@@ -274,41 +274,45 @@ TEST_CASE("cuda extend_history matches the cpu", "[decode]") {
   Stream cuda(gpu), cpu(Device::cpu());
   uint64_t seed = 13300;
   const int64_t R = 300, T = 70;
-  for (int64_t t : {0, 1, 2, 37, 69}) {
-    const int64_t n = t == 0 ? 7 : 250, row0 = t == 2 ? 9 : 0;
+  // Rows at one position, and (continuous batching) at mixed ones, 0 among them.
+  for (int64_t t : {0, 1, 2, 37, 69, -1}) {
+    const int64_t n = t == 0 ? 7 : 250;
     const std::vector<int> values = test::random_ints(R * T, 1 << 20, ++seed);
-    std::vector<int> parents = test::random_ints(n, R, ++seed);
+    const std::vector<int> parents = test::random_ints(n, R, ++seed);
+    std::vector<int> positions = t >= 0 ? std::vector<int>(static_cast<size_t>(n), static_cast<int>(t))
+                                        : test::random_ints(n, static_cast<int>(T), ++seed);
+    std::vector<int> pool_rows(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) pool_rows[static_cast<size_t>(r)] = static_cast<int>(R * T + 3 * r);
     Tensor prev = test::from_f64(std::vector<double>(values.begin(), values.end()), {R, T}, DType::i32);
-    const Tensor step = test::i32({static_cast<int>(t), static_cast<int>(t * R)});
-    Tensor par = test::i32(parents);
-    Tensor next = Tensor::zeros({R, T}, DType::i32), lengths({n}, DType::i32), slots({n}, DType::i32);
-    ops::extend_history(prev, par, step, row0, next, lengths, slots, cpu);
+    const Tensor par = test::i32(parents), pos = test::i32(positions), slots = test::i32(pool_rows);
+    Tensor next = Tensor::zeros({R, T}, DType::i32), lengths({n}, DType::i32);
+    ops::extend_history(prev, par, pos, slots, next, lengths, cpu);
     const Tensor g_prev = test::to_device(prev, gpu), g_par = test::to_device(par, gpu),
-                 g_step = test::to_device(step, gpu);
+                 g_pos = test::to_device(pos, gpu), g_slots = test::to_device(slots, gpu);
     const Tensor g_next = test::to_device(Tensor::zeros({R, T}, DType::i32), gpu);
-    Tensor g_lengths({n}, DType::i32, gpu), g_slots({n}, DType::i32, gpu);
-    ops::extend_history(g_prev, g_par, g_step, row0, g_next, g_lengths, g_slots, cuda);
+    Tensor g_lengths({n}, DType::i32, gpu);
+    ops::extend_history(g_prev, g_par, g_pos, g_slots, g_next, g_lengths, cuda);
     cuda.synchronize();
     INFO("t " << t << ", N " << n);
     CHECK(test::to_f64(g_next) == test::to_f64(next));
     CHECK(test::to_f64(g_lengths) == test::to_f64(lengths));
-    CHECK(test::to_f64(g_slots) == test::to_f64(slots));
   }
-  // What the cpu rejects, CUDA makes harmless: a t past the lists writes
-  // nothing; a parent outside [0, R) an empty list (-1s).
+  // What the cpu rejects, CUDA makes harmless: a position past the lists
+  // writes nothing; a parent outside [0, R) an empty list (-1s).
   const Tensor g_prev = test::to_device(Tensor::zeros({R, T}, DType::i32), gpu);
   const Tensor g_next = test::to_device(test::from_f64(std::vector<double>(R * T, 7.0), {R, T}, DType::i32), gpu);
-  Tensor g_lengths = test::to_device(test::i32({5, 5}), gpu), g_slots = test::to_device(test::i32({5, 5}), gpu);
-  ops::extend_history(g_prev, test::to_device(test::i32({0, 1}), gpu), test::to_device(test::i32({T, 0}), gpu), 0,
-                      g_next, g_lengths, g_slots, cuda);
+  Tensor g_lengths = test::to_device(test::i32({5, 5}), gpu);
+  const Tensor g_slots = test::to_device(test::i32({40, 41}), gpu);
+  ops::extend_history(g_prev, test::to_device(test::i32({0, 1}), gpu), test::to_device(test::i32({static_cast<int>(T), -1}), gpu),
+                      g_slots, g_next, g_lengths, cuda);
   cuda.synchronize();
   CHECK(test::to_f64(g_lengths) == std::vector<double>{5, 5});
   CHECK(test::to_f64(g_next) == std::vector<double>(R * T, 7.0));
-  ops::extend_history(g_prev, test::to_device(test::i32({-1, R}), gpu), test::to_device(test::i32({2, 0}), gpu), 0,
-                      g_next, g_lengths, g_slots, cuda);
+  ops::extend_history(g_prev, test::to_device(test::i32({-1, static_cast<int>(R)}), gpu),
+                      test::to_device(test::i32({2, 2}), gpu), g_slots, g_next, g_lengths, cuda);
   const std::vector<double> lists = test::to_f64(g_next);
-  CHECK(std::vector<double>(lists.begin(), lists.begin() + 3) == std::vector<double>{-1, -1, 0});
-  CHECK(std::vector<double>(lists.begin() + T, lists.begin() + T + 3) == std::vector<double>{-1, -1, 1});
+  CHECK(std::vector<double>(lists.begin(), lists.begin() + 3) == std::vector<double>{-1, -1, 40});
+  CHECK(std::vector<double>(lists.begin() + T, lists.begin() + T + 3) == std::vector<double>{-1, -1, 41});
   CHECK(test::to_f64(g_lengths) == std::vector<double>{3, 3});
 }
 
@@ -345,9 +349,19 @@ TEST_CASE("cuda scatter_columns and position_add_at match the cpu", "[decode]") 
     const Tensor g_table = test::to_device(table, gpu);
     ops::position_add_at(g_x, g_table, test::to_device(test::i32({13}), gpu), cuda);
     ops::position_add_at(g_far, g_table, test::to_device(test::i32({20}), gpu), cuda);  // past the table: nothing
+    // One position a row (continuous batching), one of them past the table.
+    const std::vector<int> each = {0, 5, 19, 13, 20, 7};
+    Tensor g_each = test::to_device(x, gpu), want_each = test::cast(x, DType::f64);
+    ops::position_add_at(g_each, g_table, test::to_device(test::i32(each), gpu), cuda);
+    std::vector<double> rows = test::to_f64(want_each);
+    const std::vector<double> tab = test::to_f64(table);
+    for (int64_t r = 0; r < 6; ++r)
+      for (int64_t d = 0; d < 32 && each[static_cast<size_t>(r)] < 20; ++d)
+        rows[static_cast<size_t>(r * 32 + d)] += tab[static_cast<size_t>(each[static_cast<size_t>(r)] * 32 + d)];
     cuda.synchronize();
     INFO(dtype_name(dtype));
     test::require_close({{"x", g_x, test::to_f64(want), test::tolerance_for(dtype)}});
     CHECK(test::to_f64(g_far) == test::to_f64(x));
+    test::require_close({{"x, a position a row", g_each, rows, test::tolerance_for(dtype)}});
   }
 }

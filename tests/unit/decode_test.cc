@@ -162,14 +162,15 @@ TEST_CASE("log_softmax_topk matches float64, ties to the smaller id", "[decode]"
                       Catch::Contains("1 <= k <= 5"));
 }
 
-TEST_CASE("extend_history grows each row's list from its parent's, and checks the parents", "[decode]") {
+TEST_CASE("extend_history grows each row's list from its parent's, at each row's position", "[decode]") {
   Stream cpu(Device::cpu());
   const int64_t R = 5, T = 6;
-  // Three steps of a beam: step 0 has 2 rows, step 1 four (rows 0, 0, 1, 1
-  // continued), step 2 three (rows 3, 0, 2). Pool rows are t * R + r: the
-  // step tensor is [t, t R].
+  // Three steps: step 0 has 2 rows (two sentences start), step 1 four
+  // (rows 0, 0, 1, 1 continued), step 2 three (rows 3, 0 continued, and a
+  // third sentence starting at position 0 beside them). Pool rows are
+  // given by the step: here 10 t + r.
   Tensor a = Tensor::zeros({R, T}, DType::i32), b = Tensor::zeros({R, T}, DType::i32);
-  Tensor lengths({R}, DType::i32), slots({R}, DType::i32);
+  Tensor lengths({R}, DType::i32);
   const auto prefix_of = [](const Tensor& t, int64_t n) {
     return TensorView(t.view().data(), t.dtype(), {n}, t.device());
   };
@@ -179,55 +180,52 @@ TEST_CASE("extend_history grows each row's list from its parent's, and checks th
   const auto first = [](const Tensor& t, int64_t n) {
     return std::vector<int32_t>(t.data_as<int32_t>(), t.data_as<int32_t>() + n);
   };
-  ops::extend_history(a, test::i32({9, 9}), test::i32({0, 0}), 0, b, prefix_of(lengths, 2),
-                      prefix_of(slots, 2), cpu);
+  ops::extend_history(a, test::i32({9, 9}), test::i32({0, 0}), test::i32({0, 1}), b, prefix_of(lengths, 2), cpu);
   CHECK(row(b, 0, 1) == std::vector<int32_t>{0});
   CHECK(row(b, 1, 1) == std::vector<int32_t>{1});
-  CHECK(first(slots, 2) == std::vector<int32_t>{0, 1});
-  ops::extend_history(b, test::i32({0, 0, 1, 1}), test::i32({1, 5}), 0, a, prefix_of(lengths, 4),
-                      prefix_of(slots, 4), cpu);
-  CHECK(row(a, 0, 2) == std::vector<int32_t>{0, 5});
-  CHECK(row(a, 1, 2) == std::vector<int32_t>{0, 6});
-  CHECK(row(a, 2, 2) == std::vector<int32_t>{1, 7});
-  CHECK(row(a, 3, 2) == std::vector<int32_t>{1, 8});
-  CHECK(first(slots, 4) == std::vector<int32_t>{5, 6, 7, 8});
-  ops::extend_history(a, test::i32({3, 0, 2}), test::i32({2, 10}), 0, b, prefix_of(lengths, 3),
-                      prefix_of(slots, 3), cpu);
-  CHECK(row(b, 0, 3) == std::vector<int32_t>{1, 8, 10});
-  CHECK(row(b, 1, 3) == std::vector<int32_t>{0, 5, 11});
-  CHECK(row(b, 2, 3) == std::vector<int32_t>{1, 7, 12});
-  CHECK(first(lengths, 3) == std::vector<int32_t>{3, 3, 3});
-  CHECK(first(slots, 3) == std::vector<int32_t>{10, 11, 12});
+  CHECK(first(lengths, 2) == std::vector<int32_t>{1, 1});
+  ops::extend_history(b, test::i32({0, 0, 1, 1}), test::i32({1, 1, 1, 1}), test::i32({10, 11, 12, 13}), a,
+                      prefix_of(lengths, 4), cpu);
+  CHECK(row(a, 0, 2) == std::vector<int32_t>{0, 10});
+  CHECK(row(a, 1, 2) == std::vector<int32_t>{0, 11});
+  CHECK(row(a, 2, 2) == std::vector<int32_t>{1, 12});
+  CHECK(row(a, 3, 2) == std::vector<int32_t>{1, 13});
+  ops::extend_history(a, test::i32({3, 0, 77}), test::i32({2, 2, 0}), test::i32({20, 21, 22}), b,
+                      prefix_of(lengths, 3), cpu);
+  CHECK(row(b, 0, 3) == std::vector<int32_t>{1, 13, 20});
+  CHECK(row(b, 1, 3) == std::vector<int32_t>{0, 10, 21});
+  CHECK(row(b, 2, 1) == std::vector<int32_t>{22});  // its parent is not read at position 0
+  CHECK(first(lengths, 3) == std::vector<int32_t>{3, 3, 1});
 
-  const auto one = [&](const Tensor& prev, const Tensor& next, std::vector<int> step) {
-    return ops::extend_history(prev, test::i32({0}), test::i32(step), 0, next, prefix_of(lengths, 1),
-                               prefix_of(slots, 1), cpu);
+  const auto one = [&](const Tensor& prev, const Tensor& next, int position) {
+    return ops::extend_history(prev, test::i32({0}), test::i32({position}), test::i32({40}), next,
+                               prefix_of(lengths, 1), cpu);
   };
-  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({5}), test::i32({3, 15}), 0, a, prefix_of(lengths, 1),
-                                          prefix_of(slots, 1), cpu),
+  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({5}), test::i32({3}), test::i32({40}), a,
+                                          prefix_of(lengths, 1), cpu),
                       Catch::Contains("parents[0] is 5, outside [0, 5)"));
-  REQUIRE_THROWS_WITH(one(b, a, {6, 30}), Catch::Contains("position 6 is outside the lists' [0, 6)"));
-  REQUIRE_THROWS_WITH(one(a, a, {1, 5}), Catch::Contains("next is prev"));
-  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({0}), test::i32({1}), 0, a, prefix_of(lengths, 1),
-                                          prefix_of(slots, 1), cpu),
-                      Catch::Contains("step"));
+  REQUIRE_THROWS_WITH(one(b, a, 6), Catch::Contains("positions[0] is 6, outside the lists' [0, 6)"));
+  REQUIRE_THROWS_WITH(one(b, a, -1), Catch::Contains("positions[0] is -1"));
+  REQUIRE_THROWS_WITH(one(a, a, 1), Catch::Contains("next is prev"));
+  REQUIRE_THROWS_WITH(ops::extend_history(b, test::i32({0}), test::i32({1, 1}), test::i32({40}), a,
+                                          prefix_of(lengths, 1), cpu),
+                      Catch::Contains("positions"));
 
   // A thread's share of a step (IncrementalDecoder::queue_step): rows 1..2
-  // of step 2 again, into a slice of the lists from row 1, pool rows from
-  // 10 + row0 1. The slice must hold the rows and be as wide as prev.
+  // of step 2 again, into a slice of the lists from row 1. The slice must
+  // hold the rows and be as wide as prev.
   const TensorView slice(b.data_as<int32_t>() + T, DType::i32, {2, T}, Device::cpu());
-  ops::extend_history(a, test::i32({0, 2}), test::i32({2, 10}), 1, slice, prefix_of(lengths, 2),
-                      prefix_of(slots, 2), cpu);
-  CHECK(row(b, 1, 3) == std::vector<int32_t>{0, 5, 11});
-  CHECK(row(b, 2, 3) == std::vector<int32_t>{1, 7, 12});
-  CHECK(row(b, 0, 3) == std::vector<int32_t>{1, 8, 10});  // untouched
-  CHECK(first(slots, 2) == std::vector<int32_t>{11, 12});
-  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0, 2, 1}), test::i32({2, 10}), 1, slice,
-                                          prefix_of(lengths, 3), prefix_of(slots, 3), cpu),
+  ops::extend_history(a, test::i32({0, 2}), test::i32({2, 2}), test::i32({31, 32}), slice, prefix_of(lengths, 2),
+                      cpu);
+  CHECK(row(b, 1, 3) == std::vector<int32_t>{0, 10, 31});
+  CHECK(row(b, 2, 3) == std::vector<int32_t>{1, 12, 32});
+  CHECK(row(b, 0, 3) == std::vector<int32_t>{1, 13, 20});  // untouched
+  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0, 2, 1}), test::i32({2, 2, 2}), test::i32({1, 2, 3}), slice,
+                                          prefix_of(lengths, 3), cpu),
                       Catch::Contains("with R' >= 3"));
   const TensorView narrow(b.data_as<int32_t>(), DType::i32, {R, T - 1}, Device::cpu());
-  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0}), test::i32({2, 10}), 1, narrow,
-                                          prefix_of(lengths, 1), prefix_of(slots, 1), cpu),
+  REQUIRE_THROWS_WITH(ops::extend_history(a, test::i32({0}), test::i32({2}), test::i32({3}), narrow,
+                                          prefix_of(lengths, 1), cpu),
                       Catch::Contains("T as prev"));
 }
 

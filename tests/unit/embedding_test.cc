@@ -72,6 +72,18 @@ TEST_CASE("position add and backward match float64", "[embedding]") {
       ops::position_add(x, table, offset, cpu);
       ops::position_add_at(x_at, table, test::i32({static_cast<int>(offset)}), cpu);
       CHECK(test::to_f64(x_at) == test::to_f64(x));
+      // And one offset per b: b's rows as position_add at that offset.
+      Tensor x_rows = test::cast(x_at, dtype), x_each = test::cast(x_at, dtype);
+      std::vector<int> offsets;
+      for (int64_t i = 0; i < b; ++i) offsets.push_back(static_cast<int>((offset + i) % (p - t + 1)));
+      ops::position_add_at(x_rows, table, test::i32(offsets), cpu);
+      for (int64_t i = 0; i < b; ++i) {
+        const size_t bytes = static_cast<size_t>(t * d) * dtype_size(dtype);
+        const TensorView xi(static_cast<char*>(x_each.view().data()) + static_cast<size_t>(i) * bytes, dtype, {1, t, d},
+                            Device::cpu());
+        ops::position_add(xi, table, offsets[static_cast<size_t>(i)], cpu);
+      }
+      CHECK(test::to_f64(x_rows) == test::to_f64(x_each));
       ops::position_backward(dx, offset, dtable, cpu);
       INFO(dtype_name(dtype) << " B=" << b << " T=" << t << " D=" << d << " offset=" << offset);
       test::require_close({{"x (+=)", x, x_ref, test::tolerance_for(dtype)},
@@ -127,8 +139,10 @@ TEST_CASE("embedding rejects out-of-range ids and bad shapes", "[embedding]") {
                       Catch::Contains("position_add: positions 7 to 11 are outside the table's 11 rows"));
   REQUIRE_THROWS_WITH(ops::position_add_at(x, table, test::i32({7}), cpu),
                       Catch::Contains("position_add_at: positions 7 to 11 are outside the table's 11 rows"));
-  REQUIRE_THROWS_WITH(ops::position_add_at(x, table, test::i32({1, 2}), cpu),
+  REQUIRE_THROWS_WITH(ops::position_add_at(x, table, test::i32({1, 2, 3}), cpu),
                       Catch::Contains("position_add_at: offset"));
+  REQUIRE_THROWS_WITH(ops::position_add_at(x, table, test::i32({1, 7}), cpu),
+                      Catch::Contains("position_add_at: positions 7 to 11 are outside the table's 11 rows"));
   REQUIRE_THROWS_WITH(ops::position_backward(x, -1, table, cpu),
                       Catch::Contains("position_backward: positions -1 to 3"));
 }

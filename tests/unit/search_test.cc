@@ -226,48 +226,59 @@ TEST_CASE("n-best lists are sorted and distinct, and the bound stops with the sa
   }
 }
 
-TEST_CASE("search_batches: side by side on three threads, each batch as beam_search alone gives it",
+TEST_CASE("search_stream: continuous batching on one and three threads, each sentence as beam_search alone gives it",
           "[search][invariance]") {
   const auto model = inference_model(13, 21);
   const BeamSearchOptions o{.beam_size = 3, .n_best = 2};
-  std::vector<std::vector<SearchRequest>> batches;
-  for (int b = 0; b < 7; ++b) batches.push_back(random_requests(1 + b % 4, 13, 3, static_cast<uint64_t>(40 + b)));
-  DecoderLimits limits = limits_for(random_requests(4, 13, 3, 1), o, 13);
-  for (const auto& batch : batches) {
-    const DecoderLimits l = limits_for(batch, o, 13);
-    limits.src_len = std::max(limits.src_len, l.src_len);
-    limits.steps = std::max(limits.steps, l.steps);
+  // 23 sentences of 1-6 tokens allowing 3-9 output tokens (so that they
+  // end at different steps), through decoders with room for 4 at a time:
+  // sentences join as others leave.
+  std::vector<SearchRequest> requests;
+  for (int b = 0; b < 23; ++b) {
+    SearchRequest r = random_requests(1 + b % 6, 13, 3, static_cast<uint64_t>(40 + b)).back();
+    r.max_len = 3 + (b * 5) % 7;
+    requests.push_back(r);
   }
-  limits.src_tokens = limits.sentences * limits.src_len;
-  std::vector<std::vector<std::vector<Hypothesis>>> want;
-  for (const auto& batch : batches) want.push_back(search(*model, batch, o));
+  DecoderLimits limits = limits_for(random_requests(4, 13, 3, 1), o, 13);
+  limits.src_len = 6;
+  limits.src_tokens = 4 * 6;
+  limits.steps = 10;
+  limits.cache_rows = 0;  // steps x rows
+  std::vector<std::vector<Hypothesis>> want;
+  for (const SearchRequest& r : requests) want.push_back(search(*model, {r}, o)[0]);
   const int threads = omp_get_max_threads();
   omp_set_num_threads(3);
-  for (int n : {1, 3}) {
-    INFO(n << " decoders");
-    std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
-    for (int d = 0; d < n; ++d) decoders.push_back(std::make_unique<IncrementalDecoder>(*model, limits));
-    std::vector<int> calls(batches.size(), 0);
-    search_batches(decoders, batches, o, [&](size_t b, std::vector<std::vector<Hypothesis>>&& got) {
-      ++calls[b];
-      REQUIRE(got.size() == want[b].size());
-      for (size_t s = 0; s < got.size(); ++s) {
-        REQUIRE(got[s].size() == want[b][s].size());
-        for (size_t i = 0; i < got[s].size(); ++i) CHECK(same(got[s][i], want[b][s][i]));
-      }
-    });
-    CHECK(calls == std::vector<int>(batches.size(), 1));
-    CHECK(omp_get_max_threads() == 3);  // the workers' one thread each stays theirs
-    // An error in done() stops the taking of batches and reaches the caller.
-    int seen = 0;
-    CHECK_THROWS_WITH(search_batches(decoders, batches, o,
-                                     [&](size_t, std::vector<std::vector<Hypothesis>>&&) {
-                                       if (++seen == 2) fail("cannot write the output: disk full");
-                                     }),
-                      Catch::Contains("disk full"));
-    CHECK(seen >= 2);
-    CHECK(seen <= 2 + n);  // at most one more batch a thread once it failed
-  }
+  for (int n : {1, 3})
+    for (bool refill : {true, false}) {
+      INFO(n << " decoders, refill " << refill);
+      BeamSearchOptions with = o;
+      with.refill = refill;
+      std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
+      for (int d = 0; d < n; ++d) decoders.push_back(std::make_unique<IncrementalDecoder>(*model, limits));
+      std::vector<int> calls(requests.size(), 0);
+      search_stream(decoders, requests, with, [&](size_t i, std::vector<Hypothesis>&& got) {
+        ++calls[i];
+        REQUIRE(got.size() == want[i].size());
+        for (size_t k = 0; k < got.size(); ++k) CHECK(same(got[k], want[i][k]));
+      });
+      CHECK(calls == std::vector<int>(requests.size(), 1));
+      CHECK(omp_get_max_threads() == 3);  // the workers' one thread each stays theirs
+      // An error in done() stops the taking of sentences and reaches the caller.
+      int seen = 0;
+      CHECK_THROWS_WITH(search_stream(decoders, requests, with,
+                                      [&](size_t, std::vector<Hypothesis>&&) {
+                                        if (++seen == 2) fail("cannot write the output: disk full");
+                                      }),
+                        Catch::Contains("disk full"));
+      CHECK(seen == 2);  // done is not called again once one failed
+    }
+  // A sentence the decoder cannot hold is an error, not a hang.
+  std::vector<std::unique_ptr<IncrementalDecoder>> one;
+  one.push_back(std::make_unique<IncrementalDecoder>(*model, limits));
+  SearchRequest longer = requests[0];
+  longer.max_len = 12;
+  CHECK_THROWS_WITH(search_stream(one, {longer}, o, [](size_t, std::vector<Hypothesis>&&) {}),
+                    Catch::Contains("does not fit the decoder's plan"));
   omp_set_num_threads(threads);
   CHECK(search_threads(*model, 4) == 4);  // a small model on the CPU: one decoder a thread
   CHECK(search_threads(*model, 1) == 1);
