@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "libcore/error.h"
+#include "libcore/model/packed.h"
 
 namespace tfm::model {
 
@@ -65,21 +66,18 @@ ops::Int8Matrix Int8Weights::find(const TensorView& w) const {
 
 void Int8Weights::pack() {
   if (!runs_.empty()) return;
-  // Matrices lie in offset order, their quantized rows side by side: one of
-  // the last run's width extends it if that run ends on a whole panel.
-  for (size_t j = 0; j < matrices_.size(); ++j) {
-    Matrix& m = matrices_[j];
-    const Matrix* prev = j > 0 ? &matrices_[j - 1] : nullptr;
-    if (prev && prev->cols == m.cols && prev->offset + prev->rows * m.cols == m.offset &&
-        runs_.back().rows % ops::kPanelRows == 0) {
-      m.run = prev->run;
-      m.run_row = runs_.back().rows;
-      runs_.back().rows += m.rows;
-    } else {
-      m.run = static_cast<int64_t>(runs_.size());
-      m.run_row = 0;
-      runs_.push_back({m.rows, ops::int8_ld(m.cols), m.value_offset, 0});
+  // Runs as the f32 weights' (their quantized rows lie side by side as
+  // their f32 rows do).
+  std::vector<MatrixExtent> extents;
+  for (const Matrix& m : matrices_) extents.push_back({m.offset, m.rows, m.cols});
+  for (const PanelRun& r : panel_runs(extents)) {
+    int64_t row = 0;
+    for (size_t j = r.first; j < r.first + r.count; ++j) {
+      matrices_[j].run = static_cast<int64_t>(runs_.size());
+      matrices_[j].run_row = row;
+      row += matrices_[j].rows;
     }
+    runs_.push_back({r.rows, ops::int8_ld(r.cols), matrices_[r.first].value_offset, 0});
   }
   int64_t words = 0;
   for (Run& r : runs_) {

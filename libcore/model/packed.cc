@@ -7,23 +7,33 @@
 
 namespace tfm::model {
 
+std::vector<PanelRun> panel_runs(const std::vector<MatrixExtent>& matrices) {
+  std::vector<PanelRun> runs;
+  for (size_t j = 0; j < matrices.size(); ++j) {
+    const MatrixExtent& m = matrices[j];
+    PanelRun* last = runs.empty() ? nullptr : &runs.back();
+    if (last && last->cols == m.cols && last->offset + last->rows * m.cols == m.offset &&
+        last->rows % ops::kPanelRows == 0) {
+      last->rows += m.rows;
+      ++last->count;
+    } else {
+      runs.push_back({m.offset, m.rows, m.cols, j, 1});
+    }
+  }
+  return runs;
+}
+
 PackedWeights::PackedWeights(const ParamLayout& layout, const TensorView& params)
     : base_(static_cast<const float*>(params.data())) {
   TFM_REQUIRE(params.device().is_cpu() && params.dtype() == DType::f32,
               "internal: packed weights are for f32 parameters on the CPU");
-  // Entries lie in offset order: a matrix that starts where the last run
-  // ends, with its width, extends it if that run ends on a whole panel (so
-  // that the matrix itself still starts on one).
+  std::vector<MatrixExtent> matrices;
   for (int id = 0; id < static_cast<int>(layout.entries().size()); ++id) {
     if (!layout.multiplied(id)) continue;
     const ParamEntry& e = layout.entry(id);
-    const int64_t rows = e.shape[0], cols = e.shape[1];
-    const Run* last = runs_.empty() ? nullptr : &runs_.back();
-    if (last && last->cols == cols && last->offset + last->rows * cols == e.offset && last->rows % ops::kPanelRows == 0)
-      runs_.back().rows += rows;
-    else
-      runs_.push_back({e.offset, rows, cols, 0});
+    matrices.push_back({e.offset, e.shape[0], e.shape[1]});
   }
+  for (const PanelRun& r : panel_runs(matrices)) runs_.push_back({r.offset, r.rows, r.cols, 0});
   for (Run& r : runs_) {
     r.panel_offset = floats_;
     floats_ += ops::panels_floats(r.rows, r.cols);

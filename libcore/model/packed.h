@@ -20,6 +20,20 @@
 
 namespace tfm::model {
 
+// The runs of panels that matrices lying in offset order in one buffer
+// form (PackedWeights, Int8Weights::pack): a matrix of the last run's
+// width that starts where that run ends joins it if the run ends on a
+// whole panel (ops::kPanelRows rows), so that the matrix itself still
+// starts on one.
+struct MatrixExtent {
+  int64_t offset, rows, cols;  // in elements of the buffer
+};
+struct PanelRun {
+  int64_t offset, rows, cols;  // offset: its first matrix's
+  size_t first, count;         // its matrices, indices into panel_runs' input
+};
+std::vector<PanelRun> panel_runs(const std::vector<MatrixExtent>& matrices);
+
 class PackedWeights {
  public:
   // Packs the matrices of `params` (the flat f32 buffer, on the CPU).
