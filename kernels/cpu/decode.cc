@@ -145,11 +145,9 @@ constexpr int64_t kWide = 8;
 // multiply-add a store and a load: half the demo model's decoding time);
 // the same operations in the same order, so the same bits.
 template <bool kZmm, int kChunks>
-[[gnu::always_inline]] inline void attend_lanes(const float* qr, const float* keys, const float* values,
-                                                const int32_t* idx, int64_t len, int64_t nh, int64_t h,
-                                                int64_t k, int64_t e, float scale, float* w, float* o) {
-  const bool wide = kChunks > 0 || (k % 16 == 0 && e % 16 == 0 && k <= 16 * kWide && e <= 16 * kWide);
-  const int64_t ck = kChunks > 0 ? kChunks : k / 16, ce = kChunks > 0 ? kChunks : e / 16;
+[[gnu::always_inline]] inline void weigh_lanes(const float* qr, const float* keys, const int32_t* idx, int64_t len,
+                                               int64_t nh, int64_t h, int64_t k, bool wide, float scale, float* w) {
+  const int64_t ck = kChunks > 0 ? kChunks : k / 16;
   constexpr int kHeld = kChunks > 0 ? kChunks : kWide;
   if (wide) {
     F16 q[kHeld] = {};
@@ -159,11 +157,15 @@ template <bool kZmm, int kChunks>
       F16 acc[16];
       const int64_t n = std::min<int64_t>(16, len - j0);
       for (int64_t j = 0; j < 16; ++j) {
-        acc[j] = F16{};
-        if (j >= n) continue;
-        const float* kr = keys + (idx[j0 + j] * nh + h) * k;
+        // Each sum written once (zeroing the array first cost a `rep stos`
+        // of 1 KB a block: 7% of the attention).
+        F16 a = {};
+        if (j < n) {
+          const float* kr = keys + (idx[j0 + j] * nh + h) * k;
 #pragma GCC unroll 8
-        for (int64_t c = 0; c < ck; ++c) acc[j] += q[c] * load16(kr + 16 * c);
+          for (int64_t c = 0; c < ck; ++c) a += q[c] * load16(kr + 16 * c);
+        }
+        acc[j] = a;
       }
       const F16 d = scale * sum16x16(acc);
       std::memcpy(w + j0, &d, sizeof d);
@@ -197,6 +199,18 @@ template <bool kZmm, int kChunks>
   for (int l = 0; l < 16; ++l) sum += part[l];
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t j = 0; j < len; ++j) w[j] *= inv;
+}
+
+// The weights of attend_lanes: scores into w (len, rounded up to 16) and
+// their softmax (weigh_lanes), then the weighted values into o.
+template <bool kZmm, int kChunks>
+[[gnu::always_inline]] inline void attend_lanes(const float* qr, const float* keys, const float* values,
+                                                const int32_t* idx, int64_t len, int64_t nh, int64_t h,
+                                                int64_t k, int64_t e, float scale, float* w, float* o) {
+  const bool wide = kChunks > 0 || (k % 16 == 0 && e % 16 == 0 && k <= 16 * kWide && e <= 16 * kWide);
+  const int64_t ce = kChunks > 0 ? kChunks : e / 16;
+  constexpr int kHeld = kChunks > 0 ? kChunks : kWide;
+  weigh_lanes<kZmm, kChunks>(qr, keys, idx, len, nh, h, k, wide, scale, w);
   if (wide) {
     F16 acc[kHeld] = {};
     for (int64_t j = 0; j < len; ++j) {
@@ -211,6 +225,47 @@ template <bool kZmm, int kChunks>
     const float* vr = values + (idx[j] * nh + h) * e;
     for (int64_t c = 0; c < e; ++c) o[c] += w[j] * vr[c];
   }
+}
+
+// The weighted values of kHeads heads h0.. of one row at once, each head's
+// weights in w + h * w_stride (weigh_lanes'): per key, the heads' values
+// are one contiguous row of the pool, and each head's sums (a chain of
+// dependent adds in key order, as attend_lanes') run beside the other
+// heads' instead of after them: the same operations in the same order for
+// each head, so the same bits.
+template <int kChunks, int kHeads>
+[[gnu::always_inline]] inline void weigh_values_zmm(const float* values, const int32_t* idx, int64_t len,
+                                                    int64_t nh, int64_t h0, const float* w, int64_t w_stride,
+                                                    float* o) {
+  constexpr int64_t e = 16 * kChunks;
+  F16 acc[kHeads][kChunks] = {};
+  for (int64_t j = 0; j < len; ++j) {
+    const float* vr = values + (idx[j] * nh + h0) * e;
+#pragma GCC unroll 8
+    for (int hh = 0; hh < kHeads; ++hh) {
+      const float wj = w[(h0 + hh) * w_stride + j];
+#pragma GCC unroll 8
+      for (int c = 0; c < kChunks; ++c) acc[hh][c] += wj * load16(vr + hh * e + 16 * c);
+    }
+  }
+  std::memcpy(o + h0 * e, acc, sizeof acc);
+}
+
+// attend_lanes<true, kChunks> for every head of one row (q (nh, K), out
+// (nh, E), K = E = 16 kChunks): each head's weights, then the values of
+// as many heads at once as eight registers of sums hold.
+template <int kChunks>
+[[gnu::always_inline]] inline void attend_heads_zmm(const float* qrow, const float* keys, const float* values,
+                                                    const int32_t* idx, int64_t len, int64_t nh, float scale,
+                                                    float* w, int64_t w_stride, float* orow) {
+  constexpr int64_t k = 16 * kChunks;
+  constexpr int kGroup = kChunks >= 8 ? 1 : 8 / kChunks;
+  for (int64_t h = 0; h < nh; ++h)
+    weigh_lanes<true, kChunks>(qrow + h * k, keys, idx, len, nh, h, k, true, scale, w + h * w_stride);
+  int64_t h0 = 0;
+  for (; h0 + kGroup <= nh; h0 += kGroup)
+    weigh_values_zmm<kChunks, kGroup>(values, idx, len, nh, h0, w, w_stride, orow);
+  for (; h0 < nh; ++h0) weigh_values_zmm<kChunks, 1>(values, idx, len, nh, h0, w, w_stride, orow);
 }
 
 // attend_lanes with K = E = 16 kChunks in AVX2 registers: the same
@@ -345,6 +400,37 @@ inline void attend(const double* qr, const double* keys, const double* values, c
   attend_f64(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
 }
 
+// Every head of one row (q (nh, K), out (nh, E), zeroed), head h's
+// weights into w + h * w_stride: attend_heads_zmm for the presets' head
+// sizes (K = E = 16, 32 or 64) on AVX-512, else attend_f32 a head at a
+// time. The same bits either way.
+TFM_WIDE_CLONES void attend_row_f32(const float* qrow, const float* keys, const float* values,
+                                    const int32_t* idx, int64_t len, int64_t nh, int64_t k, int64_t e,
+                                    float scale, float* w, int64_t w_stride, float* orow) {
+  const int chunks = k == e && (k == 16 || k == 32 || k == 64) ? static_cast<int>(k / 16) : 0;
+  if (wide512()) {
+    switch (chunks) {
+      case 1: return attend_heads_zmm<1>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+      case 2: return attend_heads_zmm<2>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+      case 4: return attend_heads_zmm<4>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+      default: break;
+    }
+  }
+  for (int64_t h = 0; h < nh; ++h)
+    attend_f32(qrow + h * k, keys, values, idx, len, nh, h, k, e, scale, w + h * w_stride, orow + h * e);
+}
+
+inline void attend_row(const float* qrow, const float* keys, const float* values, const int32_t* idx, int64_t len,
+                       int64_t nh, int64_t k, int64_t e, float scale, float* w, int64_t w_stride, float* orow) {
+  attend_row_f32(qrow, keys, values, idx, len, nh, k, e, scale, w, w_stride, orow);
+}
+inline void attend_row(const double* qrow, const double* keys, const double* values, const int32_t* idx,
+                       int64_t len, int64_t nh, int64_t k, int64_t e, double scale, double* w, int64_t w_stride,
+                       double* orow) {
+  for (int64_t h = 0; h < nh; ++h)
+    attend_f64(qrow + h * k, keys, values, idx, len, nh, h, k, e, scale, w + h * w_stride, orow + h * e);
+}
+
 template <typename T>
 void attention_rows(const TensorView& q, const TensorView& keys, const TensorView& values,
                     const int32_t* index, const int32_t* lengths, const int32_t* groups,
@@ -363,21 +449,22 @@ void attention_rows(const TensorView& q, const TensorView& keys, const TensorVie
   const int64_t work = keys_read * nh * (k + e);
 #pragma omp parallel if (work > kParallelMin)
   {
-    std::vector<T> w(static_cast<size_t>(list_len + 16));  // attend_f32 writes whole vectors
+    const int64_t w_stride = list_len + 16;  // attend_f32 writes whole vectors
+    std::vector<T> w(static_cast<size_t>(nh * w_stride));
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < n * nh; ++r) {
-      const int64_t row = r / nh, h = r % nh;
+    for (int64_t row = 0; row < n; ++row) {
       const int32_t g = groups[row];
       const int32_t* idx = index + g * list_len;
       const int64_t len = lengths[g];
-      T* o = po + r * e;
-      std::fill(o, o + e, T(0));
-      if (len > 0) attend(pq + r * k, pk, pv, idx, len, nh, h, k, e, s, w.data(), o);
-      if (pp) {
-        T* pr = pp + r * list_len;
-        std::copy(w.begin(), w.begin() + len, pr);
-        std::fill(pr + len, pr + list_len, T(0));
-      }
+      T* o = po + row * nh * e;
+      std::fill(o, o + nh * e, T(0));
+      if (len > 0) attend_row(pq + row * nh * k, pk, pv, idx, len, nh, k, e, s, w.data(), w_stride, o);
+      if (pp)
+        for (int64_t h = 0; h < nh; ++h) {
+          T* pr = pp + (row * nh + h) * list_len;
+          std::copy(w.begin() + h * w_stride, w.begin() + h * w_stride + len, pr);
+          std::fill(pr + len, pr + list_len, T(0));
+        }
     }
   }
 }
@@ -411,16 +498,28 @@ TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float 
   D8 acc = {};
   for (int64_t j0 = 0; j0 < v; j0 += 64) {
     F16 part = {};
-    for (int64_t j = j0; j < std::min(v, j0 + 64); j += 16) {
-      if (j + 16 <= v) {
-        part += exp_nonpositive<true>(load16(x + j) - mx);
-        continue;
+    if (j0 + 64 <= v) {
+      // A whole block: its four exponentials computed side by side (one at
+      // a time, each polynomial's chain of dependent multiplies and adds
+      // waited on the last's: perf found the loop latency-bound), then
+      // added in order.
+      F16 e[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) e[i] = exp_nonpositive<true>(load16(x + j0 + 16 * i) - mx);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) part += e[i];
+    } else {  // the last block, short
+      for (int64_t j = j0; j < v; j += 16) {
+        if (j + 16 <= v) {
+          part += exp_nonpositive<true>(load16(x + j) - mx);
+          continue;
+        }
+        float tail[16] = {};
+        std::copy(x + j, x + v, tail);
+        F16 e = exp_nonpositive<true>(load16(tail) - mx);
+        for (int64_t l = v - j; l < 16; ++l) e[l] = 0.0f;
+        part += e;
       }
-      float tail[16] = {};
-      std::copy(x + j, x + v, tail);
-      F16 e = exp_nonpositive<true>(load16(tail) - mx);
-      for (int64_t l = v - j; l < 16; ++l) e[l] = 0.0f;
-      part += e;
     }
     const D8 lo = {part[0], part[1], part[2], part[3], part[4], part[5], part[6], part[7]};
     const D8 hi = {part[8], part[9], part[10], part[11], part[12], part[13], part[14], part[15]};

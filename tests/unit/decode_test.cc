@@ -102,6 +102,46 @@ TEST_CASE("attention_gather matches float64", "[decode]") {
     }
 }
 
+TEST_CASE("attention_gather gives each head the bits it gets alone", "[decode]") {
+  // On AVX-512 the presets' head sizes weigh several heads' values at once
+  // (attend_heads_zmm), whole groups and the heads left over; any count of
+  // heads must give each head what it gets as the only one.
+  Stream cpu(Device::cpu());
+  uint64_t seed = 12500;
+  for (int64_t k : {16, 32, 48, 64})
+    for (int64_t nh : {1, 2, 3, 4, 5, 8, 9}) {
+      const int64_t n = 3, pool = 23, list = 21;
+      const std::vector<int> lengths = {21, 6}, groups = {0, 1, 0};
+      Tensor q = test::random({n, nh, k}, DType::f32, ++seed);
+      Tensor keys = test::random({pool, nh, k}, DType::f32, ++seed);
+      Tensor values = test::random({pool, nh, k}, DType::f32, ++seed);
+      const std::vector<int> index = test::random_ints(2 * list, pool, ++seed);
+      Tensor idx = test::from_f64(std::vector<double>(index.begin(), index.end()), {2, list}, DType::i32);
+      Tensor out({n, nh, k}, DType::f32), probs({n, nh, list}, DType::f32);
+      ops::attention_gather(q, keys, values, idx, test::i32(lengths), test::i32(groups), 0.21f, out, probs, cpu);
+      const std::vector<double> qv = test::to_f64(q), kv = test::to_f64(keys), vv = test::to_f64(values);
+      const std::vector<double> all = test::to_f64(out), all_probs = test::to_f64(probs);
+      // Head h of (rows, nh, k) as (rows, 1, k).
+      auto head = [&](const std::vector<double>& x, int64_t rows, int64_t h) {
+        std::vector<double> y;
+        for (int64_t r = 0; r < rows; ++r)
+          y.insert(y.end(), x.begin() + (r * nh + h) * k, x.begin() + (r * nh + h + 1) * k);
+        return test::from_f64(y, {rows, 1, k}, DType::f32);
+      };
+      for (int64_t h = 0; h < nh; ++h) {
+        Tensor one({n, 1, k}, DType::f32), one_probs({n, 1, list}, DType::f32);
+        ops::attention_gather(head(qv, n, h), head(kv, pool, h), head(vv, pool, h), idx, test::i32(lengths),
+                              test::i32(groups), 0.21f, one, one_probs, cpu);
+        const std::vector<double> o = test::to_f64(one), p = test::to_f64(one_probs);
+        INFO("K " << k << ", " << nh << " heads, head " << h);
+        for (int64_t r = 0; r < n; ++r) {
+          CHECK(std::equal(o.begin() + r * k, o.begin() + (r + 1) * k, all.begin() + (r * nh + h) * k));
+          CHECK(std::equal(p.begin() + r * list, p.begin() + (r + 1) * list, all_probs.begin() + (r * nh + h) * list));
+        }
+      }
+    }
+}
+
 TEST_CASE("attention_gather rejects indices outside the pool", "[decode]") {
   Stream cpu(Device::cpu());
   Tensor q = test::random({2, 1, 4}, DType::f32, 1), kv = test::random({3, 1, 4}, DType::f32, 2);
