@@ -61,10 +61,12 @@ typedef double D4 __attribute__((vector_size(32)));
   return v;
 }
 
-// Whether the AVX-512 clone runs (the CPU has AVX-512F): the clones' bodies
-// pick their vector width by it, once a call.
+// Whether the AVX-512 clone runs (the CPU has AVX-512F) and TFM_ROW_GEMM
+// does not cap the decoder's CPU kernels at AVX2 (an A/B switch, also what
+// lets a test compare the two widths' bits on one machine): the clones'
+// bodies pick their vector width by it, once a call.
 inline bool wide512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
+  static const bool yes = __builtin_cpu_supports("avx512f") && gemm_row_invariant_path() == RowGemmPath::avx512;
   return yes;
 }
 
@@ -276,9 +278,9 @@ template <int kChunks>
 // round of sum16x16's tree, and eight keys go through its other three
 // rounds together, by shuffles of eight-float vectors.
 template <int kChunks>
-[[gnu::always_inline]] inline void attend_ymm(const float* qr, const float* keys, const float* values,
-                                              const int32_t* idx, int64_t len, int64_t nh, int64_t h,
-                                              int64_t k, int64_t e, float scale, float* w, float* o) {
+[[gnu::always_inline]] inline void weigh_ymm(const float* qr, const float* keys, const float* values,
+                                             const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
+                                             int64_t e, float scale, float* w) {
   F8 q[2 * kChunks];
 #pragma GCC unroll 8
   for (int c = 0; c < 2 * kChunks; ++c) q[c] = load8(qr + 8 * c);
@@ -338,6 +340,35 @@ template <int kChunks>
   for (int l = 0; l < 8; ++l) sum += part_hi[l];
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t j = 0; j < len; ++j) w[j] *= inv;
+}
+
+// attend_ymm's weighted values of kHeads heads h0.. of one row at once,
+// as weigh_values_zmm does attend_lanes': the same bits.
+template <int kChunks, int kHeads>
+[[gnu::always_inline]] inline void weigh_values_ymm(const float* values, const int32_t* idx, int64_t len,
+                                                    int64_t nh, int64_t h0, const float* w, int64_t w_stride,
+                                                    float* o) {
+  constexpr int64_t e = 16 * kChunks;
+  F8 acc[kHeads][2 * kChunks] = {};
+  for (int64_t j = 0; j < len; ++j) {
+    const float* vr = values + (idx[j] * nh + h0) * e;
+#pragma GCC unroll 8
+    for (int hh = 0; hh < kHeads; ++hh) {
+      const float wj = w[(h0 + hh) * w_stride + j];
+#pragma GCC unroll 16
+      for (int c = 0; c < 2 * kChunks; ++c) acc[hh][c] += wj * load8(vr + hh * e + 8 * c);
+    }
+  }
+  std::memcpy(o + h0 * e, acc, sizeof acc);
+}
+
+// The weights (weigh_ymm), then the weighted values into o, whose sums
+// add the keys in order as attend_lanes' do.
+template <int kChunks>
+[[gnu::always_inline]] inline void attend_ymm(const float* qr, const float* keys, const float* values,
+                                              const int32_t* idx, int64_t len, int64_t nh, int64_t h,
+                                              int64_t k, int64_t e, float scale, float* w, float* o) {
+  weigh_ymm<kChunks>(qr, keys, values, idx, len, nh, h, k, e, scale, w);
   F8 acc[2 * kChunks] = {};
   for (int64_t j = 0; j < len; ++j) {
     const float* vr = values + (idx[j] * nh + h) * e;
@@ -346,6 +377,23 @@ template <int kChunks>
     for (int c = 0; c < 2 * kChunks; ++c) acc[c] += wj * load8(vr + 8 * c);
   }
   std::memcpy(o, acc, sizeof acc);
+}
+
+
+// attend_heads_zmm on AVX2 registers: each head's weights (weigh_ymm),
+// then the values of as many heads at once as eight registers of sums hold.
+template <int kChunks>
+[[gnu::always_inline]] inline void attend_heads_ymm(const float* qrow, const float* keys, const float* values,
+                                                    const int32_t* idx, int64_t len, int64_t nh, float scale,
+                                                    float* w, int64_t w_stride, float* orow) {
+  constexpr int64_t k = 16 * kChunks;
+  constexpr int kGroup = 2 * kChunks >= 8 ? 1 : 8 / (2 * kChunks);
+  for (int64_t h = 0; h < nh; ++h)
+    weigh_ymm<kChunks>(qrow + h * k, keys, values, idx, len, nh, h, k, k, scale, w + h * w_stride);
+  int64_t h0 = 0;
+  for (; h0 + kGroup <= nh; h0 += kGroup)
+    weigh_values_ymm<kChunks, kGroup>(values, idx, len, nh, h0, w, w_stride, orow);
+  for (; h0 < nh; ++h0) weigh_values_ymm<kChunks, 1>(values, idx, len, nh, h0, w, w_stride, orow);
 }
 
 TFM_WIDE_CLONES void attend_f32(const float* qr, const float* keys, const float* values,
@@ -401,20 +449,26 @@ inline void attend(const double* qr, const double* keys, const double* values, c
 }
 
 // Every head of one row (q (nh, K), out (nh, E), zeroed), head h's
-// weights into w + h * w_stride: attend_heads_zmm for the presets' head
-// sizes (K = E = 16, 32 or 64) on AVX-512, else attend_f32 a head at a
-// time. The same bits either way.
+// weights into w + h * w_stride: attend_heads_zmm (AVX-512) or
+// attend_heads_ymm for the presets' head sizes (K = E = 16, 32 or 64),
+// else attend_f32 a head at a time. The same bits every way.
 TFM_WIDE_CLONES void attend_row_f32(const float* qrow, const float* keys, const float* values,
                                     const int32_t* idx, int64_t len, int64_t nh, int64_t k, int64_t e,
                                     float scale, float* w, int64_t w_stride, float* orow) {
   const int chunks = k == e && (k == 16 || k == 32 || k == 64) ? static_cast<int>(k / 16) : 0;
-  if (wide512()) {
-    switch (chunks) {
-      case 1: return attend_heads_zmm<1>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
-      case 2: return attend_heads_zmm<2>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
-      case 4: return attend_heads_zmm<4>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
-      default: break;
-    }
+  const bool zmm = wide512();
+  switch (chunks) {
+    case 1:
+      if (zmm) return attend_heads_zmm<1>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+      return attend_heads_ymm<1>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+    case 2:
+      if (zmm) return attend_heads_zmm<2>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+      return attend_heads_ymm<2>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+    case 4:
+      if (zmm) return attend_heads_zmm<4>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+      return attend_heads_ymm<4>(qrow, keys, values, idx, len, nh, scale, w, w_stride, orow);
+    default:
+      break;
   }
   for (int64_t h = 0; h < nh; ++h)
     attend_f32(qrow + h * k, keys, values, idx, len, nh, h, k, e, scale, w + h * w_stride, orow + h * e);

@@ -170,15 +170,26 @@ decode -m "$M" --precision int8 --batch-size 1 "$TMP/in13" | cmp -s - "$TMP/int8
   || fail "--precision int8: the memory report does not name the int8 weights and their panels"
 "$TFM_BIN/tfm-decode" -m "$M" "$TMP/in13" 2>&1 >/dev/null | grep -q "packed weights" \
   || fail "fp32: the memory report does not name the weights packed for the GEMM"
-# TFM_ROW_GEMM caps the CPU GEMMs' path (man tfm.7, for A/B runs): the AVX2
-# and portable paths give the widest one's bits, fp32 and int8 (n-best
-# lists and scores).
+# TFM_ROW_GEMM caps the CPU decoder's path (man tfm.7, for A/B runs): the
+# AVX2 and portable paths give the widest one's bits, fp32 and int8 (n-best
+# lists and scores); and the attention's, whose head sizes 16, 32 and 64
+# take register paths of their own (several heads at once; five heads
+# leave one over), with its weights.
 for precision in fp32 int8; do
   decode -m "$E" --precision $precision --scores -n 3 "$TMP/in" >"$TMP/path_best" || fail "$precision"
   for path in avx2 portable; do
     TFM_ROW_GEMM=$path decode -m "$E" --precision $precision --scores -n 3 "$TMP/in" | cmp -s - "$TMP/path_best" \
       || fail "TFM_ROW_GEMM=$path changes the $precision output"
   done
+done
+for heads in "4 16" "4 32" "5 32" "2 64"; do
+  read -r h dk <<<"$heads"
+  "$TFM_TOOLS/tiny_checkpoint" "$TMP/heads.bin" --tokenizer "$TMP/spm.model" --eos-logit 2.0 --seed 3 \
+    --set d_model=64 --set heads="$h" --set d_k="$dk" --set d_v="$dk" || fail "checkpoint fixture, $h heads of $dk"
+  decode -m "$TMP/heads.bin" --json --attention --attention-heads -n 2 "$TMP/in" >"$TMP/path_best" \
+    || fail "$h heads of $dk"
+  TFM_ROW_GEMM=avx2 decode -m "$TMP/heads.bin" --json --attention --attention-heads -n 2 "$TMP/in" \
+    | cmp -s - "$TMP/path_best" || fail "TFM_ROW_GEMM=avx2 changes the output of $h heads of $dk"
 done
 for bad in "--device cuda" "--precision bf16 --device cpu" "--precision int8 --device cuda"; do
   # shellcheck disable=SC2086
