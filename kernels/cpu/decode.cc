@@ -135,9 +135,9 @@ template <bool kZmm>
 // register path (d_k = d_v = 64 in base and big); others the general one.
 constexpr int64_t kWide = 8;
 
-// One (row, head) of attention_gather in f32: scores into w (len, rounded
-// up to 16), their softmax, the weighted values into o (e, zeroed).
-// Exponentials as the top-k's, the softmax's sum in double over sixteen
+// One (row, head) of attention_gather in f32 is weigh_lanes (scores into
+// w (len, rounded up to 16), their softmax) and then attend_lanes' values
+// (the weighted values into o (e, zeroed)). Exponentials as the top-k's, the softmax's sum in double over sixteen
 // float lanes, the values added in key order. When K and E are whole
 // vectors, at most kWide, sixteen keys' dot products are reduced together
 // (sum16x16) and the output stays in registers; else each dot product is
@@ -203,8 +203,8 @@ template <bool kZmm, int kChunks>
   for (int64_t j = 0; j < len; ++j) w[j] *= inv;
 }
 
-// The weights of attend_lanes: scores into w (len, rounded up to 16) and
-// their softmax (weigh_lanes), then the weighted values into o.
+// One (row, head): its weights (weigh_lanes), then the weighted values
+// into o.
 template <bool kZmm, int kChunks>
 [[gnu::always_inline]] inline void attend_lanes(const float* qr, const float* keys, const float* values,
                                                 const int32_t* idx, int64_t len, int64_t nh, int64_t h,
@@ -379,7 +379,6 @@ template <int kChunks>
   std::memcpy(o, acc, sizeof acc);
 }
 
-
 // attend_heads_zmm on AVX2 registers: each head's weights (weigh_ymm),
 // then the values of as many heads at once as eight registers of sums hold.
 template <int kChunks>
@@ -435,17 +434,6 @@ void attend_f64(const double* qr, const double* keys, const double* values, cons
     const double* vr = values + (idx[j] * nh + h) * e;
     for (int64_t c = 0; c < e; ++c) o[c] += w[j] * vr[c];
   }
-}
-
-inline void attend(const float* qr, const float* keys, const float* values, const int32_t* idx,
-                   int64_t len, int64_t nh, int64_t h, int64_t k, int64_t e, float scale, float* w,
-                   float* o) {
-  attend_f32(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
-}
-inline void attend(const double* qr, const double* keys, const double* values, const int32_t* idx,
-                   int64_t len, int64_t nh, int64_t h, int64_t k, int64_t e, double scale, double* w,
-                   double* o) {
-  attend_f64(qr, keys, values, idx, len, nh, h, k, e, scale, w, o);
 }
 
 // Every head of one row (q (nh, K), out (nh, E), zeroed), head h's
