@@ -17,7 +17,7 @@
 // int8) with and without its packed weight, each in GFLOP/s (int8:
 // multiply-adds counted as float ones), and packed int8 over packed fp32.
 //
-//   gemm [--out FILE] [--repeats N] [--min-seconds S]
+//   gemm [--out FILE] [--repeats N] [--min-seconds S] [--decoder-only]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,6 +164,59 @@ std::map<size_t, double> run_forced(const std::string& core, int repeats, double
   return rates;
 }
 
+// The decoder's shapes, each product in turn (no verdict): OpenBLAS, the
+// row-invariant GEMM (and on AVX2 where its widest path is AVX-512), packed,
+// int8 and int8 packed.
+void decoder_table(int repeats, double min_seconds) {
+  Stream cpu(Device::cpu());
+  const ops::cpu::RowGemmPath path = ops::cpu::gemm_row_invariant_path();
+  const bool wide = path == ops::cpu::RowGemmPath::avx512;
+  std::printf("row-inv: tfm's row-invariant GEMM on its %s path%s; packed: the weight in panels once "
+              "(ModelWeights::pack_weights), as tfm-decode runs\n",
+              ops::cpu::row_gemm_path_name(path), wide ? "; inv AVX2: the same on AVX2" : "");
+  std::printf("%-34s %20s %9s %9s %9s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv",
+              "inv AVX2", "packed", "int8", "int8 pk", "i8pk/pk");
+  for (const Shape3& s : kDecoderShapes) {
+    Operands o = operands(s);
+    ops::GemmOptions blas;
+    blas.trans_b = true;
+    ops::GemmOptions inv = blas;
+    inv.row_invariant = true;
+    Tensor panels({ops::panels_floats(s.n, s.k)}, DType::f32);  // as the model's buffers: 2 MiB pages
+    ops::pack_panels(o.b, panels.data_as<float>());
+    ops::GemmOptions packed = inv;
+    packed.packed_b = panels.data_as<float>();
+    ops::detail::GemmShape shape;
+    shape.m = s.m, shape.n = s.n, shape.k = s.k, shape.lda = s.k, shape.ldb = s.k, shape.ldc = s.n;
+    const int64_t ld = ops::int8_ld(s.k);
+    std::vector<int8_t> values(static_cast<size_t>(s.n * ld));
+    std::vector<float> scales(static_cast<size_t>(s.n));
+    std::vector<int32_t> sums(static_cast<size_t>(s.n));
+    ops::quantize_int8(o.b, values.data(), ld, scales.data(), sums.data());
+    const ops::Int8Matrix w{values.data(), scales.data(), sums.data(), s.n, s.k, ld};
+    Tensor int8_panels({ops::panels_floats(s.n, ld / 4)}, DType::i32);
+    ops::pack_int8_panels(values.data(), s.n, ld, int8_panels.data_as<int32_t>());
+    ops::Int8Matrix w_packed = w;
+    w_packed.panels = int8_panels.data_as<int32_t>();
+    std::vector<std::function<void()>> fs = {
+        [&] { ops::gemm(o.a, o.b, o.c, blas, cpu); },
+        [&] { ops::gemm(o.a, o.b, o.c, inv, cpu); },
+        [&] { ops::gemm(o.a, o.b, o.c, packed, cpu); },
+        [&] { ops::gemm_int8(o.a, w, o.c, cpu); },
+        [&] { ops::gemm_int8(o.a, w_packed, o.c, cpu); }};
+    if (wide)
+      fs.push_back([&] {
+        ops::cpu::gemm_row_invariant<float>(shape, o.a.data_as<float>(), o.b.data_as<float>(),
+                                            o.c.data_as<float>(), nullptr, inv, ops::cpu::RowGemmPath::avx2);
+      });
+    const std::vector<double> r = measure_in_turn(s, repeats, min_seconds, fs);
+    std::printf("%-34s %20s %9.1f %9.1f %9s %9.1f %9.1f %9.1f %8.2fx\n", s.role,
+                fmt::format("{} x {} x {}", s.m, s.k, s.n).c_str(), r[0], r[1],
+                wide ? fmt::format("{:.1f}", r[5]).c_str() : "-", r[2], r[3], r[4], r[4] / r[2]);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,7 +224,7 @@ int main(int argc, char** argv) {
   std::string out = "gemm.tsv";
   int repeats = 5;
   double min_seconds = 0.2;
-  bool raw = false;
+  bool raw = false, decoder_only = false;
   CLI::App app{"CPU GEMM benchmark: tfm against OpenBLAS with AVX-512 kernels forced."};
   add_common_options(app, common);
   app.add_option("--out", out, "Write the results as TSV to this file")->capture_default_str();
@@ -179,12 +232,19 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--min-seconds", min_seconds, "Shortest time of one timing")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_flag("--decoder-only", decoder_only, "Only the decoder's shapes (no reference runs, no verdict)");
   app.add_flag("--raw", raw, "Internal: time cblas_sgemm directly (the reference child)")
       ->group("");
   int status = 0;
   const int rc = run_program("gemm", app, argc, argv, common, [&] {
     if (raw) {
       status = run_raw(repeats, min_seconds);
+      return;
+    }
+    if (decoder_only) {
+      std::printf("tfm's decoder GEMMs, %d threads, median of %d\n\n", ops::cpu::blas().threads, repeats);
+      decoder_table(repeats, min_seconds);
+      std::printf("\nGFLOP/s (int8: its multiply-adds counted as float ones)\n");
       return;
     }
     const auto& blas = ops::cpu::blas();
@@ -242,52 +302,7 @@ int main(int argc, char** argv) {
     }
     std::printf("\nGFLOP/s; ratio = tfm / best forced core.\n\n");
 
-    const ops::cpu::RowGemmPath path = ops::cpu::gemm_row_invariant_path();
-    const bool wide = path == ops::cpu::RowGemmPath::avx512;
-    std::printf("row-inv: tfm's row-invariant GEMM on its %s path%s; packed: the weight in panels once "
-                "(ModelWeights::pack_weights), as tfm-decode runs\n",
-                ops::cpu::row_gemm_path_name(path), wide ? "; inv AVX2: the same on AVX2" : "");
-    std::printf("%-34s %20s %9s %9s %9s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv",
-                "inv AVX2", "packed", "int8", "int8 pk", "i8pk/pk");
-    for (const Shape3& s : kDecoderShapes) {
-      Operands o = operands(s);
-      ops::GemmOptions blas;
-      blas.trans_b = true;
-      ops::GemmOptions inv = blas;
-      inv.row_invariant = true;
-      Tensor panels({ops::panels_floats(s.n, s.k)}, DType::f32);  // as the model's buffers: 2 MiB pages
-      ops::pack_panels(o.b, panels.data_as<float>());
-      ops::GemmOptions packed = inv;
-      packed.packed_b = panels.data_as<float>();
-      ops::detail::GemmShape shape;
-      shape.m = s.m, shape.n = s.n, shape.k = s.k, shape.lda = s.k, shape.ldb = s.k, shape.ldc = s.n;
-      const int64_t ld = ops::int8_ld(s.k);
-      std::vector<int8_t> values(static_cast<size_t>(s.n * ld));
-      std::vector<float> scales(static_cast<size_t>(s.n));
-      std::vector<int32_t> sums(static_cast<size_t>(s.n));
-      ops::quantize_int8(o.b, values.data(), ld, scales.data(), sums.data());
-      const ops::Int8Matrix w{values.data(), scales.data(), sums.data(), s.n, s.k, ld};
-      Tensor int8_panels({ops::panels_floats(s.n, ld / 4)}, DType::i32);
-      ops::pack_int8_panels(values.data(), s.n, ld, int8_panels.data_as<int32_t>());
-      ops::Int8Matrix w_packed = w;
-      w_packed.panels = int8_panels.data_as<int32_t>();
-      std::vector<std::function<void()>> fs = {
-          [&] { ops::gemm(o.a, o.b, o.c, blas, cpu); },
-          [&] { ops::gemm(o.a, o.b, o.c, inv, cpu); },
-          [&] { ops::gemm(o.a, o.b, o.c, packed, cpu); },
-          [&] { ops::gemm_int8(o.a, w, o.c, cpu); },
-          [&] { ops::gemm_int8(o.a, w_packed, o.c, cpu); }};
-      if (wide)
-        fs.push_back([&] {
-          ops::cpu::gemm_row_invariant<float>(shape, o.a.data_as<float>(), o.b.data_as<float>(),
-                                              o.c.data_as<float>(), nullptr, inv, ops::cpu::RowGemmPath::avx2);
-        });
-      const std::vector<double> r = measure_in_turn(s, repeats, min_seconds, fs);
-      std::printf("%-34s %20s %9.1f %9.1f %9s %9.1f %9.1f %9.1f %8.2fx\n", s.role,
-                  fmt::format("{} x {} x {}", s.m, s.k, s.n).c_str(), r[0], r[1],
-                  wide ? fmt::format("{:.1f}", r[5]).c_str() : "-", r[2], r[3], r[4], r[4] / r[2]);
-      std::fflush(stdout);
-    }
+    decoder_table(repeats, min_seconds);
     std::printf("\nGFLOP/s (int8: its multiply-adds counted as float ones). The first table written to %s\n",
                 out.c_str());
     io::write_file_atomic(out, tsv);

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 
 #include "kernels/detail.h"
 #include "kernels/ops.h"
@@ -100,8 +101,11 @@ TEST_CASE("row-invariant GEMM: the AVX-512, AVX2 and portable paths give the sam
   // second is short (50 = 32 + 18: 16 and 2); m: tiles of 6 and 12 and tails.
   for (const auto& [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {5, 7, 13}, {64, 96, 64}, {13, 33, 517},
                                 {3, 4000, 128}, {25, 40, 9}, {30, 50, 31}}) {
+    // The epilogue's every branch: alpha 1 and beta 0 (the decoder's
+    // products) and not, with and without a bias, with and without ReLU.
     for (const bool relu : {false, true})
-      for (const float beta : {0.0f, 1.0f}) {
+      for (const auto& [alpha, beta, with_bias] : {std::tuple{0.75f, 0.0f, true}, {0.75f, 1.0f, true},
+                                                   {1.0f, 0.0f, true}, {1.0f, 0.0f, false}, {1.0f, 1.0f, false}}) {
         Tensor a = test::random({m, k}, DType::f32, ++seed), w = test::random({n, k}, DType::f32, ++seed);
         Tensor bias = test::random({n}, DType::f32, ++seed), c0 = test::random({m, n}, DType::f32, ++seed);
         ops::detail::GemmShape s;
@@ -111,16 +115,17 @@ TEST_CASE("row-invariant GEMM: the AVX-512, AVX2 and portable paths give the sam
         o.row_invariant = true;
         o.relu = relu;
         o.beta = beta;
-        o.alpha = 0.75f;
+        o.alpha = alpha;
         const auto run = [&](RowGemmPath path) {
           Tensor out({m, n}, DType::f32);
           std::memcpy(out.data_as<float>(), c0.data_as<float>(), c0.view().bytes());
           ops::cpu::gemm_row_invariant<float>(s, a.data_as<float>(), w.data_as<float>(), out.data_as<float>(),
-                                              bias.data_as<float>(), o, path);
+                                              with_bias ? bias.data_as<float>() : nullptr, o, path);
           return out;
         };
         const Tensor portable = run(RowGemmPath::portable);
-        INFO(m << " x " << n << " x " << k << (relu ? ", relu" : "") << ", beta " << beta);
+        INFO(m << " x " << n << " x " << k << (relu ? ", relu" : "") << ", alpha " << alpha << ", beta " << beta
+               << (with_bias ? ", bias" : ""));
         // W's panels laid out beforehand (GemmOptions::packed_b): the same
         // bits on every path, whole or as rows 32.. of a taller matrix.
         std::vector<float> panels(static_cast<size_t>(ops::panels_floats(n, k)));
