@@ -16,6 +16,7 @@
 // once (what tfm-decode runs in fp32), and tfm's int8 GEMM (--precision
 // int8) with and without its packed weight, each in GFLOP/s (int8:
 // multiply-adds counted as float ones), and packed int8 over packed fp32.
+// --decoder-only: that second table alone (no reference runs, no verdict).
 //
 //   gemm [--out FILE] [--repeats N] [--min-seconds S] [--decoder-only]
 #include <sys/wait.h>
