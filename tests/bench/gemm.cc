@@ -216,6 +216,7 @@ void decoder_table(int repeats, double min_seconds) {
                 wide ? fmt::format("{:.1f}", r[5]).c_str() : "-", r[2], r[3], r[4], r[4] / r[2]);
     std::fflush(stdout);
   }
+  std::printf("\nGFLOP/s (int8: its multiply-adds counted as float ones)\n");
 }
 
 }  // namespace
@@ -245,7 +246,6 @@ int main(int argc, char** argv) {
     if (decoder_only) {
       std::printf("tfm's decoder GEMMs, %d threads, median of %d\n\n", ops::cpu::blas().threads, repeats);
       decoder_table(repeats, min_seconds);
-      std::printf("\nGFLOP/s (int8: its multiply-adds counted as float ones)\n");
       return;
     }
     const auto& blas = ops::cpu::blas();
@@ -304,8 +304,7 @@ int main(int argc, char** argv) {
     std::printf("\nGFLOP/s; ratio = tfm / best forced core.\n\n");
 
     decoder_table(repeats, min_seconds);
-    std::printf("\nGFLOP/s (int8: its multiply-adds counted as float ones). The first table written to %s\n",
-                out.c_str());
+    std::printf("The first table written to %s\n", out.c_str());
     io::write_file_atomic(out, tsv);
     status = all_ok ? 0 : kSlow;
   });
