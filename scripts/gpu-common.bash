@@ -243,6 +243,14 @@ pack_step() {
   done <"$dir/lib/NEEDED"
   export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   missing=$(ldd "$dir/tests/tfm_cuda_tests" "$dir/cmd/tfm-train" | awk '/not found/ { print $1 }' | sort -u | tr '\n' ' ')
+  # What the programs open at run time (cuBLAS), which ldd cannot see: on
+  # the loader's path, or linked in above. (A dry run on the CPU needs none.)
+  if [ "$DEVICE" != cpu ]; then
+    while read -r n; do
+      [[ $n == libcublas* ]] || continue
+      grep -qxF "$n" <<<"$known" || [ -e "$libs/$n" ] || missing="$missing$n "
+    done <"$dir/lib/NEEDED"
+  fi
   [ -z "$missing" ] || die "libraries the pack's programs need are found neither here nor in it: $missing"
   BUILD=$dir
   seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')

@@ -14,14 +14,12 @@
 // and the heuristic's algorithm, or "none: fall back"), keyed by everything
 // that decides them: shapes, pitches, transposes, dtypes, epilogue and the
 // operands' alignments. A repeated problem costs a hash lookup and the
-// cublasLtMatmul call.
-#include <cublasLt.h>
-#include <cublas_v2.h>
-
+// cublasLtMatmul call. cuBLAS itself is opened on the first GEMM (cublas.h).
 #include <memory>
 #include <unordered_map>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cublas.h"
 #include "kernels/detail.h"
 
 namespace tfm::ops::cuda {
@@ -64,10 +62,10 @@ struct LtPlan {
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;
   ~LtPlan() {
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (c) cublas().cublasLtMatrixLayoutDestroy(c);
+    if (b) cublas().cublasLtMatrixLayoutDestroy(b);
+    if (a) cublas().cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublas().cublasLtMatmulDescDestroy(desc);
   }
 };
 
@@ -85,8 +83,8 @@ struct BlasContext {
     cudaSetDevice(device);
     plans.clear();
     if (workspace) cudaFree(workspace);
-    if (blas) cublasDestroy(blas);
-    if (lt) cublasLtDestroy(lt);
+    if (blas) cublas().cublasDestroy(blas);
+    if (lt) cublas().cublasLtDestroy(lt);
   }
 };
 
@@ -95,13 +93,13 @@ BlasContext& context_for(const Stream& stream) {
   if (!slot) {
     auto ctx = std::make_shared<BlasContext>();
     ctx->device = stream.device().index;
-    TFM_CUBLAS_CHECK(cublasLtCreate(&ctx->lt));
-    TFM_CUBLAS_CHECK(cublasCreate(&ctx->blas));
+    TFM_CUBLAS_CHECK(cublas().cublasLtCreate(&ctx->lt));
+    TFM_CUBLAS_CHECK(cublas().cublasCreate(&ctx->blas));
     TFM_CUDA_CHECK(cudaMalloc(&ctx->workspace, kWorkspaceBytes));
     // The stream first: since cuBLAS 12, cublasSetStream resets the handle's
     // workspace to the default pool, undoing an earlier cublasSetWorkspace.
-    TFM_CUBLAS_CHECK(cublasSetStream(ctx->blas, native(stream)));
-    TFM_CUBLAS_CHECK(cublasSetWorkspace(ctx->blas, ctx->workspace, kWorkspaceBytes));
+    TFM_CUBLAS_CHECK(cublas().cublasSetStream(ctx->blas, native(stream)));
+    TFM_CUBLAS_CHECK(cublas().cublasSetWorkspace(ctx->blas, ctx->workspace, kWorkspaceBytes));
     slot = std::move(ctx);
   }
   return *static_cast<BlasContext*>(slot.get());
@@ -135,23 +133,23 @@ uint32_t alignment_of(const void* p, int64_t ld, int64_t stride, int64_t batch, 
 
 template <typename T>
 void set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& value) {
-  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof(value)));
+  TFM_CUBLAS_CHECK(cublas().cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof(value)));
 }
 
 template <typename T>
 void set_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr, const T& value) {
-  TFM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, attr, &value, sizeof(value)));
+  TFM_CUBLAS_CHECK(cublas().cublasLtMatrixLayoutSetAttribute(l, attr, &value, sizeof(value)));
 }
 
 template <typename T>
 void set_pref(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr, const T& value) {
-  TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, attr, &value, sizeof(value)));
+  TFM_CUBLAS_CHECK(cublas().cublasLtMatmulPreferenceSetAttribute(p, attr, &value, sizeof(value)));
 }
 
 cublasLtMatrixLayout_t make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
                                    int64_t batch, int64_t stride) {
   cublasLtMatrixLayout_t l = nullptr;
-  TFM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld));
+  TFM_CUBLAS_CHECK(cublas().cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld));
   if (batch > 1) {
     set_attr(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, static_cast<int32_t>(batch));
     set_attr(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride);
@@ -164,7 +162,8 @@ cublasLtMatrixLayout_t make_layout(cudaDataType_t type, int64_t rows, int64_t co
 std::unique_ptr<LtPlan> make_plan(const PlanKey& key, BlasContext& ctx) {
   auto plan = std::make_unique<LtPlan>();
   const cudaDataType_t ab_type = cuda_type(key.ab), c_type = cuda_type(key.c);
-  TFM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute_type(key.ab, key.tf32), CUDA_R_32F));
+  TFM_CUBLAS_CHECK(cublas().cublasLtMatmulDescCreate(&plan->desc, compute_type(key.ab, key.tf32),
+                                                     CUDA_R_32F));
   // Swapped operands (see the top of the file): first = B, second = A.
   const cublasOperation_t op_first = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -187,9 +186,10 @@ std::unique_ptr<LtPlan> make_plan(const PlanKey& key, BlasContext& ctx) {
   plan->c = make_layout(c_type, key.n, key.m, key.ldc, key.batch, key.stride_c);
 
   cublasLtMatmulPreference_t pref = nullptr;
-  TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const std::unique_ptr<void, void (*)(void*)> pref_guard(
-      pref, [](void* p) { cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p)); });
+  TFM_CUBLAS_CHECK(cublas().cublasLtMatmulPreferenceCreate(&pref));
+  const std::unique_ptr<void, void (*)(void*)> pref_guard(pref, [](void* p) {
+    cublas().cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
+  });
   set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(kWorkspaceBytes));
   // cuBLASLt's A is our B and its B our A (swapped operands).
   set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b);
@@ -199,8 +199,8 @@ std::unique_ptr<LtPlan> make_plan(const PlanKey& key, BlasContext& ctx) {
 
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx.lt, plan->desc, plan->a, plan->b,
-                                                           plan->c, plan->c, pref, 1, &result, &found);
+  const cublasStatus_t st = cublas().cublasLtMatmulAlgoGetHeuristic(
+      ctx.lt, plan->desc, plan->a, plan->b, plan->c, plan->c, pref, 1, &result, &found);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED) return plan;  // found stays false
   TFM_CUBLAS_CHECK(st);
   if (found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
@@ -230,9 +230,9 @@ bool gemm_lt(const GemmShape& s, const TensorView& a, const TensorView& b, const
     set_attr(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr);
   }
   const float alpha = o.alpha, beta = o.beta;
-  TFM_CUBLAS_CHECK(cublasLtMatmul(ctx.lt, plan.desc, &alpha, b.data(), plan.a, a.data(), plan.b,
-                                  &beta, c.data(), plan.c, c.data(), plan.c, &plan.algo,
-                                  ctx.workspace, kWorkspaceBytes, stream));
+  TFM_CUBLAS_CHECK(cublas().cublasLtMatmul(ctx.lt, plan.desc, &alpha, b.data(), plan.a, a.data(),
+                                           plan.b, &beta, c.data(), plan.c, c.data(), plan.c,
+                                           &plan.algo, ctx.workspace, kWorkspaceBytes, stream));
   return true;
 }
 
@@ -243,7 +243,7 @@ void gemm_fallback(const GemmShape& s, const TensorView& a, const TensorView& b,
     if (d > INT32_MAX) throw Error("gemm: dimension " + std::to_string(d) + " is over cuBLAS's limit");
   // ctx.blas is bound to this stream and its workspace (context_for).
   const float alpha = o.alpha, beta = o.beta;
-  TFM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+  TFM_CUBLAS_CHECK(cublas().cublasGemmStridedBatchedEx(
       ctx.blas, o.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, o.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k), &alpha, b.data(),
       cuda_type(b.dtype()), static_cast<int>(s.ldb), s.stride_b, a.data(), cuda_type(a.dtype()),
