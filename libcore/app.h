@@ -16,6 +16,7 @@
 #include <string>
 
 #include "libcore/device.h"
+#include "libcore/process.h"
 
 namespace tfm {
 
@@ -58,21 +59,5 @@ CLI::Validator Range(T lo, T hi) {
 // ("tfm-info") used as the prefix of every message.
 int run_program(const char* name, CLI::App& app, int argc, char** argv,
                 const CommonOptions& common, const std::function<void()>& body);
-
-// "tfm 0.1.0 (CUDA 13.0 for 80;90)" or "tfm 0.1.0 (CPU only)".
-std::string version_string();
-
-// Makes OpenMP's idle threads sleep instead of spin (OMP_WAIT_POLICY=passive)
-// when other work is running on the cores tfm's threads need, unless the
-// user chose a policy: call first thing in main. libgomp reads the variable
-// when it loads, before main, so the program runs itself again with it set
-// (execv; on failure it goes on as it is). A spinning thread waits for the
-// next parallel region on a core the other processes need: measured on the
-// 2-core VM at load 9, tfm-decode 3x slower with spinning. On idle cores it
-// is the other way: libgomp's default (spin a moment, then sleep) decoded
-// the demo's test set in 6.3 s against 9.2 s sleeping at once (medians of 3).
-// "Other work" is the kernel's count of runnable tasks, which in a container
-// is the host's: a busy host makes a contained run sleep too, the safe side.
-void prefer_sleeping_threads(char** argv);
 
 }  // namespace tfm

@@ -1,10 +1,10 @@
 #include "libcore/sysinfo.h"
 
 #include "kernels/cpu/blas.h"
-#include "libcore/app.h"
 #include "libcore/dist/comm.h"
 #include "libcore/json.h"
 #include "libcore/memory.h"
+#include "libcore/process.h"
 
 namespace tfm {
 

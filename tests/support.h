@@ -111,4 +111,9 @@ std::vector<double> gemm_reference(const TensorView& a, const TensorView& b, con
                                    bool trans_a, bool trans_b, double alpha, double beta,
                                    const TensorView& bias, bool relu);
 
+// Runs Catch on argv (argv[0] the program) and returns its exit status;
+// `default_spec` (e.g. "~[large]"), when given, selects the tests to run
+// where the arguments name none. The test executables' main calls it.
+int run_catch(int argc, char** argv, const char* default_spec = nullptr);
+
 }  // namespace tfm::test

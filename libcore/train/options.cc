@@ -1,5 +1,7 @@
 #include "libcore/train/options.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>

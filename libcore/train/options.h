@@ -10,8 +10,6 @@
 // TrainOptions::set and ::get, so their spellings cannot drift apart.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,6 +17,10 @@
 #include <vector>
 
 #include "libcore/model/config.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace tfm::train {
 

@@ -11,7 +11,6 @@
 #include <memory>
 #include <optional>
 
-#include "libcore/app.h"
 #include "libcore/data/vocab.h"
 #include "libcore/dist/comm.h"
 #include "libcore/error.h"
@@ -19,6 +18,7 @@
 #include "libcore/io/checkpoint.h"
 #include "libcore/memory.h"
 #include "libcore/model/model_io.h"
+#include "libcore/process.h"
 #include "libcore/train/checkpoint_dir.h"
 #include "libcore/train/data.h"
 #include "libcore/train/data_parallel.h"

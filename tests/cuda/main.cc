@@ -8,15 +8,13 @@
 // cuda_test_small() below (declared where a test needs it) to shrink its
 // shapes, and, when no test spec is given, runs every test but those tagged
 // [large] (shapes that are the point of the test, e.g. K = 25,000).
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "libcore/device.h"
+#include "tests/support.h"
 
 namespace tfm::test {
 
@@ -46,11 +44,5 @@ int main(int argc, char** argv) {
   std::printf("running on cuda:0: %s, compute capability %d.%d%s\n", cuda.devices[0].name.c_str(),
               cuda.devices[0].major, cuda.devices[0].minor,
               small ? "; small sizes, tests tagged [large] left out" : "");
-  Catch::Session session;
-  const int rc = session.applyCommandLine(static_cast<int>(args.size()), args.data());
-  if (rc != 0) return rc;
-  if (small && session.configData().testsOrTags.empty()) {
-    session.configData().testsOrTags.push_back("~[large]");  // applyCommandLine reset the config
-  }
-  return session.run();
+  return tfm::test::run_catch(static_cast<int>(args.size()), args.data(), small ? "~[large]" : nullptr);
 }

@@ -2,12 +2,10 @@
 // regions (libcore/app.h): the many tiny ops of the model tests otherwise
 // spin a second thread through every gap, which on a shared 2-core machine
 // made a 0.4 s training test take a minute.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
-#include "libcore/app.h"
+#include "libcore/process.h"
+#include "tests/support.h"
 
 int main(int argc, char** argv) {
   tfm::prefer_sleeping_threads(argv);
-  return Catch::Session().run(argc, argv);
+  return tfm::test::run_catch(argc, argv);
 }

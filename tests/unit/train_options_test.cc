@@ -1,6 +1,7 @@
 // tfm-train's knobs (libcore/train/options.h): durations, the text form the
 // training state and the configuration file share, and --dump-config's file
 // read back by CLI11's --config to the same model and options.
+#include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
 
 #include <fstream>
