@@ -74,13 +74,14 @@ done
 
 # --batch-size 1 answers each line before the next is written (a coprocess).
 coproc DEC { "$TFM_BIN/tfm-decode" -q -m "$M" --batch-size 1; }
+dec_pid=$DEC_PID  # (bash unsets DEC_PID once the coprocess has exited)
 for i in 1 2 3; do
   sed -n "${i}p" "$TMP/in" >&"${DEC[1]}"
   IFS= read -r -t 60 line <&"${DEC[0]}" || { fail "--batch-size 1: no answer to line $i"; break; }
   [ "$line" = "$(sed -n "${i}p" "$TMP/best")" ] || fail "--batch-size 1: line $i differs"
 done
 exec {DEC[1]}>&-
-wait "$DEC_PID" || fail "--batch-size 1: exit status"
+wait "$dec_pid" || fail "--batch-size 1: exit status"
 
 # Search options, each by its observable effect.
 decode -m "$E" --json --alpha 0 "$TMP/in" >"$TMP/a0"
