@@ -86,6 +86,29 @@ inline std::string printable(std::string_view s) {
   return out;
 }
 
+// What `open()` returns, made by the first call (thread-safe) and kept for
+// the process; when `open` threw an Error, every call throws it again. For
+// what is opened at its first use: a library (cuBLAS, NCCL) and its
+// functions. Each call site's lambda is a type of its own, with its value.
+template <typename Open>
+const auto& once_or_error(Open open) {
+  struct Opened {
+    decltype(open()) value{};
+    std::string error;
+  };
+  static const Opened opened = [&] {
+    Opened o;
+    try {
+      o.value = open();
+    } catch (const Error& e) {
+      o.error = e.what();
+    }
+    return o;
+  }();
+  if (!opened.error.empty()) throw Error(opened.error);
+  return opened.value;
+}
+
 #if !defined(__CUDACC__)
 // Throws Error(fmt::format(...)). For checks on user-visible arguments:
 //   TFM_REQUIRE(a.rank() == 2, "gemm: A must be a matrix, got rank {}", a.rank());

@@ -1,14 +1,17 @@
 #include "kernels/cpu/blas.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <tuple>
 
 #include "kernels/detail.h"
 #include "libcore/error.h"
@@ -66,6 +69,86 @@ X86Features detect_x86() {
 }
 #endif
 
+// OpenBLAS's BUFFER_SIZE on x86-64 (common_x86_64.h: 32 << 22), mapped with
+// a page more (memory.c, alloc_mmap).
+constexpr size_t kBlasBuffer = (size_t{32} << 22) + 4096;
+// The threads that start with the first GEMM need stacks and heaps too.
+constexpr size_t kMargin = size_t{64} << 20;
+// The library and what it needs (libgomp, libgfortran) as dlopen maps
+// them, with room to spare.
+constexpr size_t kLibraryBytes = size_t{64} << 20;
+
+std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); }
+
+// "ulimit -v 976.6 MiB" for the limits in force, or "".
+std::string limits_text() {
+  std::string out;
+  for (const auto& [resource, name] : {std::pair{RLIMIT_AS, "ulimit -v"}, {RLIMIT_DATA, "ulimit -d"}}) {
+    rlimit r{};
+    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, mib(static_cast<double>(r.rlim_cur)));
+  }
+  return out;
+}
+
+// ", or use fewer threads (OMP_NUM_THREADS=1)" when there is more than one.
+std::string fewer_threads(int threads) {
+  return threads > 1 ? ", or use fewer threads (OMP_NUM_THREADS=1)" : "";
+}
+
+// The threads OpenBLAS 0.3's blas_get_cpu_number starts with: the first of
+// OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS, OMP_NUM_THREADS that is positive,
+// else every CPU this process may run on, never more than those CPUs.
+int openblas_start_threads() {
+  cpu_set_t set;
+  int cpus = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = std::max(1, CPU_COUNT(&set));
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && std::atoi(v) > 0) return std::min(std::atoi(v), cpus);
+  }
+  return cpus;
+}
+
+// Bytes this process has mapped (VmSize) and has as data (VmData), from
+// /proc/self/status; 0 when it cannot be read.
+size_t status_bytes(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  size_t kib = 0;
+  const size_t n = std::strlen(field);
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, field, n) == 0 && line[n] == ':') kib = std::strtoull(line + n + 1, nullptr, 10);
+  std::fclose(f);
+  return kib << 10;
+}
+
+// OpenBLAS maps a 128 MiB buffer for each of its threads while it starts,
+// inside dlopen, and retries a mapping that fails forever (0.3.21's
+// blas_memory_alloc): under an address-space or data limit too tight for it,
+// dlopen would never return. So the room is checked before, against the
+// threads OpenBLAS will start; one line names the limit.
+void check_room_to_load() {
+  const int threads = openblas_start_threads();
+  const size_t buffers = static_cast<size_t>(threads) * kBlasBuffer;
+  const size_t need = buffers + kLibraryBytes;
+  for (const auto& [resource, name, field] :
+       {std::tuple{RLIMIT_AS, "address-space limit (ulimit -v", "VmSize"},
+        std::tuple{RLIMIT_DATA, "data limit (ulimit -d", "VmData"}}) {
+    rlimit r{};
+    if (getrlimit(resource, &r) != 0 || r.rlim_cur == RLIM_INFINITY) continue;
+    const size_t used = status_bytes(field);
+    if (used + need <= r.rlim_cur) continue;
+    fail("out of memory: OpenBLAS maps {} for its GEMM buffers as it starts ({} thread{} x 128 MiB) and "
+         "{} more for itself, and the {} {}, {} in use) leaves {}; raise the limit{}",
+         mib(static_cast<double>(buffers)), threads, threads > 1 ? "s" : "",
+         mib(static_cast<double>(kLibraryBytes)), name, mib(static_cast<double>(r.rlim_cur)),
+         mib(static_cast<double>(used)),
+         mib(static_cast<double>(r.rlim_cur > used ? r.rlim_cur - used : 0)), fewer_threads(threads));
+  }
+}
+
 std::string getenv_string(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
@@ -92,6 +175,7 @@ Blas load() {
   // that spins in sched_yield while tfm's threads work (and the reverse):
   // measured, ~17% of a CPU training step. Called from inside a parallel
   // region, it also runs single-threaded instead of oversubscribing.
+  check_room_to_load();
   void* handle = nullptr;
   for (const char* name : {TFM_OPENBLAS_OPENMP_PATH, "libopenblas.so.0", "libopenblas.so"}) {
     handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
@@ -101,8 +185,14 @@ Blas load() {
     }
   }
   if (!chosen.empty()) unsetenv("OPENBLAS_CORETYPE");
-  if (!handle)
-    fail("cannot load OpenBLAS ({}); install it with: apt-get install libopenblas0", dlerror());
+  if (!handle) {
+    const std::string why = dlerror();
+    const std::string limits = limits_text();
+    // "failed to map segment from shared object": the limit, not a missing package.
+    if (!limits.empty() && (why.find("map") != std::string::npos || why.find("memory") != std::string::npos))
+      fail("cannot load OpenBLAS under the process's limits ({}): {}; raise the limit", limits, why);
+    fail("cannot load OpenBLAS ({}); install it with: apt-get install libopenblas0", why);
+  }
 
   blas.sgemm = reinterpret_cast<Blas::Sgemm>(dlsym(handle, "cblas_sgemm"));
   blas.dgemm = reinterpret_cast<Blas::Dgemm>(dlsym(handle, "cblas_dgemm"));
@@ -148,29 +238,6 @@ const Blas& blas() {
   return instance;
 }
 
-namespace {
-
-// OpenBLAS's BUFFER_SIZE on x86-64 (common_x86_64.h: 32 << 22), mapped with
-// a page more (memory.c, alloc_mmap).
-constexpr size_t kBlasBuffer = (size_t{32} << 22) + 4096;
-// The threads that start with the first GEMM need stacks and heaps too.
-constexpr size_t kMargin = size_t{64} << 20;
-
-std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); }
-
-// "ulimit -v 976.6 MiB" for the limits in force, or "".
-std::string limits_text() {
-  std::string out;
-  for (const auto& [resource, name] : {std::pair{RLIMIT_AS, "ulimit -v"}, {RLIMIT_DATA, "ulimit -d"}}) {
-    rlimit r{};
-    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
-      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, mib(static_cast<double>(r.rlim_cur)));
-  }
-  return out;
-}
-
-}  // namespace
-
 size_t blas_buffer_bytes() {
   return static_cast<size_t>(std::max(1, blas().threads)) * kBlasBuffer;
 }
@@ -185,10 +252,11 @@ void check_blas_memory() {
   const int err = errno;
   const std::string limits = limits_text();
   fail("out of memory: OpenBLAS needs {} for its GEMM buffers ({} thread{} x 128 MiB, outside "
-       "tfm's plan) and cannot have it{}: {}; use fewer threads (OMP_NUM_THREADS) or a smaller "
-       "model, or raise the limit",
+       "tfm's plan) and cannot have it{}: {}; {}{}",
        mib(static_cast<double>(need)), std::max(1, blas().threads), blas().threads > 1 ? "s" : "",
-       limits.empty() ? "" : fmt::format(" under the process's limits ({})", limits), std::strerror(err));
+       limits.empty() ? "" : fmt::format(" under the process's limits ({})", limits), std::strerror(err),
+       limits.empty() ? "use a smaller model" : "raise the limit, or use a smaller model",
+       fewer_threads(blas().threads));
 }
 
 }  // namespace tfm::ops::cpu

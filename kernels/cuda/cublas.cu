@@ -59,26 +59,8 @@ CublasApi open_cublas() {
   return api;
 }
 
-// The functions, or why there are none.
-struct Opened {
-  CublasApi api;
-  std::string error;
-};
-
 }  // namespace
 
-const CublasApi& cublas() {
-  static const Opened opened = [] {
-    Opened o;
-    try {
-      o.api = open_cublas();
-    } catch (const Error& e) {
-      o.error = e.what();
-    }
-    return o;
-  }();
-  if (!opened.error.empty()) throw Error(opened.error);
-  return opened.api;
-}
+const CublasApi& cublas() { return once_or_error([] { return open_cublas(); }); }
 
 }  // namespace tfm::ops::cuda

@@ -6,20 +6,73 @@
 
 #ifdef TFM_WITH_NCCL
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include "kernels/cuda/check.h"
+#endif
+
+#ifndef TFM_NCCL_LIBRARY_DIR
+#define TFM_NCCL_LIBRARY_DIR "/usr/local/cuda/lib"
 #endif
 
 namespace tfm::dist {
 
 #ifdef TFM_WITH_NCCL
 
+namespace {
+
+// NCCL is opened when it is first needed instead of linked (its library,
+// hundreds of MB, would be mapped at every start of tfm-train, and is more
+// than a process under a tight `ulimit -v` can map at all): by soname, else from
+// the folder it was found in at build time. Every function tfm calls is a
+// member of NcclApi of the function's own type, under its name.
+#define TFM_NCCL_FUNCTIONS(X)                                                                       \
+  X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommGetAsyncError)           \
+  X(ncclCommDestroy) X(ncclCommAbort) X(ncclAllReduce) X(ncclGetErrorString) X(ncclGetLastError)
+
+struct NcclApi {
+#define TFM_NCCL_MEMBER(name) decltype(&::name) name = nullptr;
+  TFM_NCCL_FUNCTIONS(TFM_NCCL_MEMBER)
+#undef TFM_NCCL_MEMBER
+};
+
+NcclApi open_nccl() {
+  const std::string soname = fmt::format("libnccl.so.{}", NCCL_MAJOR);
+  void* library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const std::string first = dlerror();
+    const std::string path = std::string(TFM_NCCL_LIBRARY_DIR) + "/" + soname;
+    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr)
+      fail("cannot load {} ({}; nor {}): GPU ranks sum their gradients with NCCL {}; install it or add its "
+           "folder to LD_LIBRARY_PATH",
+           soname, first, path, NCCL_MAJOR);
+  }
+  NcclApi api;
+#define TFM_NCCL_FIND(name)                                                            \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(library, #name));              \
+  if (api.name == nullptr) fail("{} has no {}: not the NCCL tfm was built with", soname, #name);
+  TFM_NCCL_FUNCTIONS(TFM_NCCL_FIND)
+#undef TFM_NCCL_FIND
+  return api;
+}
+
+// Opens NCCL on the first call (never closed). Throws Error when it cannot,
+// every call alike.
+const NcclApi& nccl() { return once_or_error([] { return open_nccl(); }); }
+
+}  // namespace
+
 bool have_nccl() { return true; }
 
 std::string nccl_version() {
   int v = 0;
-  if (ncclGetVersion(&v) != ncclSuccess) return "NCCL";
+  try {
+    if (nccl().ncclGetVersion(&v) != ncclSuccess) return "NCCL";
+  } catch (const Error&) {
+    return fmt::format("NCCL {} (not found)", NCCL_MAJOR);
+  }
   return fmt::format("NCCL {}.{}.{}", v / 10000, v / 100 % 100, v % 100);
 }
 
@@ -40,8 +93,13 @@ ncclDataType_t nccl_type(DType t) {
 NcclGroup::NcclGroup(Comm& comm, Device device) : comm_(comm) {
   TFM_REQUIRE(device.is_cuda(), "NCCL sums on GPUs; this rank runs on {}", device.str());
   activate(device);
+  try {
+    nccl();  // every rank opens it before any waits on another
+  } catch (const Error& e) {
+    comm.abort(e.what());
+  }
   ncclUniqueId id{};
-  if (comm.rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+  if (comm.rank() == 0 && nccl().ncclGetUniqueId(&id) != ncclSuccess)
     comm.abort("NCCL could not make its id (ncclGetUniqueId)");
   // The id travels as a string through the host's collective (deadline and all).
   const std::string mine(reinterpret_cast<const char*>(&id), comm.rank() == 0 ? sizeof id : 0);
@@ -50,15 +108,17 @@ NcclGroup::NcclGroup(Comm& comm, Device device) : comm_(comm) {
   std::memcpy(&id, theirs.data(), sizeof id);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // every wait below keeps the deadline
-  ncclComm_t nccl = nullptr;
-  const ncclResult_t started = ncclCommInitRankConfig(&nccl, comm.size(), id, comm.rank(), &config);
+  ncclComm_t communicator = nullptr;
+  const ncclResult_t started =
+      nccl().ncclCommInitRankConfig(&communicator, comm.size(), id, comm.rank(), &config);
   if (started != ncclSuccess && started != ncclInProgress)
-    comm.abort(fmt::format("NCCL could not start on {}: {}", device.str(), ncclGetErrorString(started)));
-  nccl_ = nccl;
+    comm.abort(
+        fmt::format("NCCL could not start on {}: {}", device.str(), nccl().ncclGetErrorString(started)));
+  nccl_ = communicator;
   comm.wait_until(
       [&] {
         ncclResult_t state = ncclInProgress;
-        ncclCommGetAsyncError(nccl, &state);
+        nccl().ncclCommGetAsyncError(communicator, &state);
         return state != ncclInProgress;
       },
       "NCCL's start", [&] { return health(); });
@@ -67,35 +127,37 @@ NcclGroup::NcclGroup(Comm& comm, Device device) : comm_(comm) {
 NcclGroup::~NcclGroup() {
   if (!nccl_) return;
   ncclResult_t state = ncclSuccess;
-  ncclCommGetAsyncError(nccl_of(nccl_), &state);
+  nccl().ncclCommGetAsyncError(nccl_of(nccl_), &state);
   if (state == ncclSuccess)
-    ncclCommDestroy(nccl_of(nccl_));
+    nccl().ncclCommDestroy(nccl_of(nccl_));
   else
-    ncclCommAbort(nccl_of(nccl_));
+    nccl().ncclCommAbort(nccl_of(nccl_));
 }
 
 void NcclGroup::sum(void* data, int64_t count, DType dtype, const Stream& stream) {
   if (count == 0) return;
-  const ncclResult_t r = ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(dtype), ncclSum,
-                                       nccl_of(nccl_), static_cast<cudaStream_t>(stream.native()));
+  const ncclResult_t r =
+      nccl().ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(dtype), ncclSum, nccl_of(nccl_),
+                           static_cast<cudaStream_t>(stream.native()));
   if (r == ncclInProgress) {  // a non-blocking communicator may still be queueing the call
     comm_.wait_until(
         [&] {
           ncclResult_t state = ncclInProgress;
-          ncclCommGetAsyncError(nccl_of(nccl_), &state);
+          nccl().ncclCommGetAsyncError(nccl_of(nccl_), &state);
           return state != ncclInProgress;
         },
         "NCCL's gradient sum", [&] { return health(); });
   } else if (r != ncclSuccess) {
-    comm_.abort(fmt::format("NCCL's gradient sum failed: {}", ncclGetErrorString(r)));
+    comm_.abort(fmt::format("NCCL's gradient sum failed: {}", nccl().ncclGetErrorString(r)));
   }
 }
 
 std::string NcclGroup::health() const {
   ncclResult_t state = ncclSuccess;
-  if (ncclCommGetAsyncError(nccl_of(nccl_), &state) != ncclSuccess) return "NCCL cannot say how it is";
+  if (nccl().ncclCommGetAsyncError(nccl_of(nccl_), &state) != ncclSuccess) return "NCCL cannot say how it is";
   if (state == ncclSuccess || state == ncclInProgress) return {};
-  return fmt::format("NCCL failed: {} ({})", ncclGetErrorString(state), ncclGetLastError(nccl_of(nccl_)));
+  return fmt::format("NCCL failed: {} ({})", nccl().ncclGetErrorString(state),
+                     nccl().ncclGetLastError(nccl_of(nccl_)));
 }
 
 #else
