@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -33,11 +34,17 @@ namespace tfm::data {
 
 namespace {
 
-// Feeds SentencePiece's trainer every line of every input, in order. An
-// Error while reading is kept and rethrown after training stops.
+// Feeds SentencePiece's trainer every line of every input, in order. Each
+// input is opened once, all of them before training starts (a path that
+// cannot be opened fails at once; a pipe's or FIFO's first bytes, read to
+// tell gzip from text, stay in its reader). An Error while reading is kept
+// and rethrown after training stops.
 class FilesIterator : public sentencepiece::SentenceIterator {
  public:
-  explicit FilesIterator(const std::vector<std::string>& inputs) : inputs_(inputs) { Next(); }
+  explicit FilesIterator(const std::vector<std::string>& inputs) {
+    for (const std::string& path : inputs) readers_.push_back(std::make_unique<LineReader>(path));
+    Next();
+  }
 
   bool done() const override { return done_; }
   const std::string& value() const override { return line_; }
@@ -49,12 +56,12 @@ class FilesIterator : public sentencepiece::SentenceIterator {
     try {
       for (;;) {
         if (!reader_) {
-          if (next_input_ == inputs_.size()) {
+          if (next_input_ == readers_.size()) {
             done_ = true;
             reading_done_ = true;
             return;
           }
-          reader_.emplace(inputs_[next_input_++]);
+          reader_ = std::move(readers_[next_input_++]);
         }
         if (reader_->next(line_)) {
           ++lines_;
@@ -87,9 +94,9 @@ class FilesIterator : public sentencepiece::SentenceIterator {
   int64_t text_lines() const { return text_lines_; }  // lines that are not blank
 
  private:
-  const std::vector<std::string>& inputs_;
+  std::vector<std::unique_ptr<LineReader>> readers_;
   size_t next_input_ = 0;
-  std::optional<LineReader> reader_;
+  std::unique_ptr<LineReader> reader_;
   std::string line_;
   bool done_ = false;
   int64_t done_bytes_ = 0;  // of the inputs read to their end
@@ -173,7 +180,6 @@ void train_vocab(const std::vector<std::string>& inputs, const TrainOptions& o) 
               o.vocab_size);
   TFM_REQUIRE(o.character_coverage > 0 && o.character_coverage <= 1,
               "--character-coverage must be in (0, 1], got {}", o.character_coverage);
-  for (const std::string& path : inputs) LineReader check(path == "-" ? "-" : path);
   const int64_t size = total_size(inputs);
 
   std::unordered_map<std::string, std::string> args = {
@@ -198,10 +204,10 @@ void train_vocab(const std::vector<std::string>& inputs, const TrainOptions& o) 
   if (o.seed >= 0) sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned>(o.seed));
   sentencepiece::logging::SetMinLogLevel(o.verbose ? 0 : 2);
 
+  FilesIterator lines(inputs);
   log::info("training a {} model of {} pieces from {} file(s)", o.model_type, o.vocab_size,
             inputs.size());
   const auto start = std::chrono::steady_clock::now();
-  FilesIterator lines(inputs);
   std::string model;
   sentencepiece::util::Status status;
   // SentencePiece reads every line first (their count and bytes shown),
