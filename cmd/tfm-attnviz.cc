@@ -24,6 +24,7 @@ namespace {
 struct Options {
   tfm::CommonOptions common;
   std::string model, sentence, input, output = "-", device = "auto";
+  bool has_sentence = false;  // SENTENCE given, if empty
   std::optional<std::string> target;
   std::string target_file, stack = "enc", mode = "paper";
   bool svg = false, json = false;
@@ -50,7 +51,7 @@ void attnviz(Options& o) {
 
   // The sentences: the argument, or lines of --input / stdin.
   viz::Lines src;
-  if (!o.sentence.empty() && o.sentence != "-") {
+  if (o.has_sentence && o.sentence != "-") {
     src.text = {o.sentence};
     src.names = {"the SENTENCE argument"};
   } else {
@@ -122,13 +123,13 @@ int main(int argc, char** argv) {
   app.add_option("--stack", o.stack, "enc (encoder self), dec (decoder self) or cross (encoder-decoder)")
       ->default_val("enc")->check(CLI::IsMember({"enc", "dec", "cross"}))->group(output);
   app.add_option("--layer", o.layer, "The layer to draw, 1-based (default: the last)")
-      ->check(CLI::PositiveNumber)->group(output);
+      ->check(tfm::AtLeast(int64_t{1}))->group(output);
   app.add_option("--heads", o.heads, "Heads to draw, 1-based, comma-separated (default: all)")
-      ->delimiter(',')->check(CLI::PositiveNumber)->group(output);
+      ->delimiter(',')->allow_extra_args(false)->check(tfm::AtLeast(int64_t{1}))->group(output);
   app.add_option("--view", o.mode, "The page's first view: paper (lines), heatmap or grid")
       ->default_val("paper")->check(CLI::IsMember({"paper", "heatmap", "grid"}))->group(output);
   app.add_option("--sentence", o.sentence_number, "The sentence --svg draws and the page opens, 1-based")
-      ->default_val(1)->check(CLI::PositiveNumber)->group(output);
+      ->default_val(1)->check(tfm::AtLeast(int64_t{1}))->group(output);
   auto* decoding = "Decoding (sentences without a target)";
   app.add_option("-b,--beam", search.beam_size, "Beam size; 1 is greedy search")
       ->default_val(4)->check(tfm::Range(int64_t{1}, int64_t{1} << 10))->group(decoding);
@@ -143,7 +144,8 @@ int main(int argc, char** argv) {
   app.callback([&] {
     o.model = tfm::model_or_environment(o.model);
     if (o.svg && o.json) throw CLI::ValidationError("--svg and --json exclude each other");
-    if (!o.sentence.empty() && !o.input.empty())
+    o.has_sentence = app.count("SENTENCE") > 0;  // '' too: an empty sentence, not stdin
+    if (o.has_sentence && !o.input.empty())
       throw CLI::ValidationError("give SENTENCE or --input, not both");
     if (o.target && !o.target_file.empty())
       throw CLI::ValidationError("give --target or --target-file, not both");

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "Where to write the average (written atomically)")
       ->required();
   auto* last = app.add_option("--last", o.last, "Average the newest N checkpoints of DIR by training step")
-                   ->check(CLI::PositiveNumber);
+                   ->check(tfm::AtLeast(int64_t{1}));
   app.add_option("CKPT", o.inputs, "Checkpoints to average (or DIR with --last)");
   app.add_flag("--keep-state", o.average.keep_state,
                "Keep the newest checkpoint's training state (step, Adam's moments) verbatim");

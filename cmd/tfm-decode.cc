@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
                "With --json: cross-attention weights of the last layer, mean over heads")
       ->group(output);
   app.add_option("--attention-layer", o.attention_layer, "With --attention: this layer (1-based)")
-      ->check(CLI::PositiveNumber)->group(output);
+      ->check(tfm::AtLeast(1))->group(output);
   app.add_flag("--attention-heads", t.search.attention_heads,
                "With --attention: every head instead of their mean")->group(output);
   auto* batching = "Batching and limits";

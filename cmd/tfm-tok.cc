@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   app.add_flag("-d,--decode", o.decode, "Decode pieces (or, with --ids, ids) back to text");
   app.add_flag("--ids", o.ids, "Write ids instead of pieces (read ids when decoding)");
   app.add_option("--threads", o.threads, "Threads to use (default 0: every core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(tfm::AtLeast(0));
   app.add_option("FILE", o.files, "Input files, plain or gzip (default or '-': stdin)");
 
   CLI::App* train = app.add_subcommand("train", "Train one shared model from every FILE");
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
       ->required();
   train->add_option("--vocab-size", o.train.vocab_size, "Pieces in the vocabulary")
       ->default_val(37000)
-      ->check(CLI::PositiveNumber);
+      ->check(tfm::AtLeast(int64_t{5}));
   train->add_option("--model-type", o.train.model_type, "bpe or unigram")
       ->default_val("bpe")
       ->check(CLI::IsMember({"bpe", "unigram"}));
@@ -72,14 +72,14 @@ int main(int argc, char** argv) {
   train->add_option("--max-sentences", o.train.max_sentences,
                     "Train on a random sample of this many lines (default 0: all)")
       ->default_val(0)
-      ->check(CLI::NonNegativeNumber);
+      ->check(tfm::AtLeast(int64_t{0}));
   train->add_option("--seed", o.train.seed, "Random seed for the sampling")
-      ->check(CLI::NonNegativeNumber);
+      ->check(tfm::AtLeast(int64_t{0}));
   train->add_option("--user-symbols", o.train.user_symbols,
                     "Pieces never split, comma-separated (a,b,c)")
       ->delimiter(',');
   train->add_option("--threads", o.train.threads, "Threads to use (default 0: every core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(tfm::AtLeast(0));
   train->add_option("FILE", o.train_files, "Training text, plain or gzip ('-': stdin)")
       ->required();
 

@@ -123,6 +123,10 @@ namespace {
 // A usage error: one line, the pointer to --help folded in.
 void usage_line(const char* name, std::string_view what) {
   std::string text(what);
+  // CLI11 says "--last: must be at least 1, got 0"; the option is the
+  // sentence's subject (range.h).
+  const size_t at = text.find(": must be ");
+  if (at != std::string::npos && at > 0 && text.rfind(':', at - 1) == std::string::npos) text.erase(at, 1);
   while (!text.empty() && (text.back() == '.' || text.back() == ' ')) text.pop_back();
   log::error("{} (see '{} --help')", text, name);
 }

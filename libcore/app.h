@@ -13,10 +13,12 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "libcore/device.h"
 #include "libcore/process.h"
+#include "libcore/range.h"
 
 namespace tfm {
 
@@ -39,19 +41,28 @@ std::string model_or_environment(const std::string& given);
 // as on the command line.
 void add_config_option(CLI::App& app, const std::string& help);
 
-// CLI11's Range, but NaN is outside every range (CLI::Range lets it through:
-// every comparison with NaN is false).
+// The numeric options' one rule (range.h): a value outside [lo, hi] is a
+// usage error "--last must be at least 1, got 0"; NaN is outside every range
+// (CLI::Range lets it through) and text that is no number of the option's
+// type is refused by name. T is the option's type.
 template <typename T>
 CLI::Validator Range(T lo, T hi) {
-  CLI::Validator v(
+  return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {
         T value{};
-        if (!CLI::detail::lexical_cast(text, value) || !(value >= lo && value <= hi))
-          return fmt::format("Value {} not in range {} to {}", text, lo, hi);
+        if (!CLI::detail::lexical_cast(text, value))
+          return fmt::format("must be {}, got '{}'", std::is_integral_v<T> ? "a whole number" : "a number",
+                             text);
+        if (!(value >= lo && value <= hi)) return out_of_range(lo, hi, value, text);
         return {};
       },
-      fmt::format("{} in [{} - {}]", CLI::detail::type_name<T>(), lo, hi));
-  return v;
+      fmt::format("{} {}", CLI::detail::type_name<T>(), range_text(lo, hi)));
+}
+
+// Range(lo, the type's largest value).
+template <typename T>
+CLI::Validator AtLeast(T lo) {
+  return Range(lo, std::numeric_limits<T>::max());
 }
 
 // Parses argv into `app`, applies the common options, runs `body` and maps

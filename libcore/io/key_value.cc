@@ -2,8 +2,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "libcore/error.h"
+#include "libcore/range.h"
 
 namespace tfm::io {
 
@@ -16,6 +19,10 @@ std::string_view trim(std::string_view s) {
 void for_each_key_value(std::string_view text, std::string_view source,
                         const std::function<void(std::string_view, std::string_view)>& set) {
   int line_no = 0;
+  // Keys and their lines: a key given twice is an error, never "the last
+  // one wins" (the readers take the text as flat: a header starts no new
+  // set of keys).
+  std::vector<std::pair<std::string_view, int>> seen;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -27,7 +34,11 @@ void for_each_key_value(std::string_view text, std::string_view source,
     const size_t eq = line.find('=');
     try {
       if (eq == std::string_view::npos) fail("expected 'key = value', got '{}'", printable(line));
-      set(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
+      const std::string_view key = trim(line.substr(0, eq));
+      for (const auto& [k, at] : seen)
+        if (k == key) fail("'{}' is given twice (first on line {})", printable(key), at);
+      seen.emplace_back(key, line_no);
+      set(key, trim(line.substr(eq + 1)));
     } catch (const Error& e) {
       throw Error(e.what(), fmt::format("{}:{}", source, line_no));
     }
@@ -39,7 +50,7 @@ int64_t parse_int(std::string_view what, std::string_view v, int64_t lo, int64_t
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
   if (ec != std::errc() || end != v.data() + v.size() || v.empty())
     fail("{} must be an integer, got '{}'", what, printable(v));
-  if (x < lo || x > hi) fail("{} must be in [{}, {}], got {}", what, lo, hi, x);
+  if (x < lo || x > hi) fail("{} {}", what, out_of_range(lo, hi, x, plain_number(x)));
   return x;
 }
 
@@ -56,7 +67,7 @@ double parse_double(std::string_view what, std::string_view v, double lo, double
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
   if (ec != std::errc() || end != v.data() + v.size() || v.empty() || !std::isfinite(x))
     fail("{} must be a number, got '{}'", what, printable(v));
-  if (x < lo || x > hi) fail("{} must be in [{}, {}], got {}", what, lo, hi, x);
+  if (x < lo || x > hi) fail("{} {}", what, out_of_range(lo, hi, x, printable(v)));
   return x;
 }
 

@@ -1,8 +1,8 @@
 // The "key = value" text of tfm's configuration files, checkpoint
 // configurations and training states: one pair per line, '#' starts a
 // comment, blank lines and INI section headers ("[model]") are skipped.
-// Reading is strict: a malformed line, or an Error thrown for a pair, is one
-// Error whose where() is SOURCE:LINE.
+// Reading is strict: a malformed line, a key given twice, or an Error thrown
+// for a pair, is one Error whose where() is SOURCE:LINE.
 #pragma once
 
 #include <cstdint>

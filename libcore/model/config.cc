@@ -2,6 +2,7 @@
 
 #include "libcore/error.h"
 #include "libcore/io/key_value.h"
+#include "libcore/range.h"
 
 namespace tfm {
 namespace {
@@ -57,7 +58,7 @@ void ModelConfig::set(std::string_view key, std::string_view v) {
   else if (key == "label_smoothing") {
     // Below 1: at 1 the target is the uniform distribution and nothing is learned.
     const float x = parse_float(key, v, 0, 1);
-    if (x >= 1) fail("config: label_smoothing must be in [0, 1), got {}", x);
+    if (x >= 1) fail("config: label_smoothing must be below 1, got {}", plain_number(x));
     label_smoothing = x;
   }
   else if (key == "learned_positions") learned_positions = parse_bool(key, v);

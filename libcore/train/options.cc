@@ -10,6 +10,7 @@
 
 #include "libcore/error.h"
 #include "libcore/io/key_value.h"
+#include "libcore/range.h"
 
 namespace tfm::train {
 namespace {
@@ -127,9 +128,13 @@ std::string knob_key(std::string_view model_key) {
 }
 
 // A library Error as a usage error for the option `name`: exit status 2.
-[[noreturn]] void usage_error(const std::string& name, const Error& e) {
+// "--d-model: must be at least 1, got 0" (app.h makes the option the
+// sentence's subject): the parser's own name of the value, `key`, dropped.
+[[noreturn]] void usage_error(const std::string& name, std::string_view key, const Error& e) {
   std::string_view what = e.what();
   if (what.rfind("config: ", 0) == 0) what.remove_prefix(8);  // ModelConfig's prefix
+  if (what.rfind(key, 0) == 0 && what.substr(key.size()).rfind(" must be ", 0) == 0)
+    what.remove_prefix(key.size() + 1);
   throw CLI::ValidationError(name, std::string(what));
 }
 
@@ -199,7 +204,8 @@ void TrainOptions::set(std::string_view key, std::string_view value) {
   switch (f.kind) {
     case Kind::number: {
       const double x = io::parse_double(f.key, v, f.lo, f.hi);
-      if (f.lo_open && x <= f.lo) fail("{} must be above {}, got {}", f.key, f.lo, x);
+      if (f.lo_open && x <= f.lo)
+        fail("{} must be above {}, got {}", f.key, plain_number(f.lo), plain_number(x));
       this->*std::get<double TrainOptions::*>(f.member) = x;
       break;
     }
@@ -287,7 +293,7 @@ void add_model_options(CLI::App& app, Overrides& o) {
             ModelConfig probe;
             probe.set(key, v);
           } catch (const Error& e) {
-            usage_error(name, e);
+            usage_error(name, key, e);
           }
           o.model.emplace_back(key, v);
         },
@@ -308,7 +314,7 @@ void add_train_options(CLI::App& app, Overrides& o) {
                TrainOptions probe;
                probe.set(key, value);
              } catch (const Error& e) {
-               usage_error(name, e);
+               usage_error(name, key, e);
              }
              o.train.emplace_back(key, value);
            },

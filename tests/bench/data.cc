@@ -281,9 +281,9 @@ int main(int argc, char** argv) {
   app.add_option("--work", o.work, "Directory for the model, inputs and outputs (default: mkdtemp in /tmp)");
   app.add_flag("--keep", o.keep, "Leave the work directory and its files in place");
   app.add_option("--pairs", o.pairs, "Synthetic sentence pairs for tfm-batch")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--mb", o.mb, "Size of the encode input in MB (10^6 bytes)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--data", o.data, "Data directory holding multi30k/task1/raw/train.{en,de}.gz")
       ->capture_default_str();
   app.add_option("--tfm-tok", o.tfm_tok, "The tfm-tok program")->capture_default_str();

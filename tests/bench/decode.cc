@@ -414,14 +414,14 @@ int main(int argc, char** argv) {
   app.add_option("--precision", o.precision, "fp32, or bf16 / fp16 on cuda")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))->capture_default_str();
   app.add_option("--sentences", o.sentences, "The first N sentences (0: all 3003)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--beam", o.beam, "Beam size")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{0}))->capture_default_str();
+  app.add_option("--beam", o.beam, "Beam size")->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--max-tokens", o.max_tokens, "Source tokens of a batch")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--batch-size", o.batch_size, "Sentences of a batch")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--invariance", o.invariance, "Decode the first N sentences alone too and compare")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{0}))->capture_default_str();
   app.add_option("--data", o.data, "The shared data folder")->capture_default_str();
   app.add_option("--spm", o.spm, "SentencePiece model (trained there when missing)")->capture_default_str();
   app.add_option("--out", o.out, "Write the results as TSV to this file")->capture_default_str();
@@ -430,7 +430,7 @@ int main(int argc, char** argv) {
   app.add_option("--python", o.python, "Interpreter with torch for the reference")->capture_default_str();
   app.add_option("--script", o.script, "The PyTorch reference script")->capture_default_str();
   app.add_option("--forced-length", o.forced_length, "Force every output to N tokens (0: the reference's length)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{0}))->capture_default_str();
   app.add_option("--model", o.model, "A trained checkpoint instead of the preset's random weights (with --input)");
   app.add_option("--input", o.input, "Source ids for --model, one sentence a line (tfm-tok --ids)");
   app.add_option("--ct2", o.ct2, "CTranslate2 float32 and int8 beside tfm: auto (when the CPU decodes, lengths "
@@ -438,7 +438,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
   app.add_option("--ct2-python", o.ct2_python, "Interpreter with ctranslate2")->capture_default_str();
   app.add_option("--repeat", o.repeat, "Run tfm and CTranslate2 in turn N times; medians")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_flag("--no-int8", o.no_int8, "Do not also decode with tfm's int8 weights (CPU, fp32)");
   app.add_flag("--unpacked", o.unpacked,
                "On the CPU: the decoder's GEMMs (fp32 and int8) copy their weights into panels each call "

@@ -231,9 +231,9 @@ int main(int argc, char** argv) {
   add_common_options(app, common);
   app.add_option("--out", out, "Write the results as TSV to this file")->capture_default_str();
   app.add_option("--repeats", repeats, "Timings per shape (the median is reported)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(1))->capture_default_str();
   app.add_option("--min-seconds", min_seconds, "Shortest time of one timing")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::Range(0.001, 3600.0))->capture_default_str();
   app.add_flag("--decoder-only", decoder_only, "Only the decoder's shapes (no reference runs, no verdict)");
   app.add_flag("--raw", raw, "Internal: time cblas_sgemm directly (the reference child)")
       ->group("");

@@ -22,13 +22,13 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   add_common_options(app, o.common);
   app.add_option("--preset", o.preset, "Model preset: base, big or tiny")->capture_default_str();
   app.add_option("--tokens", o.tokens, "Target tokens per batch (eos included)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--src-len", o.src_len, "Longest source sentence (words); lengths cycle down by up to 4")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--tgt-len", o.tgt_len, "Longest target sentence (words); lengths cycle down by up to 4")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--steps", o.steps, "Timed steps, after one warm-up step")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(1))->capture_default_str();
   app.add_option("--device", o.device, "cpu, or cuda[:N] when built with CUDA and a GPU is usable")
       ->capture_default_str();
   app.add_option("--out", o.out, "Write the results as TSV to this file")->capture_default_str();

@@ -143,9 +143,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Score benchmark: tfm-score against sacreBLEU, corpus BLEU on the same files."};
   add_common_options(app, o.common);
   app.add_option("--out", o.out, "Write the results as TSV to this file")->capture_default_str();
-  app.add_option("--pairs", o.pairs, "Sentence pairs in the input")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--pairs", o.pairs, "Sentence pairs in the input")
+      ->check(tfm::AtLeast(int64_t{1}))
+      ->capture_default_str();
   app.add_option("--repeats", o.repeats, "Runs of each program (the best counts)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(1))->capture_default_str();
   app.add_option("--data", o.data, "Data directory holding sacrebleu-tests/")->capture_default_str();
   app.add_option("--tfm-score", o.tfm_score, "The tfm-score program")->capture_default_str();
   app.add_option("--python", o.python, "A Python with sacrebleu 2.6.0 (the project's .venv)")->capture_default_str();

@@ -148,11 +148,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Training-step benchmark: tfm's step with Adam against PyTorch's on the same machine."};
   bench::add_bench_options(app, o);
   app.add_option("--update-freq", o.update_freq, "Batches accumulated into one update (tfm only)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--precision", o.precision, "fp32, tf32, bf16 or fp16 (all but fp32: CUDA)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}))->capture_default_str();
   app.add_option("--peak-tflops", o.peak_tflops, "The device's peak TFLOP/s, for the MFU column")
-      ->check(CLI::NonNegativeNumber);
+      ->check(tfm::Range(0.0, std::numeric_limits<double>::max()));
   app.add_flag("--compile", o.compile, "torch.compile the PyTorch model (where torch has it)");
   app.add_flag("--phases", o.phases,
                "Then time the phases of as many steps again (CUDA events; the host clock on the CPU)");

@@ -16,9 +16,9 @@ tiny "$TMP/extra.bin" --tokenizer "$M" --step 3 --extra-tensor "decoder.extra"
 echo "a b c" >"$TMP/src"
 
 cases=$(cat <<'CASES'
-heads0.bin|config: heads must be in [1, 1024], got 0
+heads0.bin|config: heads must be between 1 and 1024, got 0
 vocab5.bin|tensor 'embed.weight' is (29, 32), but its configuration (vocab_size = 5
-layers.bin|config: layers must be in [1, 1024], got 100000
+layers.bin|config: layers must be between 1 and 1024, got 100000
 extra.bin|has a tensor 'decoder.extra' that its configuration's model does not have
 CASES
 )

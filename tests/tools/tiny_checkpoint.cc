@@ -20,8 +20,9 @@
 // "training_state" section whose "step" line is N, and "adam.m"/"adam.v"
 // sections (here: bytes that name the step, enough to see them copied).
 // The last two make files that are whole (every checksum right) but wrong,
-// for the readers' checks: --raw-config appends LINE to the configuration
-// text as it is (no range checks: "heads = 0"), --extra-tensor adds a tensor
+// for the readers' checks: --raw-config puts LINE in the configuration text
+// as it is, in place of its key's line (no range checks: "heads = 0"),
+// --extra-tensor adds a tensor
 // the model does not have, named NAME as it is (a newline included).
 #include <algorithm>
 #include <cstdio>
@@ -94,7 +95,19 @@ int main(int argc, char** argv) {
     save_model(argv[1], model, tokenizer, step >= 0 ? std::span(sections) : std::span<const io::NamedSection>());
     if (!raw_config.empty() || !extra_tensor.empty()) {
       io::Checkpoint c = io::read_checkpoint(argv[1]);
-      c.config += raw_config;
+      // LINE replaces its key's line (a key given twice is an error of its own).
+      const std::string key = raw_config.substr(0, raw_config.find_first_of(" ="));
+      size_t at = 0;
+      while (at < c.config.size() && c.config.compare(at, key.size() + 1, key + " ") != 0 &&
+             c.config.compare(at, key.size() + 1, key + "=") != 0) {
+        const size_t nl = c.config.find('\n', at);
+        at = nl == std::string::npos ? c.config.size() : nl + 1;
+      }
+      const size_t end = std::min(c.config.find('\n', at), c.config.size());
+      if (at < c.config.size())
+        c.config.replace(at, end - at, raw_config);
+      else
+        c.config += raw_config + "\n";
       if (!extra_tensor.empty()) {
         io::CheckpointTensor t{extra_tensor, DType::f32, Shape{2}, {}};
         t.data.resize(8);

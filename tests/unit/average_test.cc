@@ -210,6 +210,18 @@ TEST_CASE("average: mismatches are one Error naming the file and what differs", 
   CHECK_FALSE(std::filesystem::exists(dir.file("out.bin")));
 }
 
+namespace {
+
+// `line` ("key = value") in place of its key's line of `config`.
+void set_line(std::string& config, const std::string& line) {
+  const std::string key = line.substr(0, line.find(' ')) + " =";
+  const size_t at = config.find(key);
+  REQUIRE((at == 0 || (at != std::string::npos && config[at - 1] == '\n')));
+  config.replace(at, config.find('\n', at) - at, line);
+}
+
+}  // namespace
+
 TEST_CASE("average: every input is checked as a model checkpoint first", "[average]") {
   test::TempDir dir;
   // Checksummed files whose configuration does not describe their tensors.
@@ -222,15 +234,21 @@ TEST_CASE("average: every input is checked as a model checkpoint first", "[avera
   model.init(3);
   save_model(dir.file("m.bin"), model);
   Checkpoint c = read_checkpoint(dir.file("m.bin"));
-  c.config += "vocab_size = 5\n";  // the embedding still has 64 rows
+  set_line(c.config, "vocab_size = 5");  // the embedding still has 64 rows
   write_checkpoint(dir.file("v5.bin"), c);
   CHECK_THAT(error_of([&] { average_checkpoints({dir.file("m.bin"), dir.file("v5.bin")}, dir.file("avg.bin")); }),
              Contains("v5.bin: tensor 'embed.weight' is (64, 32), but its configuration (vocab_size = 5"));
   c = read_checkpoint(dir.file("m.bin"));
-  c.config += "heads = 0\n";
+  set_line(c.config, "heads = 0");
   write_checkpoint(dir.file("h0.bin"), c);
   CHECK_THAT(error_of([&] { average_checkpoints({dir.file("h0.bin")}, dir.file("avg.bin")); }),
-             Contains("heads must be in [1, 1024], got 0"));
+             Contains("heads must be between 1 and 1024, got 0"));
+  // A key given twice is refused, not read as its last value (issue 38).
+  c = read_checkpoint(dir.file("m.bin"));
+  c.config += "heads = 2\n";
+  write_checkpoint(dir.file("twice.bin"), c);
+  CHECK_THAT(error_of([&] { average_checkpoints({dir.file("twice.bin")}, dir.file("avg.bin")); }),
+             Contains("'heads' is given twice"));
   CHECK_FALSE(std::filesystem::exists(dir.file("avg.bin")));
 }
 
@@ -287,4 +305,27 @@ TEST_CASE("average: the newest checkpoints of a directory by training step", "[a
   CHECK_THAT(error_of([&] { newest_checkpoints(dir.path(), 4); }),
              Contains("holds 3 checkpoints with a training step, fewer than the 4 asked for"));
   CHECK_THAT(error_of([&] { newest_checkpoints(dir.file("nowhere"), 1); }), Contains("is not a directory"));
+}
+
+TEST_CASE("average: checkpoints that differ in training settings alone average", "[average]") {
+  // Dropout and label smoothing shape training, not the weights (issue 38):
+  // runs of one model with other dropouts average, keeping the first's.
+  test::TempDir dir;
+  Transformer model(ModelConfig::preset("tiny"), ModelLimits{64, 16, 64}, Device::cpu());
+  model.init(3);
+  save_model(dir.file("a.bin"), model);
+  Checkpoint c = read_checkpoint(dir.file("a.bin"));
+  set_line(c.config, "dropout = 0.3");
+  set_line(c.config, "label_smoothing = 0");
+  write_checkpoint(dir.file("b.bin"), c);
+  average_checkpoints({dir.file("a.bin"), dir.file("b.bin")}, dir.file("avg.bin"));
+  CHECK(read_checkpoint(dir.file("avg.bin")).config == read_checkpoint(dir.file("a.bin")).config);
+  // A setting of the weights' shape still differs.
+  set_line(c.config, "max_positions = 128");
+  write_checkpoint(dir.file("c.bin"), c);
+  CHECK_THAT(error_of([&] {
+               average_checkpoints({dir.file("a.bin"), dir.file("c.bin")}, dir.file("avg2.bin"));
+             }),
+             Contains("c.bin holds another configuration than"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("avg2.bin")));
 }

@@ -5,11 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "libcore/app.h"
 #include "libcore/error.h"
 #include "libcore/json.h"
+#include "libcore/range.h"
 
 using namespace tfm;
 
@@ -51,4 +53,43 @@ TEST_CASE("tfm::Range refuses NaN and keeps CLI::Range's bounds", "[messages]") 
   app.add_option("--n", n)->check(tfm::Range(int64_t{1}, int64_t{1} << 20));
   CHECK_NOTHROW(parse({"--n", "4"}));
   CHECK_THROWS_AS(parse({"--n", "0"}), CLI::ValidationError);
+}
+
+// Issue 38: one rule for every numeric option's range, in words a user reads
+// ("--last must be at least 1, got 0"), never CLI11's "Value 0 not in range
+// 0.000000 to 1797...".
+TEST_CASE("a range is said as a rule, its unbounded side left out", "[messages]") {
+  CHECK(out_of_range(int64_t{1}, std::numeric_limits<int64_t>::max(), int64_t{0}, "0") ==
+        "must be at least 1, got 0");
+  CHECK(out_of_range(1, 19, 20, "20") == "must be between 1 and 19, got 20");
+  CHECK(out_of_range(0.0, 1e6, -1.0, "-1") == "must be between 0 and 1000000, got -1");
+  CHECK(out_of_range(0.0, 1e300, -0.5, "-0.5") == "must be at least 0, got -0.5");
+  CHECK(out_of_range(0.0, 1e300, 2e300, "2e300") == "must be at most 1e+300, got 2e300");
+  CHECK(out_of_range(0.0, 1.0, std::nan(""), "nan") == "must be between 0 and 1, got nan");
+  CHECK(range_text(1, 19) == "1 to 19");
+  CHECK(range_text(int64_t{1}, std::numeric_limits<int64_t>::max()) == ">= 1");
+
+  CLI::App app;
+  int64_t last = 0;
+  int threads = 0;
+  double alpha = 0;
+  app.add_option("--last", last)->check(tfm::AtLeast(int64_t{1}));
+  app.add_option("--threads", threads)->check(tfm::AtLeast(0));
+  app.add_option("--alpha", alpha)->check(tfm::Range(0.0, 1e6));
+  const auto message = [&](std::vector<std::string> args) -> std::string {
+    std::reverse(args.begin(), args.end());
+    app.clear();
+    try {
+      app.parse(args);
+    } catch (const CLI::ValidationError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK(message({"--last", "0"}) == "--last: must be at least 1, got 0");
+  CHECK(message({"--threads", "-1"}) == "--threads: must be at least 0, got -1");
+  CHECK(message({"--threads", "two"}) == "--threads: must be a whole number, got 'two'");
+  CHECK(message({"--alpha", "nan"}) == "--alpha: must be between 0 and 1000000, got nan");
+  CHECK(message({"--last", "3"}) == "no error");
+  CHECK(last == 3);
 }

@@ -101,7 +101,7 @@ TEST_CASE("configs round-trip through text and reject what they do not know", "[
     CHECK(std::string(e.what()).find("heads must be an integer") != std::string::npos);
     CHECK(e.where() == "x.ini:3");
   }
-  REQUIRE_THROWS_WITH(d.set("dropout", "1.5"), Catch::Contains("dropout must be in [0, 0.99]"));
+  REQUIRE_THROWS_WITH(d.set("dropout", "1.5"), Catch::Contains("dropout must be between 0 and 0.99, got 1.5"));
   REQUIRE_THROWS_WITH(ModelConfig::preset("huge"), Catch::Contains("expected base, big or tiny"));
 }
 

@@ -69,8 +69,15 @@ TEST_CASE("the training state round-trips through its text exactly", "[train]") 
     TrainState::parse("format = 1\nstep = -4\n", "ck.bin");
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("step must be in") != std::string::npos);
+    CHECK(std::string(e.what()) == "step must be at least 0, got -4");
     CHECK(e.where() == "ck.bin:2");
+  }
+  // A key given twice is refused, not read as its last value (issue 38).
+  try {
+    TrainState::parse(s.to_text() + "step = 9\n", "ck.bin");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "'step' is given twice (first on line 2)");
   }
 }
 
