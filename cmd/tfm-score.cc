@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   app.add_flag("--ids", o.scoring.ids, "-m: token ids instead of pieces");
   app.add_option("--max-tokens", o.scoring.max_tokens,
                  "-m: padded tokens a side of a batch (default 2048)")
-      ->check(CLI::PositiveNumber);
+      ->check(tfm::AtLeast(int64_t{1}));
   tfm::add_device_option(app, o.device);
   app.add_option("--precision", o.precision, "-m: fp32 (default), or int8 on the CPU (8-bit weights)")
       ->default_val("fp32")->check(CLI::IsMember({"fp32", "int8"}));
@@ -191,7 +191,8 @@ int main(int argc, char** argv) {
     s.bleu.tokenize = ev::parse_tokenizer(o.tokenize);
     s.bleu.smooth = ev::parse_smoothing(o.smooth);
     s.bleu.smooth_value = o.smooth_value;
-    const ev::Corpus corpus = ev::read_corpus(o.input, o.references);
+    const bool trees = std::find(s.metrics.begin(), s.metrics.end(), ev::Metric::parseval) != s.metrics.end();
+    const ev::Corpus corpus = ev::read_corpus(o.input, o.references, trees);
     const std::string out = s.sentence_level ? ev::format_segments(ev::score_segments(corpus, s), o.format)
                                              : ev::format_corpus(ev::score_corpus(corpus, s), o.format);
     std::fwrite(out.data(), 1, out.size(), stdout);

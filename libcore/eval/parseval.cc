@@ -97,10 +97,32 @@ bool crosses(const Bracket& g, const Bracket& t) {
 struct Parsed {
   Tree tree;
   std::string error;
+  bool words = false;  // a word is there, whether the brackets parse or not
 };
+
+bool is_terminator(char c) {
+  return c == '(' || c == ')' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// Whether `line` holds a word as EVALB's read_line finds them: a token that
+// is not the label right after a '(' ("(TOP )" and a blank line hold none).
+bool has_words(std::string_view line) {
+  for (size_t i = 0; i < line.size();) {
+    if (line[i] == '(') {
+      ++i;
+      while (i < line.size() && !is_terminator(line[i])) ++i;  // the label
+    } else if (is_terminator(line[i])) {
+      ++i;
+    } else {
+      return true;
+    }
+  }
+  return false;
+}
 
 Parsed parse_line(std::string_view line) {
   Parsed p;
+  p.words = has_words(line);
   try {
     p.tree = parse::parse_tree(line);
   } catch (const Error& e) {
@@ -116,9 +138,18 @@ SentenceParseval score(const Parsed& gold, const Parsed& test, bool tagged) {
     s.error = std::move(why);
     return s;
   };
+  Reading g;
+  if (gold.error.empty()) {
+    g = read(gold.tree);
+    s.length = g.length;
+  }
+  // EVALB's first check: a test line without a word is skipped, whatever
+  // else is wrong with either line.
+  if (!test.words) {
+    s.status = ParsevalStatus::skip;
+    return s;
+  }
   if (!gold.error.empty()) return error("bad gold tree: " + gold.error);
-  Reading g = read(gold.tree);
-  s.length = g.length;
   if (!test.error.empty()) return error("bad test tree: " + test.error);
   Reading t;
   if (tagged) {

@@ -23,7 +23,10 @@
 // left out of every total) when either tree is malformed (tree.h's
 // grammar), when the two have different numbers of words ("length
 // mismatch") or different words ("words mismatch"); it is skipped
-// ("Skip sentence") when the test tree has no word. EVALB gives up once
+// ("Skip sentence") when the test tree has no word (a blank line, "(TOP )",
+// "(TOP (. .))" once punctuation is removed), which EVALB checks first, so
+// a test line without a word is skipped even when it or its gold tree is
+// malformed. EVALB gives up once
 // more than 10 sentences are in error (MAX_ERROR 10); here every sentence
 // is scored.
 //

@@ -54,12 +54,21 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 }  // namespace
 
-Corpus read_corpus(const std::string& hyp_path, const std::vector<std::string>& ref_paths) {
+Corpus read_corpus(const std::string& hyp_path, const std::vector<std::string>& ref_paths, bool trees) {
   Corpus c;
   c.hyps = read_lines(hyp_path);
   TFM_REQUIRE(!c.hyps.empty(), "{} is empty: no hypotheses to score", display_name(hyp_path));
   for (const std::string& path : ref_paths) {
     c.refs.push_back(read_lines(path));
+    const size_t gold = c.refs.back().size();
+    if (trees && c.hyps.size() > gold &&
+        std::all_of(c.hyps.begin() + static_cast<ptrdiff_t>(gold), c.hyps.end(),
+                    [](const std::string& line) { return line.empty(); })) {
+      log::warn("{} has {} blank line{} after its last tree, past the {} trees of {}: left out",
+                display_name(hyp_path), c.hyps.size() - gold, c.hyps.size() - gold == 1 ? "" : "s", gold,
+                path);
+      c.hyps.resize(gold);
+    }
     TFM_REQUIRE(c.refs.back().size() == c.hyps.size(), "{} has {} lines but {} has {}",
                 display_name(hyp_path), c.hyps.size(), path, c.refs.back().size());
   }

@@ -43,8 +43,12 @@ struct Corpus {
 // Reads the hypotheses ("-": stdin) and every reference file, plain or gzip.
 // Throws Error for an unreadable file, invalid UTF-8 (FILE:LINE), an empty
 // hypothesis file, or a line count that differs between the hypotheses and a
-// reference (naming both files and both counts).
-Corpus read_corpus(const std::string& hyp_path, const std::vector<std::string>& ref_paths);
+// reference (naming both files and both counts). With `trees` (parseval:
+// the hypotheses are EVALB's test file, the one reference its gold file),
+// blank lines past the last gold tree are dropped with a warning, as EVALB
+// warns and scores such a file.
+Corpus read_corpus(const std::string& hyp_path, const std::vector<std::string>& ref_paths,
+                   bool trees = false);
 
 // One reported score.
 struct Result {

@@ -72,18 +72,38 @@ std::vector<std::string_view> lines_of(std::string_view text) {
   return out;
 }
 
-// Error unless `path` holds the same model as `ref_path`: configuration,
-// tokenizer, and every tensor's name, dtype and shape.
+// Configuration keys that shape training, not the weights: checkpoints that
+// differ in them average as well as any (the output keeps the first's).
+constexpr std::string_view kTrainingOnlyKeys[] = {"dropout", "attention_dropout", "label_smoothing"};
+
+std::string_view key_of(std::string_view line) { return trim(line.substr(0, line.find('='))); }
+
+bool training_only(std::string_view line) {
+  return std::find(std::begin(kTrainingOnlyKeys), std::end(kTrainingOnlyKeys), key_of(line)) !=
+         std::end(kTrainingOnlyKeys);
+}
+
+// Error unless `path` holds the same model as `ref_path`: configuration
+// (but its training-only keys, a note where they differ), tokenizer, and
+// every tensor's name, dtype and shape.
 void check_same_model(const std::string& ref_path, const CheckpointInfo& ref,
                       const std::string& ref_tokenizer, const std::string& path,
                       const CheckpointInfo& info) {
   if (info.config != ref.config) {
     const auto a = lines_of(ref.config), b = lines_of(info.config);
+    std::vector<std::string> notes;
     size_t i = 0;
-    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-    fail("{} holds another configuration than {}: {} where {} has {}", path, ref_path,
-         i < b.size() ? fmt::format("'{}'", b[i]) : "nothing", ref_path,
-         i < a.size() ? fmt::format("'{}'", a[i]) : "nothing");
+    for (; i < a.size() && i < b.size(); ++i) {
+      if (a[i] == b[i]) continue;
+      if (!training_only(a[i]) || key_of(a[i]) != key_of(b[i])) break;
+      notes.push_back(fmt::format("'{}' where {} has '{}'", b[i], ref_path, a[i]));
+    }
+    if (i < a.size() || i < b.size())
+      fail("{} holds another configuration than {}: {} where {} has {}", path, ref_path,
+           i < b.size() ? fmt::format("'{}'", b[i]) : "nothing", ref_path,
+           i < a.size() ? fmt::format("'{}'", a[i]) : "nothing");
+    for (const std::string& note : notes)
+      log::info("{}: {}: a training setting, not the weights'; the average keeps the first's", path, note);
   }
   if (read_checkpoint_tokenizer(path) != ref_tokenizer)
     fail("{} holds another vocabulary (embedded tokenizer) than {}", path, ref_path);

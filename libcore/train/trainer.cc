@@ -237,6 +237,18 @@ class Trainer {
       saved_step_ = st_.step;
       last_checkpoint_ = resume_path_;
       resumed_ranks_ = st_.ranks;
+      // The best so far is the resumed run's: beside the checkpoint resumed
+      // (which need not be in -o), when the one there is still that best.
+      const std::string best =
+          (std::filesystem::path(resume_path_).parent_path() / "checkpoint_best.bin").string();
+      auto is_the_best = [&] {
+        try {
+          return read_state(best).step == st_.best_step;
+        } catch (const Error&) {
+          return false;  // damaged or not a checkpoint: not named as the best
+        }
+      };
+      if (st_.best_dev_nll && std::filesystem::exists(best) && is_the_best()) best_checkpoint_ = best;
     } else {
       model_->init(opt_.seed);
       st_.corpus = train_->identity();
@@ -619,11 +631,14 @@ class Trainer {
                                     : fmt::format("the last good checkpoint is {}", last_checkpoint_));
   }
 
-  // ", best DIR/checkpoint_best.bin (dev ppl 5.123 at update 900)", or nothing.
+  // ", best DIR/checkpoint_best.bin (dev ppl 5.123 at update 900)", or
+  // nothing; the file named is one that exists (a run resumed from another
+  // directory has its best there until it validates better).
   std::string best_text() const {
     if (!st_.best_dev_nll) return {};
-    return fmt::format(", best {} (dev ppl {:.3f} at update {})", dir_->best(),
-                       std::exp(*st_.best_dev_nll), st_.best_step);
+    const std::string where = best_checkpoint_.empty() ? "dev ppl" : best_checkpoint_ + " (dev ppl";
+    return fmt::format(", best {} {:.3f} at update {}{}", where, std::exp(*st_.best_dev_nll), st_.best_step,
+                       best_checkpoint_.empty() ? "; its checkpoint is not kept" : ")");
   }
 
   // ", 2 updates skipped for NaN/inf, 7 for fp16 overflows", or nothing.
@@ -724,7 +739,10 @@ class Trainer {
         .field("best_ppl", std::exp(*st_.best_dev_nll)).field("best_step", st_.best_step)
         .end_object();
     log(j);
-    if (better && speaks()) write_checkpoint(dir_->best(), "best");
+    if (better && speaks()) {
+      write_checkpoint(dir_->best(), "best");
+      best_checkpoint_ = dir_->best();
+    }
     return opt_.early_stop > 0 && st_.stale_validations >= opt_.early_stop;
   }
 
@@ -783,6 +801,7 @@ class Trainer {
   double elapsed_base_ = 0;
   int64_t saved_step_ = -1, run_updates_ = 0;
   std::string last_checkpoint_;
+  std::string best_checkpoint_;  // the best dev perplexity's checkpoint, or "" when none is kept
 };
 
 }  // namespace

@@ -126,6 +126,24 @@ run $P -r "$TMP/gold.trees" -i "$TMP/short.trees" --metrics parseval -b
 expect_rc 0 "parseval with an error sentence"
 [ "$(cat "$TMP/out")" = "$(printf '100.00\n100.00')" ] || fail "the error sentence counted: $(cat "$TMP/out")"
 grep -q "^tfm-score: warning: line 2: length mismatch: 6 gold words, 5 test words" "$TMP/err" || fail "error sentence: $(cat "$TMP/err")"
+# As EVALB (issue 38): a "(TOP )" hypothesis is skipped, not an error; blank
+# lines past the last gold tree are left out with a warning; a test tree
+# more is still an error.
+printf '%s
+(TOP )
+
+' "$G" >"$TMP/top.trees"
+run $P -r "$TMP/gold.trees" -i "$TMP/top.trees" --metrics parseval
+expect_rc 0 "parseval of (TOP ) and a blank line after"
+grep -q '^ PARSEVAL|.*len:all.* = 100.00 (.* sent = 2 error = 0 skip = 1)' "$TMP/out" || fail "(TOP ): $(cat "$TMP/out")"
+grep -q "^tfm-score: warning: $TMP/top.trees has 1 blank line after its last tree, past the 2 trees of $TMP/gold.trees: left out" \
+  "$TMP/err" || fail "a blank line past the gold: $(cat "$TMP/err")"
+printf '%s
+%s
+%s
+' "$G" "$G" "$G" >"$TMP/three.trees"
+run $P -r "$TMP/gold.trees" -i "$TMP/three.trees" --metrics parseval
+expect_rc 1 "parseval of a tree more than the gold"
 
 # -q silences nothing that is not there; -v is accepted.
 run $P -q -r "$R0" -i "$H"; expect_rc 0 "-q"; [ -s "$TMP/err" ] && fail "-q: stderr: $(cat "$TMP/err")"

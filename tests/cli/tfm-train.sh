@@ -90,6 +90,21 @@ grep -q "^valid-every = 3$" "$TMP/out" && grep -q "^max-steps = 9$" "$TMP/out" \
 run $P $FAST --resume "$TMP/ck/checkpoint_6.bin" -o "$TMP/ck6" "$T" --max-steps 7 --lr-scale 2
 expect_rc 0 "resume from a file into another directory"
 grep -q "will not continue exactly" "$TMP/err" || fail "resume with another --lr-scale: no warning"
+# The best the done line names is a file that holds it (issue 38: it named
+# ck6/checkpoint_best.bin, which a run without validations never writes):
+# the resumed run's, beside the checkpoint resumed, when it is still that best.
+[ -e "$TMP/ck6/checkpoint_best.bin" ] && fail "resume into another directory: a best without a validation"
+done_line=$(grep "done (--max-steps reached): update 7" "$TMP/err")
+best=$(sed -n 's/.*, best \([^ ]*\) (dev ppl [0-9.]* at update \([0-9]*\))$/\1 \2/p' <<<"$done_line")
+if [ -n "$best" ]; then
+  [ -e "${best% *}" ] || fail "resume into another directory: the best named is not there: $done_line"
+  [ "${best% *}" = "$TMP/ck/checkpoint_best.bin" ] || fail "resume into another directory: best: $done_line"
+  "$TFM_BIN/tfm-train" --resume "${best% *}" --dump-config >/dev/null \
+    || fail "resume into another directory: the best named does not read"
+else
+  grep -q ", best dev ppl [0-9.]* at update [0-9]*; its checkpoint is not kept$" <<<"$done_line" \
+    || fail "resume into another directory: the done line: $done_line"
+fi
 
 # ---- every option's effect ----
 lr_at() { json "$1" '[x["lr"] for x in r if x["event"] == "train"][0]'; }

@@ -64,6 +64,11 @@ const std::vector<Case>& cases() {
       {"bad gold tree", "(TOP (S (NN cat)", "(TOP (S (NN cat)))", {S::error}},
       {"empty test line: skipped", kGold, "", {S::skip}},
       {"test of punctuation alone: skipped", "(TOP (S (. .)))", "(TOP (S (. .)))", {S::skip}},
+      // EVALB checks for a test word before anything else (issue 38).
+      {"an empty root (TOP ): skipped", kGold, "(TOP )", {S::skip}},
+      {"empty brackets, no word: skipped", kGold, "(TOP (S ) (NP))", {S::skip}},
+      {"unbalanced without a word: skipped", kGold, "(TOP (S", {S::skip}},
+      {"no test word, bad gold tree: skipped", "(TOP (S (NN cat)", "(TOP )", {S::skip}},
       // Unary chains: every bracket counts, the same span and label twice too
       // (EVALB's README, [7] 5).
       {"a unary chain the test lacks", "(TOP (S (VP (VB Go) (ADVP (RB away)))))",
