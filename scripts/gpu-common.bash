@@ -5,8 +5,8 @@
 #
 # A step: `step NAME SECONDS COMMAND...` runs COMMAND with its output in
 # OUT/NAME.log, at most SECONDS (0: no limit of its own) and never past the
-# whole run's --budget (so that the table comes inside a GPU session's
-# 10-minute command; a step with no time left is no-time). It records ok,
+# whole run's --budget (so that the table comes inside a command of a
+# fixed length; a step with no time left is no-time). It records ok,
 # FAIL, TIMEOUT, skipped (exit status 77) or slow (3: a benchmark under its
 # target), the wall time, and a note: what COMMAND passed to `note`, else
 # for a step that did not succeed the last line of its log.
@@ -206,7 +206,7 @@ check_deps() {
   if [ -n "$missing" ]; then
     local pkgs="" d
     for d in $missing; do pkgs+="${DEP_PACKAGES[$d]:-$d} "; done
-    die "missing build dependencies: $missing (Debian: ${pkgs% }); here: $PROG --fetch-deps .gpu-deps, then carry .gpu-deps and pass --deps .gpu-deps (README.md, \"A first run on a GPU\")"
+    die "missing build dependencies: $missing (Debian: ${pkgs% }); here: $PROG --fetch-deps .gpu-deps, then carry .gpu-deps and pass --deps .gpu-deps (docs/gpu-machine.md)"
   fi
   echo "build dependencies: all found$unpacked" >>"$OUT/deps.log"
 }

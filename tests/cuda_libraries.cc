@@ -3,7 +3,7 @@
 // under the symbol names the headers give them. Needs the CUDA toolkit's
 // libraries, not a GPU: it runs wherever the CUDA device is built, so that
 // a misspelt symbol or soname fails on the build machine rather than at
-// the first GEMM of a GPU session.
+// the first GEMM on a GPU machine.
 #include <dlfcn.h>
 
 #include <cstdio>

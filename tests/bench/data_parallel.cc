@@ -14,7 +14,7 @@
 // overlap takes off an update. On a GPU one rank runs the NCCL path (NCCL
 // sums over one rank: its fixed costs). --project prints the paper's
 // setting (8 GPUs on NVLink, 2 x 8 over InfiniBand) from a ring all-reduce
-// model with the bandwidths stated (README.md, "Many GPUs").
+// model with the bandwidths stated (docs/guide.md, "Many GPUs and machines").
 #include <algorithm>
 #include <chrono>
 #include <cmath>

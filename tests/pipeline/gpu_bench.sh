@@ -1,5 +1,5 @@
 # pipeline: scripts/gpu-bench's dry run (--device cpu --small), so that the
-# second command of a GPU session cannot rot before a GPU arrives: the same
+# second command on a GPU machine cannot rot on machines without one: the same
 # steps at toy sizes on this build (the training benchmark next to PyTorch,
 # the decoding benchmark next to PyTorch's beam search on 20 sentences of
 # newstest2014, multi30k-ende end to end with 10 updates), ending with its

@@ -1,5 +1,5 @@
 # pipeline: scripts/gpu-check's dry run (--device cpu --small), so that the
-# first command of a GPU session cannot rot before a GPU arrives: it reuses
+# first command on a GPU machine cannot rot on machines without one: it reuses
 # this build, builds the cuda test executable, runs `ctest -L cuda` and the
 # small run that compute-sanitizer would wrap, and must end with its table:
 # every step ok, or skipped where no GPU is usable here (ctest, memcheck,

@@ -1,4 +1,4 @@
-# pipeline: a GPU session's pack (scripts/gpu-pack): this build's programs,
+# pipeline: the pack carried to a GPU machine (scripts/gpu-pack): this build's programs,
 # cuda tests and benchmarks with the libraries and data they need, in one
 # archive that gpu-check and gpu-bench run with --pack instead of building
 # on the GPU's time. Packed here, both dry runs (--device cpu --small) must

@@ -2,7 +2,7 @@
 # second time while `yes` keeps a core busy: the budget is a number of
 # updates and nothing depends on the clock, so both runs must average the
 # same checkpoints into the same model and print the same translations and
-# BLEU (README.md, "The demo"). Also: curve.svg beside results.txt and named
+# BLEU (docs/demo.md). Also: curve.svg beside results.txt and named
 # by the summary line; MAX_TIME= turns the budget into time (no step limit).
 #
 # Budget: the demo's 2 x 128 model on a 1,000-piece vocabulary, 20 updates,
