@@ -24,7 +24,7 @@ namespace {
 struct Options {
   tfm::CommonOptions common;
   std::string model, device = "auto", precision = "auto";
-  std::string length_penalty = "gnmt", early_stopping = "bound";
+  std::string length_penalty = "gnmt", early_stopping = "bound", thread_work = "auto";
   std::vector<std::string> files;
   tfm::TranslateOptions translate;
   bool attention = false;
@@ -60,6 +60,7 @@ void decode(Options& o) {
                                         o.attention_layer, layers));
     t.search.attention_layer = static_cast<int>(o.attention_layer > 0 ? o.attention_layer - 1 : layers - 1);
   }
+  t.thread_work = tfm::parse_thread_work(o.thread_work);
   tfm::Progress progress(o.common.quiet);
   t.progress = &progress;
   tfm::Translator translator(*model, vocab.get(), t);
@@ -122,6 +123,10 @@ int main(int argc, char** argv) {
       ->default_val(1024)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
   app.add_flag("--truncate", t.truncate, "Cut longer lines to --max-input-len, with a warning")
       ->group(batching);
+  app.add_option("--threads-take", o.thread_work,
+                 "On the CPU: batches (each thread its own batches, a decoder each), rows (each batch "
+                 "split between the threads) or auto (batches for small models)")
+      ->default_val("auto")->check(CLI::IsMember({"auto", "batches", "rows"}))->group(batching);
   tfm::add_device_option(app, o.device);
   app.add_option("--precision", o.precision,
                  "auto (bf16 on a GPU, fp32 on the CPU), fp32, int8 on the CPU (8-bit weights), or "

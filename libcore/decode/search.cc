@@ -332,8 +332,25 @@ std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
   return out;
 }
 
-int search_threads(const ModelWeights& model, int threads) {
-  return cpu_threads_take_rows(model) ? std::max(threads, 1) : 1;
+ThreadWork parse_thread_work(std::string_view name) {
+  for (ThreadWork w : {ThreadWork::automatic, ThreadWork::batches, ThreadWork::rows})
+    if (name == thread_work_name(w)) return w;
+  fail("unknown thread work '{}' (known: auto, batches, rows)", name);
+}
+
+std::string_view thread_work_name(ThreadWork work) {
+  switch (work) {
+    case ThreadWork::automatic: return "auto";
+    case ThreadWork::batches: return "batches";
+    case ThreadWork::rows: return "rows";
+  }
+  return "?";
+}
+
+int search_threads(const ModelWeights& model, int threads, ThreadWork work) {
+  if (!model.device().is_cpu() || work == ThreadWork::rows) return 1;
+  if (work == ThreadWork::automatic && !cpu_threads_take_rows(model)) return 1;
+  return std::max(threads, 1);
 }
 
 void search_stream(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,

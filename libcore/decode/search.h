@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "libcore/decode/incremental.h"
@@ -109,9 +110,18 @@ void search_stream(const std::vector<std::unique_ptr<IncrementalDecoder>>& decod
                    const std::vector<SearchRequest>& requests, const BeamSearchOptions& options,
                    const std::function<void(size_t, std::vector<Hypothesis>&&)>& done);
 
+// How a CPU's threads share a search: each its own batches on a decoder of
+// its own (CTranslate2's inter_threads: no step waits on another thread;
+// one decoder's memory a thread, the weights shared), or each batch's rows
+// split between them (its intra_threads: one decoder). automatic: batches
+// while the weights are small enough for each thread to read them all
+// (cpu_threads_take_rows), else rows. The outputs are the same bits.
+enum class ThreadWork { automatic, batches, rows };
+ThreadWork parse_thread_work(std::string_view name);  // auto, batches, rows
+std::string_view thread_work_name(ThreadWork work);
+
 // How many decoders search_stream should be given for `model` on this
-// many threads: as many as threads while the weights are small enough for
-// each thread to read them all (cpu_threads_take_rows), else one.
-int search_threads(const ModelWeights& model, int threads);
+// many threads: as many as threads for whole batches a thread, else one.
+int search_threads(const ModelWeights& model, int threads, ThreadWork work = ThreadWork::automatic);
 
 }  // namespace tfm

@@ -47,6 +47,7 @@ struct TranslateOptions {
   bool detok = false;            // write text (SentencePiece's decoding)
   bool scores = false;           // the hypothesis's score before it
   bool json = false;             // JSON lines with tokens, scores (and attention)
+  ThreadWork thread_work = ThreadWork::automatic;  // how the CPU's threads share the batches
   // Sentences done, tokens/s and the ETA (by the bytes of the inputs read,
   // when they are files), after every batch.
   Progress* progress = nullptr;

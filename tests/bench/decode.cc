@@ -21,19 +21,22 @@
 // bit-identical to the batched run's (100% on the CPU by design). The exit
 // status says whether the targets were met (3 when not; 1 is an error).
 //
-// CTranslate2 (issue 20), on the CPU: the same model, converted by
-// scripts/tfm-to-ct2 --ids, decoded by decode_ct2.py (run by the project's
-// .venv/bin/python) in float32 and in int8 on the same sentences in tfm's
-// batches and threads, tokens/s side by side with tfm's and the ratios.
-// CTranslate2 forces output lengths per call, not per sentence, so with
-// random weights it needs --forced-length N (every output N tokens; the
-// issue's base row used 24). --preset demo is the demo's CPU model (2
+// CTranslate2, on the CPU: the same model, converted by scripts/tfm-to-ct2
+// --ids, decoded by decode_ct2.py (run by the project's .venv/bin/python)
+// in float32 and in int8 on the same sentences in tfm's batches, tokens/s
+// side by side with tfm's and the ratios. With more than one thread each
+// engine runs in both of its thread settings (tfm's threads taking whole
+// batches or splitting each batch's rows, tfm-decode --threads-take;
+// CTranslate2's inter_threads and intra_threads), and each is compared at
+// its faster one, tfm's default said beside. CTranslate2 forces output
+// lengths per call, not per sentence, so with random weights it needs
+// --forced-length N (every output N tokens, e.g. 24). --preset demo is the demo's CPU model (2
 // layers, d_model 128, 4,000 pieces; source ids folded into its
 // vocabulary); --model CKPT --input IDS decodes a trained checkpoint on ids
 // (tfm-tok --ids) with natural lengths (|x| + 50 at most, plain length
 // penalty as CTranslate2's), and reports the share of CTranslate2 float32's
-// outputs identical to tfm's. --repeat N runs tfm, CTranslate2 float32 and
-// int8 in turn N times and reports the medians (for shared machines).
+// outputs identical to tfm's. --repeat N runs every engine and setting in
+// turn N times and reports the medians (for shared machines).
 //
 // tfm int8 (tfm-decode --precision int8): on the CPU in fp32 the same
 // weights are also quantized into a second model, decoded in turn with the
@@ -169,7 +172,8 @@ struct Run {
   int64_t steps = 0, rows = 0, rows_planned = 0;  // decoder steps, rows fed, rows a step may hold
 };
 
-Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests) {
+Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests,
+            ThreadWork work) {
   TranslateOptions t;
   t.search.beam_size = o.beam;
   // A trained model's natural lengths: ranked as CTranslate2 ranks them.
@@ -182,7 +186,7 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   t.max_input_len = *std::max_element(lengths.begin(), lengths.end());
   // tfm-decode's decoders: one a thread where the threads take sentences on their own.
   std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
-  for (int d = 0; d < search_threads(model, omp_get_max_threads()); ++d)
+  for (int d = 0; d < search_threads(model, omp_get_max_threads(), work); ++d)
     decoders.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, t)));
   if (model.device().is_cpu()) {
     bench::GemmClock::install(o.gemm_shapes, /*any_m=*/true);
@@ -334,9 +338,8 @@ class Ct2 {
   Ct2(const Ct2&) = delete;
   Ct2& operator=(const Ct2&) = delete;
 
-  // inter: the threads take whole batches (inter_threads), as tfm's do for
-  // a model whose weights are small (search_threads); else each batch is
-  // split between them (intra_threads).
+  // inter: the threads take whole batches (inter_threads); else each batch
+  // is split between them (intra_threads).
   Ct2Result run(const std::string& compute_type, bool inter) const {
     const std::string cmd = fmt::format(
         "{} {} --model {}/ct2 --ids {}/ids {} --beam {} --alpha 0.6 --max-tokens {} --batch-size {} --threads {} "
@@ -550,16 +553,28 @@ int main(int argc, char** argv) {
       }
     }
 
-    // tfm, CTranslate2 float32 and int8 in turn, --repeat times: medians.
+    // Each engine in each of its thread settings (on the CPU, with more
+    // than one thread): tfm's threads taking whole batches or splitting
+    // each batch's rows, CTranslate2's inter_threads and intra_threads,
+    // fp32 and int8, in turn, --repeat times: medians. Each engine is
+    // compared at its faster setting; tfm's default is said beside.
+    const bool both_settings = device.is_cpu() && cpu_threads() > 1;
+    const ThreadWork work = search_threads(*model, cpu_threads()) > 1 ? ThreadWork::batches : ThreadWork::rows;
+    const ThreadWork other = work == ThreadWork::batches ? ThreadWork::rows : ThreadWork::batches;
+    const ThreadWork work8 =
+        model8 && search_threads(*model8, cpu_threads()) > 1 ? ThreadWork::batches : ThreadWork::rows;
+    const ThreadWork other8 = work8 == ThreadWork::batches ? ThreadWork::rows : ThreadWork::batches;
     Run mine, mine8;
     Ct2Result c32, c8;
     std::vector<double> tfm_tps, tfm_cpu, t8_tps, t8_cpu, c32_tps, c32_cpu, c8_tps, c8_cpu;
+    std::vector<double> alt_tps, alt8_tps, c32_inter, c32_intra, c8_inter, c8_intra;
     for (int64_t rep = 0; rep < o.repeat; ++rep) {
-      mine = run_tfm(o, *model, requests);
+      mine = run_tfm(o, *model, requests, work);
       tfm_tps.push_back(static_cast<double>(mine.tokens) / mine.seconds);
       tfm_cpu.push_back(mine.cpu_seconds);
-      std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s\n%s", mine.memory.c_str(),
-                  static_cast<long long>(mine.tokens), mine.seconds, tfm_tps.back(), mine.gemm_summary.c_str());
+      std::printf("tfm: %s\ntfm: %lld tokens in %.1f s, %.1f tokens/s (threads take %s)\n%s", mine.memory.c_str(),
+                  static_cast<long long>(mine.tokens), mine.seconds, tfm_tps.back(),
+                  std::string(thread_work_name(work)).c_str(), mine.gemm_summary.c_str());
       std::printf("tfm: %lld decoder steps of %.1f rows on average, %.0f%% of the %lld a step may hold (%s)\n",
                   static_cast<long long>(mine.steps),
                   static_cast<double>(mine.rows) / static_cast<double>(std::max<int64_t>(1, mine.steps)),
@@ -578,20 +593,52 @@ int main(int argc, char** argv) {
                     mine.host_step, mine.capture, mine.launch, mine.host_start,
                     mine.seconds - mine.device_wait - mine.host_step - mine.host_start);
       std::fflush(stdout);
+      if (both_settings) {
+        const Run alt = run_tfm(o, *model, requests, other);
+        TFM_REQUIRE(id_lines(alt) == id_lines(mine), "tfm's threads taking {} gave other outputs than taking {}",
+                    thread_work_name(other), thread_work_name(work));
+        alt_tps.push_back(static_cast<double>(alt.tokens) / alt.seconds);
+        std::printf("tfm: %lld tokens in %.1f s, %.1f tokens/s (threads take %s; the same outputs)\n",
+                    static_cast<long long>(alt.tokens), alt.seconds, alt_tps.back(),
+                    std::string(thread_work_name(other)).c_str());
+        std::fflush(stdout);
+      }
       if (model8) {
-        mine8 = run_tfm(o, *model8, requests);
+        mine8 = run_tfm(o, *model8, requests, work8);
         t8_tps.push_back(static_cast<double>(mine8.tokens) / mine8.seconds);
         t8_cpu.push_back(mine8.cpu_seconds);
-        std::printf("tfm int8: %lld tokens in %.1f s, %.1f tokens/s\n", static_cast<long long>(mine8.tokens),
-                    mine8.seconds, t8_tps.back());
+        std::printf("tfm int8: %lld tokens in %.1f s, %.1f tokens/s (threads take %s)\n",
+                    static_cast<long long>(mine8.tokens), mine8.seconds, t8_tps.back(),
+                    std::string(thread_work_name(work8)).c_str());
+        if (both_settings) {
+          const Run alt8 = run_tfm(o, *model8, requests, other8);
+          alt8_tps.push_back(static_cast<double>(alt8.tokens) / alt8.seconds);
+          std::printf("tfm int8: %lld tokens in %.1f s, %.1f tokens/s (threads take %s)\n",
+                      static_cast<long long>(alt8.tokens), alt8.seconds, alt8_tps.back(),
+                      std::string(thread_work_name(other8)).c_str());
+        }
         std::fflush(stdout);
       }
       if (!ct2) continue;
       try {
-        // Threads as tfm's of the same model use them (whole batches each, or
-        // each batch split): CTranslate2's inter_threads, or its intra_threads.
-        c32 = ct2->run("float32", search_threads(*model, cpu_threads()) > 1);
-        c8 = ct2->run("int8", search_threads(model8 ? *model8 : *model, cpu_threads()) > 1);
+        // inter_threads (whole batches a thread) and intra_threads (each
+        // batch split); the faster counts, in this run.
+        const Ct2Result i32 = ct2->run("float32", true), i8 = ct2->run("int8", true);
+        c32_inter.push_back(i32.tokens_per_s);
+        c8_inter.push_back(i8.tokens_per_s);
+        c32 = i32;
+        c8 = i8;
+        if (both_settings) {
+          const Ct2Result a32 = ct2->run("float32", false), a8 = ct2->run("int8", false);
+          c32_intra.push_back(a32.tokens_per_s);
+          c8_intra.push_back(a8.tokens_per_s);
+          if (a32.tokens_per_s > c32.tokens_per_s) c32 = a32;
+          if (a8.tokens_per_s > c8.tokens_per_s) c8 = a8;
+          std::printf("ctranslate2 %s intra_threads: float32 %.1f tokens/s, int8 %.1f tokens/s\n",
+                      a32.version.c_str(), a32.tokens_per_s, a8.tokens_per_s);
+        }
+        std::printf("ctranslate2 %s inter_threads: float32 %.1f tokens/s, int8 %.1f tokens/s\n",
+                    i32.version.c_str(), i32.tokens_per_s, i8.tokens_per_s);
       } catch (const Error& e) {
         if (o.ct2 == "on") throw;
         ct2_skip = e.what();
@@ -606,9 +653,6 @@ int main(int argc, char** argv) {
       c32_cpu.push_back(c32.cpu_seconds);
       c8_tps.push_back(c8.tokens_per_s);
       c8_cpu.push_back(c8.cpu_seconds);
-      std::printf("ctranslate2 %s: %lld tokens in %.1f s, %.1f tokens/s; int8: %lld tokens in %.1f s, %.1f tokens/s\n",
-                  c32.version.c_str(), static_cast<long long>(c32.tokens), c32.seconds, c32.tokens_per_s,
-                  static_cast<long long>(c8.tokens), c8.seconds, c8.tokens_per_s);
       std::fflush(stdout);
     }
     if (!ct2_skip.empty()) std::printf("ctranslate2: not run: %s\n", ct2_skip.c_str());
@@ -708,19 +752,53 @@ int main(int argc, char** argv) {
                   num(has_ct2, c8_cpu_tps).c_str(), ratio_of(has_ct2, cpu_tps, c32_cpu_tps).c_str(),
                   ratio_of(has_ct2 && has_int8, t8_cpu_tps, c8_cpu_tps).c_str());
     }
+    // Every thread setting of each engine, and each at its best.
+    const auto setting = [&](ThreadWork w, double f32, double i8) {
+      return std::pair{w == work ? f32 : median(alt_tps), w == work8 ? i8 : median(alt8_tps)};
+    };
+    if (both_settings && (has_ct2 || !alt_tps.empty())) {
+      const auto [b32, b8] = setting(ThreadWork::batches, tps, t8);
+      const auto [r32, r8] = setting(ThreadWork::rows, tps, t8);
+      const double ci32 = median(c32_inter), ca32 = median(c32_intra), ci8 = median(c8_inter), ca8 = median(c8_intra);
+      std::printf("\n%-40s %10s %10s\n", "thread settings, medians (tokens/s)", "fp32", "int8");
+      std::printf("%-40s %10.1f %10s\n", "tfm, threads take batches", b32, num(has_int8, b8).c_str());
+      std::printf("%-40s %10.1f %10s\n", "tfm, threads take rows", r32, num(has_int8, r8).c_str());
+      if (has_ct2) {
+        std::printf("%-40s %10.1f %10.1f\n", "ctranslate2, inter_threads", ci32, ci8);
+        std::printf("%-40s %10.1f %10.1f\n", "ctranslate2, intra_threads", ca32, ca8);
+        const double tfm_best32 = std::max(b32, r32), tfm_best8 = std::max(b8, r8);
+        const double ct2_best32 = std::max(ci32, ca32), ct2_best8 = std::max(ci8, ca8);
+        const auto name_of = [](bool first, const char* a, const char* b) { return first ? a : b; };
+        const std::string best_line = fmt::format(
+            "each at its best: fp32 {:.2f}x (tfm {} / ctranslate2 {}){}; tfm's default ({}) / ctranslate2's "
+            "best: fp32 {:.2f}x{}",
+            tfm_best32 / ct2_best32, name_of(b32 >= r32, "batches", "rows"),
+            name_of(ci32 >= ca32, "inter_threads", "intra_threads"),
+            has_int8 ? fmt::format(", int8 {:.2f}x (tfm {} / ctranslate2 {})", tfm_best8 / ct2_best8,
+                                   name_of(b8 >= r8, "batches", "rows"),
+                                   name_of(ci8 >= ca8, "inter_threads", "intra_threads"))
+                     : std::string(),
+            thread_work_name(work), tps / ct2_best32,
+            has_int8 ? fmt::format(", int8 {:.2f}x", t8 / ct2_best8) : std::string());
+        std::printf("%s\n", best_line.c_str());
+      }
+    }
     std::printf("\noutput tokens (eos not counted) per second of beam search, batching and encoder "
                 "included; cpu-t/s: per CPU-second used x %d threads (the verdict is on the wall clock)%s. "
                 "Written to %s\n", cpu_threads(),
                 o.repeat > 1 ? fmt::format("; medians of {} runs, tfm and CTranslate2 in turn", o.repeat).c_str() : "",
                 o.out.c_str());
+    const auto opt = [](bool have, double v) { return have ? fmt::format("{:.1f}", v) : std::string(); };
     std::string tsv =
         "preset\tdevice\tprecision\tsentences\tbeam\tmax_tokens\tbatch_size\tthreads\ttokens\tseconds\t"
         "tfm_tokens_per_s\ttorch_tokens_per_s\tratio\ttfm_cpu_seconds\ttorch_cpu_seconds\tinvariant_share\tok\t"
         "ct2_version\tct2_f32_tokens_per_s\tct2_int8_tokens_per_s\tct2_f32_ratio\tct2_int8_ratio\t"
         "ct2_f32_cpu_seconds\tct2_int8_cpu_seconds\tct2_same_share\trepeat\ttfm_int8_tokens_per_s\t"
-        "tfm_int8_cpu_seconds\n";
+        "tfm_int8_cpu_seconds\ttfm_threads_take\ttfm_other_tokens_per_s\ttfm_int8_other_tokens_per_s\t"
+        "ct2_f32_inter_tokens_per_s\tct2_f32_intra_tokens_per_s\tct2_int8_inter_tokens_per_s\t"
+        "ct2_int8_intra_tokens_per_s\n";
     tsv += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.3f}\t{:.1f}\t{}\t{}\t{:.3f}\t{}\t{}\t{}\t"
-                       "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                       "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
                        name, device.str(), o.precision, requests.size(), o.beam, o.max_tokens, o.batch_size,
                        cpu_threads(), mine.tokens, static_cast<double>(mine.tokens) / tps, tps,
                        has_ref ? fmt::format("{:.1f}", ref_result.tokens_per_s) : "",
@@ -732,7 +810,11 @@ int main(int argc, char** argv) {
                        has_ct2 ? fmt::format("{:.3f}", median(c32_cpu)) : "",
                        has_ct2 ? fmt::format("{:.3f}", median(c8_cpu)) : "",
                        same >= 0 ? fmt::format("{:.4f}", same) : "", o.repeat,
-                       has_int8 ? fmt::format("{:.1f}", t8) : "", has_int8 ? fmt::format("{:.3f}", median(t8_cpu)) : "");
+                       has_int8 ? fmt::format("{:.1f}", t8) : "", has_int8 ? fmt::format("{:.3f}", median(t8_cpu)) : "",
+                       thread_work_name(work), opt(!alt_tps.empty(), median(alt_tps)),
+                       opt(!alt8_tps.empty(), median(alt8_tps)), opt(!c32_inter.empty(), median(c32_inter)),
+                       opt(!c32_intra.empty(), median(c32_intra)), opt(!c8_inter.empty(), median(c8_inter)),
+                       opt(!c8_intra.empty(), median(c8_intra)));
     io::write_file_atomic(o.out, tsv);
     status = ok ? 0 : kMissed;
   });

@@ -46,6 +46,16 @@ TFM_MODEL="$M" "$TFM_BIN/tfm-decode" -q - <"$TMP/in13" | cmp -s - "$TMP/best" ||
 decode -m "$M" "$TMP/in13" "$TMP/in13" | cmp -s - <(cat "$TMP/best" "$TMP/best") || fail "two FILEs"
 run tfm-decode -q -m "$M" "$TMP/in"
 [ -s "$TMP/err" ] && fail "-q: stderr not silent: $(cat "$TMP/err")"
+# The threads taking whole batches or each batch's rows: the same bits, on
+# one thread, two, and more than the CPUs.
+for threads in 1 2 3; do
+  for take in batches rows; do
+    OMP_NUM_THREADS=$threads decode -m "$M" --threads-take $take --batch-size 4 "$TMP/in13" \
+      | cmp -s - "$TMP/best" || fail "--threads-take $take on $threads threads: other outputs"
+  done
+done
+run tfm-decode -m "$M" --threads-take columns "$TMP/in13"
+expect_rc 2 "--threads-take columns"
 cat "$TMP/text" | "$TFM_BIN/tfm-tok" -m "$M" | decode -m "$M" --detok >"$TMP/pipe" || fail "the README pipeline"
 [ "$(wc -l <"$TMP/pipe")" -eq 12 ] || fail "pipeline: not one line per line"
 
