@@ -1,5 +1,5 @@
-# Decides how tfm-train's processes talk (DESIGN.md, "More than one GPU or
-# machine") from TFM_MPI:
+# Decides how tfm-train's processes talk (docs/guide.md, "Many GPUs and
+# machines") from TFM_MPI:
 #   TFM_WITH_MPI   MPI (Debian's libopenmpi-dev): ranks, the host's
 #                  collectives, and the gradients' all-reduce on the CPU.
 #                  AUTO when found; ON fails loudly when it is not.

@@ -17,8 +17,9 @@
 //   one dtype. CUDA ops take f32, bf16 or f16 storage and compute in f32;
 //   there an op's parameters (table, gamma, beta) and parameter gradients
 //   (dtable, dgamma, dbeta, sum_rows' out) may be f32 while its activations
-//   are bf16 or f16 (fp32 master weights, DESIGN.md). Saved statistics (mean,
-//   rstd) and sums are f32 (f64 for f64 inputs). Ids and lengths are i32.
+//   are bf16 or f16 (fp32 master weights: docs/architecture.md). Saved
+//   statistics (mean, rstd) and sums are f32 (f64 for f64 inputs). Ids and
+//   lengths are i32.
 // - Work is queued on `stream`; on CUDA the call returns before it is done.
 // - Indices (ids, targets, lengths) out of range throw on the CPU. On CUDA,
 //   where a kernel cannot throw, they are made harmless instead: an id's row

@@ -1,5 +1,6 @@
 // The shell of every tfm program: options common to all of them, and the
-// one place where errors become exit codes (DESIGN.md, "Conventions"):
+// one place where errors become exit codes (docs/architecture.md,
+// "Conventions of every program"):
 //   0  success, and -h/--help (usage on stdout)
 //   1  bad input or a failure: one line "tfm-NAME: error: WHAT (WHERE)"
 //   2  bad usage: an unknown option, a bad value (NaN included) or a bad

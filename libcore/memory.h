@@ -1,4 +1,4 @@
-// Memory planned before the first step (STYLE.md, rule 4).
+// Memory planned before the first step, never grown in the loop.
 //
 // A MemoryPlan is a table of named tensors, each of one kind. Sizes come
 // from (config, max tokens, max length) before anything runs; allocate()

@@ -1,6 +1,6 @@
-// How every long job reports while it runs (DESIGN.md, "Conventions"): the
-// one facility of tfm-train, tfm-decode, tfm-tok, tfm-batch, tfm-avgckpt and
-// tfm-score -m.
+// How every long job reports while it runs (docs/architecture.md,
+// "Conventions of every program"): the one facility of tfm-train,
+// tfm-decode, tfm-tok, tfm-batch, tfm-avgckpt and tfm-score -m.
 //
 //   terminal (stderr a tty)  one status line redrawn in place, at most 5
 //                            times a second, erased when the job ends; what

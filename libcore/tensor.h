@@ -1,7 +1,7 @@
 // Tensors: a non-owning view (TensorView) that ops take, and an owning
 // Tensor for programs and tests. Views are dense and row-major: the last
 // dimension is contiguous. Shapes are written with one alphabet throughout
-// tfm (STYLE.md): B batch, S source length, T target length, D d_model,
+// tfm: B batch, S source length, T target length, D d_model,
 // H heads, K d_k, E d_v, F d_ff, V vocabulary, L layers, W beam.
 #pragma once
 

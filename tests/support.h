@@ -1,5 +1,5 @@
 // Test support shared by unit/ and cuda/: seeded random tensors, float64
-// references, and comparisons that report the worst element (STYLE.md 6).
+// references, and comparisons that report the worst element.
 //
 // A comparison is |got - ref| <= atol + rtol * |ref| elementwise, with the
 // tolerance taken from the dtype of `got` (and the reduction length for

@@ -1,4 +1,4 @@
-// Incremental decoding (DESIGN.md, libcore/decode): the encoder over a batch
+// Incremental decoding (libcore/decode): the encoder over a batch
 // of sentences, then the decoder one position at a time for rows
 // (hypotheses) that may be reordered, duplicated and dropped between steps,
 // as a beam search needs. It gives the full forward pass's log-probabilities
@@ -20,7 +20,7 @@
 // gives a finished sentence's slot and pool rows back. start() is the
 // batch-at-a-time form: every slot released, then one admission.
 //
-// Memory is planned at construction from DecoderLimits (STYLE.md, rule 4):
+// Memory is planned at construction from DecoderLimits, never grown:
 // activations for an admission's source tokens and for `rows` hypotheses,
 // the pools (kv-cache), the index tables (io). Nothing grows afterwards.
 //

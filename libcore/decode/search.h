@@ -1,4 +1,4 @@
-// Beam search and greedy search over the incremental decoder (PAPER.md,
+// Beam search and greedy search over the incremental decoder (the paper,
 // "Results": beam 4, length penalty alpha 0.6, maximum output length input
 // + 50, stop early when possible).
 //

@@ -1,5 +1,5 @@
-// The processes of one training run (DESIGN.md, "More than one GPU or
-// machine"): one per GPU, started by an MPI launcher (mpirun -np K, Slurm's
+// The processes of one training run (docs/guide.md, "Many GPUs and
+// machines"): one per GPU, started by an MPI launcher (mpirun -np K, Slurm's
 // srun), with no transport of tfm's own. MPI numbers the processes (rank,
 // size, and the rank among those of one machine, which picks its GPU) and
 // carries the host's collectives: the ranks' agreement on the setup and on

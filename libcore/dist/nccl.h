@@ -1,5 +1,5 @@
-// NCCL over the ranks of a Comm, one GPU each (DESIGN.md, "More than one
-// GPU or machine"): rank 0 makes NCCL's id, MPI carries it to the others,
+// NCCL over the ranks of a Comm, one GPU each (docs/guide.md, "Many GPUs
+// and machines"): rank 0 makes NCCL's id, MPI carries it to the others,
 // and the communicator sums gradients in place on a CUDA stream, in the
 // stream's order (the host does not wait). The communicator is
 // non-blocking, so its start and every wait keep the Comm's deadline; an

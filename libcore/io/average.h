@@ -1,4 +1,4 @@
-// Checkpoint averaging (tfm-avgckpt, PAPER.md: "the last 5 checkpoints"):
+// Checkpoint averaging (tfm-avgckpt, the paper: "the last 5 checkpoints"):
 // the element-wise mean of the tensors of several checkpoints of one model.
 //
 // Contracts:

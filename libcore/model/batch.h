@@ -1,6 +1,6 @@
 // A batch of sentence pairs as the model takes it: padded to the longest
-// sentence on each side, with per-sentence lengths (DESIGN.md, "Padding by
-// lengths"). Built on the host; the model uploads it into planned memory.
+// sentence on each side, with per-sentence lengths (docs/architecture.md,
+// "Packed rows, lengths for masks"). Built on the host; the model uploads it into planned memory.
 #pragma once
 
 #include <cstdint>

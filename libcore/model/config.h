@@ -29,7 +29,7 @@ struct ModelConfig {
   bool pre_norm = false;        // x + Sublayer(LN(x)) instead of LN(x + Sublayer(x))
   float layer_norm_eps = 1e-5f;
 
-  // "base", "big" (PAPER.md Table 3) or "tiny" (for tests). Throws for any
+  // "base", "big" (the paper's Table 3) or "tiny" (for tests). Throws for any
   // other name, listing the known ones.
   static ModelConfig preset(std::string_view name);
 
@@ -42,7 +42,7 @@ struct ModelConfig {
   // Throws Error for inconsistent values (d_model odd with sinusoids, ...).
   void validate() const;
 
-  // The closed-form parameter count (PAPER.md: shared embedding once).
+  // The closed-form parameter count (as the paper counts: the shared embedding once).
   int64_t parameter_count() const;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;

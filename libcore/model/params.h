@@ -1,5 +1,5 @@
 // All parameters of the model in one flat buffer, with a named layout table
-// (DESIGN.md, "Flat parameter buffer"). Gradients, Adam moments and averaged
+// (docs/architecture.md, "One flat parameter buffer"). Gradients, Adam moments and averaged
 // checkpoints use the same layout, so each of them is one pass over one
 // buffer. Names follow fairseq's, so converting checkpoints is a rename.
 //

@@ -27,7 +27,7 @@ struct DecoderLayerPlan {
 
 }  // namespace model
 
-// The named activation table (STYLE.md rule 4): every buffer the model
+// The named activation table: every buffer the model
 // uses, sized from (config, limits), in one MemoryPlan.
 struct Transformer::Plan {
   MemoryPlan mem;

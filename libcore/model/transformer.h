@@ -1,5 +1,6 @@
-// The Transformer of PAPER.md, section "Model": encoder-decoder, explicit
-// forward and backward (no autograd), all parameters in one flat buffer.
+// The Transformer of "Attention Is All You Need", section "Model
+// Architecture": encoder-decoder, explicit forward and backward (no
+// autograd), all parameters in one flat buffer.
 //
 // Memory is planned at construction from (config, limits): a named table of
 // every saved activation and workspace buffer, sized for the largest batch

@@ -1,4 +1,4 @@
-// Data-parallel training (DESIGN.md, "More than one GPU or machine"): every
+// Data-parallel training (docs/guide.md, "Many GPUs and machines"): every
 // rank runs the same model on its share of each update's batches, and the
 // ranks' gradients are summed into every rank's before the optimizer step,
 // so every rank applies the same update and the parameters never part.

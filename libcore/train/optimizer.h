@@ -1,4 +1,4 @@
-// The paper's optimizer (PAPER.md, "Training"): Adam (0.9, 0.98, 1e-9) over
+// The paper's optimizer (the paper's section "Training"): Adam (0.9, 0.98, 1e-9) over
 // the flat parameter buffer, the warm-up / inverse-square-root schedule, and
 // gradient-norm clipping. Moments live in one buffer of the parameters'
 // layout, so a step is one pass (ops::adam_step).

@@ -351,7 +351,7 @@ std::string config_file_text(const ModelConfig& model, const TrainOptions& train
   const auto values = config_values(model);
   std::string out =
       "# tfm-train configuration; tfm-train --config FILE reads it back.\n"
-      "# The model (PAPER.md, Table 3); the vocabulary decides its size.\n";
+      "# The model (the paper's Table 3); the vocabulary decides its size.\n";
   for (const ModelField& f : kModelFields) out += fmt::format("{} = {}\n", knob_key(f.key), values.at(f.key));
   out += "# Training.\n";
   return out + train.to_text();

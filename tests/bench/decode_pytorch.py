@@ -9,7 +9,7 @@
 #
 # (cpu_seconds: the process's CPU time over the search, all threads)
 #
-# The model (libcore/model, PAPER.md "Model"): one embedding shared by
+# The model (libcore/model, the paper's "Model Architecture"): one embedding shared by
 # source, target and output projection, scaled by sqrt(D); sinusoidal
 # positions; post-norm layers; random weights (the output lengths are
 # forced, so what the weights say does not matter for speed).

@@ -47,7 +47,7 @@ struct Shape3 {
   bool ta, tb;
 };
 
-// Base model, 4096 tokens a batch, V = 37000 (PAPER.md).
+// Base model, 4096 tokens a batch, V = 37000 (the paper's).
 const Shape3 kShapes[] = {
     {"attention projection  x W", 4096, 512, 512, false, false},
     {"feed-forward in       x W1", 4096, 512, 2048, false, false},

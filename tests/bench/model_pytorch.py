@@ -22,7 +22,7 @@
 # where torch has fused=True. The same file runs on Debian's torch 1.13
 # (the CPU) and on current torch (2.11 on the GPU machine).
 #
-# The architecture follows libcore/model (PAPER.md, "Model"): one embedding
+# The architecture follows libcore/model (the paper's "Model Architecture"): one embedding
 # shared by source, target and the output projection, scaled by sqrt(D);
 # sinusoidal positions; post-norm layers (no final norm unless --pre-norm);
 # dropout on embeddings + positions and on every sub-layer output;
@@ -187,7 +187,7 @@ def main():
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    # The paper's optimizer (PAPER.md, "Training"), as libcore/train/optimizer.h:
+    # The paper's optimizer (the paper's section "Training"), as libcore/train/optimizer.h:
     # fused into a few kernels on CUDA where torch can (fused=True, torch >= 1.13).
     adam_kind = "plain"
     opt = None

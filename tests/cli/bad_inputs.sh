@@ -1,7 +1,8 @@
 # The bad-input table of every program (bad_inputs.tsv): each row's
 # command gives one error line naming its program, holding the row's
-# fragment (and no line but the program's own progress), the row's exit status (1 bad input, 2 bad usage: DESIGN.md,
-# "Conventions") and no file where the row says none may be. Then the
+# fragment (and no line but the program's own progress), the row's exit
+# status (1 bad input, 2 bad usage: docs/architecture.md, "Conventions of
+# every program") and no file where the row says none may be. Then the
 # messages of issue 19, item 9, that are not errors: JSON stays JSON.
 source "$(dirname "$0")/common.bash"
 source "$(dirname "$0")/fixtures.bash"
