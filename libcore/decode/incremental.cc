@@ -8,7 +8,6 @@
 #include <exception>
 #include <functional>
 #include <numeric>
-#include <string_view>
 
 #include <omp.h>
 
@@ -187,9 +186,7 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   std::iota(iota.begin(), iota.end(), 0);
   const HostStaging::Part groups[] = {part(view(i.self_groups), iota)};
   staging_->upload(groups);
-  const char* graphs = std::getenv("TFM_CUDA_GRAPHS");
-  graph_ = std::make_unique<StreamGraph>(
-      model.stream(), l.cuda_graph && !(graphs && std::string_view(graphs) == "0"));
+  graph_ = std::make_unique<StreamGraph>(model.stream(), l.cuda_graph);
   readback_ = std::make_unique<HostReadback>(view(i.top).bytes(), 1, model.stream());
   if (!c.learned_positions) {
     Tensor table = sinusoid_table(std::max(l.steps, l.src_len), D, pt);

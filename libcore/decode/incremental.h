@@ -57,7 +57,7 @@ struct DecoderLimits {
   int64_t top_k = 8;        // the largest k of top_k()
   int attention_layer = -1; // keep this decoder layer's cross-attention (-1: none)
   bool cuda_graph = true;   // run each step as one CUDA graph (StreamGraph; CUDA only;
-                            // the environment's TFM_CUDA_GRAPHS=0 turns it off)
+                            // translate_limits: off under TFM_CUDA_GRAPHS=0)
 };
 
 // Whether the CPU's threads should each run whole stretches of decoding on

@@ -7,8 +7,10 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <string_view>
 #include <optional>
 
 #include "libcore/data/line_reader.h"
@@ -72,6 +74,9 @@ DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions
   l.steps = max_output_len(model, o, o.max_input_len) + 1;
   l.top_k = std::min<int64_t>(2 * W, c.vocab_size);
   l.attention_layer = o.search.attention_layer;
+  // TFM_CUDA_GRAPHS=0: each step launched kernel by kernel (an A/B run).
+  const char* graphs = std::getenv("TFM_CUDA_GRAPHS");
+  l.cuda_graph = !(graphs && std::string_view(graphs) == "0");
   // Self-attention pool rows of a batch: positions x rows, T_b x B W, with
   // T_b <= a S_b + b + 1 and B S_b <= src_tokens.
   const double a = o.max_len_a, b = o.max_len_b;

@@ -18,24 +18,7 @@ command -v mpirun >/dev/null || { echo "skipped: no mpirun"; exit 77; }
 MPIRUN=(mpirun --oversubscribe -x OMP_NUM_THREADS=1)
 [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
 
-# Reverse the words of a line, as resume.sh does.
-python3 - "$TMP" <<'PY'
-import random, sys
-r = random.Random(5)
-words = "a b c d e f g h i j k l".split()
-def pairs(n):
-    src = [[r.choice(words) for _ in range(r.randint(2, 9))] for _ in range(n)]
-    return "".join(" ".join(s) + "\n" for s in src), "".join(" ".join(reversed(s)) + "\n" for s in src)
-for name, n in (("train", 1200), ("dev", 100)):
-    src, tgt = pairs(n)
-    open(f"{sys.argv[1]}/{name}.src", "w").write(src)
-    open(f"{sys.argv[1]}/{name}.tgt", "w").write(tgt)
-PY
-"$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 29 "$TMP/train.src"
-for name in train dev; do
-  for side in src tgt; do "$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/$name.$side" >"$TMP/$name.tok.$side"; done
-  "$TFM_BIN/tfm-batch" -q -m "$TMP/spm.model" -o "$TMP/$name.tfmb" "$TMP/$name.tok.src" "$TMP/$name.tok.tgt" --max-tokens 200
-done
+reverse_words 5 200 train=1200 dev=100
 COMMON=("$TMP/train.tfmb" -m "$TMP/spm.model" --dev "$TMP/dev.tfmb" --preset tiny --warmup 10 --valid-every 5
         --log-every 1 --save-every 0 --seed 3)
 

@@ -13,17 +13,7 @@ PYTHON=/usr/bin/python3  # numpy and zstandard for the checkpoint reader (Debian
 KILLS=${KILLS:-20}
 STEPS=${STEPS:-300}
 
-python3 - "$TMP" <<'PY'
-import random, sys
-r = random.Random(5)
-words = "a b c d e f g h i j k l".split()
-src = [[r.choice(words) for _ in range(r.randint(2, 9))] for _ in range(600)]
-open(sys.argv[1] + "/src", "w").write("".join(" ".join(s) + "\n" for s in src))
-open(sys.argv[1] + "/tgt", "w").write("".join(" ".join(reversed(s)) + "\n" for s in src))
-PY
-"$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 29 "$TMP/src"
-for side in src tgt; do "$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/$side" >"$TMP/tok.$side"; done
-"$TFM_BIN/tfm-batch" -q -m "$TMP/spm.model" -o "$TMP/train.tfmb" "$TMP/tok.src" "$TMP/tok.tgt" --max-tokens 300
+reverse_words 5 300 train=600
 ARGS=("$TMP/train.tfmb" --preset tiny --warmup 20 --max-steps "$STEPS" --save-every 0 --save-every-steps 1
       --keep-last 0 --log-every 1000)
 

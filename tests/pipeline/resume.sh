@@ -2,34 +2,13 @@
 # losses, gradient norms, validations and final parameters and Adam moments
 # of the same run never interrupted. Dropout on, two batches an update, the
 # interruption anywhere in an epoch: every counter must survive.
-set -euo pipefail
-: "${TFM_BIN:?}" "${TFM_SOURCE:?}"
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # see copy.sh
+source "$(dirname "$0")/common.bash"
 PYTHON=/usr/bin/python3  # numpy and zstandard for the checkpoint reader (Debian's)
 [ -x "$PYTHON" ] || PYTHON=python3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Reverse the words of a line: a task the model learns slowly enough to
 # keep every update different.
-python3 - "$TMP" <<'PY'
-import random, sys
-r = random.Random(3)
-words = "a b c d e f g h i j k l".split()
-def pairs(n):
-    src = [[r.choice(words) for _ in range(r.randint(2, 9))] for _ in range(n)]
-    return "".join(" ".join(s) + "\n" for s in src), "".join(" ".join(reversed(s)) + "\n" for s in src)
-for name, n in (("train", 1500), ("dev", 200)):
-    src, tgt = pairs(n)
-    open(f"{sys.argv[1]}/{name}.src", "w").write(src)
-    open(f"{sys.argv[1]}/{name}.tgt", "w").write(tgt)
-PY
-"$TFM_BIN/tfm-tok" train -q -o "$TMP/spm.model" --vocab-size 29 "$TMP/train.src"
-for name in train dev; do
-  for side in src tgt; do "$TFM_BIN/tfm-tok" -m "$TMP/spm.model" "$TMP/$name.$side" >"$TMP/$name.tok.$side"; done
-  "$TFM_BIN/tfm-batch" -q -m "$TMP/spm.model" -o "$TMP/$name.tfmb" "$TMP/$name.tok.src" "$TMP/$name.tok.tgt" --max-tokens 300
-done
+reverse_words 3 300 train=1500 dev=200
 
 STEPS=80
 ARGS=("$TMP/train.tfmb" --dev "$TMP/dev.tfmb" --preset tiny --update-freq 2 --warmup 20 --max-steps $STEPS
