@@ -371,9 +371,8 @@ void quantize_int8(const TensorView& w, int8_t* values, int64_t ld, float* scale
 // multiplies bytes only unsigned by signed (vpmaddubsw, two products summed
 // in int16), so the AVX2 path feeds qx + 64 (in [1, 127]: a pair stays
 // within int16) and takes 64 sums[j] back off, exactly; at 127 it would
-// spend a third instruction a product on moving x's sign onto W. Measured:
-// BLEU of the demo and Multi30k models the same as with 127
-// (docs/benchmarks.md, int8).
+// spend a third instruction a product on moving x's sign onto W. The BLEU
+// of trained models is the same as with 127 (docs/benchmarks.md, int8).
 // x (M, K) f32 on the CPU; w (N, K), K < 2^17; y (M, N) f32 =; bias (N)
 // f32, optional. A row of y depends on its row of x alone, bit for bit (any
 // M, any thread count, with AVX2 or without): batch invariance, as

@@ -15,10 +15,10 @@ std::string version_string();
 // user chose a policy: call first thing in main. libgomp reads the variable
 // when it loads, before main, so the program runs itself again with it set
 // (execv; on failure it goes on as it is). A spinning thread waits for the
-// next parallel region on a core the other processes need: measured on the
-// 2-core VM at load 9, tfm-decode 3x slower with spinning. On idle cores it
-// is the other way: libgomp's default (spin a moment, then sleep) decoded
-// the demo's test set in 6.3 s against 9.2 s sleeping at once (medians of 3).
+// next parallel region on a core the other processes need, which makes a
+// loaded machine's decoding several times slower; on idle cores it is the
+// other way, libgomp's default (spin a moment, then sleep) the faster
+// (tests/bench/NOTES.md).
 // "Other work" is the kernel's count of runnable tasks, which in a container
 // is the host's: a busy host makes a contained run sleep too, the safe side.
 void prefer_sleeping_threads(char** argv);

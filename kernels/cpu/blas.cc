@@ -172,8 +172,9 @@ Blas load() {
 
   // The OpenMP build of OpenBLAS first: it shares libgomp's thread pool with
   // tfm's own OpenMP loops, where the pthreads build keeps a second pool
-  // that spins in sched_yield while tfm's threads work (and the reverse):
-  // measured, ~17% of a CPU training step. Called from inside a parallel
+  // that spins in sched_yield while tfm's threads work (and the reverse),
+  // a large share of a CPU training step (tests/bench/NOTES.md). Called from
+  // inside a parallel
   // region, it also runs single-threaded instead of oversubscribing.
   check_room_to_load();
   void* handle = nullptr;

@@ -160,7 +160,7 @@ template <bool kZmm, int kChunks>
       const int64_t n = std::min<int64_t>(16, len - j0);
       for (int64_t j = 0; j < 16; ++j) {
         // Each sum written once (zeroing the array first cost a `rep stos`
-        // of 1 KB a block: 7% of the attention).
+        // of 1 KB a block, a visible share of the attention).
         F16 a = {};
         if (j < n) {
           const float* kr = keys + (idx[j0 + j] * nh + h) * k;
@@ -573,8 +573,8 @@ TFM_WIDE_CLONES int64_t next_above(const float* x, int64_t j0, int64_t v, float 
 // The same lanes and sums by AVX2 registers: the sixteen float lanes as
 // halves a (0-7) and b (8-15), the eight double lanes as acc0 (0-3) and
 // acc1 (4-7). Written with sixteen-float vectors, GCC moved the partial
-// sums through the stack and general registers each block, and the top-k's
-// exponentials took 11% of the demo model's decoding.
+// sums through the stack and general registers each block, which made the
+// top-k's exponentials a large share of a small model's decoding.
 [[gnu::always_inline]] inline double sum_exp_ymm(const float* x, int64_t v, float mx) {
   D4 acc0 = {}, acc1 = {};
   for (int64_t j0 = 0; j0 < v; j0 += 64) {

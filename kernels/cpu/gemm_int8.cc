@@ -17,10 +17,9 @@
 // The tile broadcasts x, as the fp32 one does (gemm_rows.cc): W's rows are
 // copied 16 at a time into a panel of four-byte groups (panel.h), and four
 // bytes of a row of x at a time run against the 16 rows' four bytes at the
-// same k, each column's sum in an int32 lane of its own. Measured against a
-// tile of dot products (eight horizontal sums a tile) on a Zen 3, one
-// thread: 1.5-2.1x at the demo model's K = 128, 1.2-1.6x at base's
-// shapes, about twice fp32's rate on both (tests/bench/NOTES.md).
+// same k, each column's sum in an int32 lane of its own: faster than a tile
+// of dot products (eight horizontal sums a tile), most at a small K
+// (tests/bench/NOTES.md has the rates).
 //
 // The float epilogue, y = float(sum) * (sx * sw) + b (then ReLU), is the
 // same operations in the same order on both paths (the file is compiled

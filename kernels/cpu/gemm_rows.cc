@@ -4,8 +4,8 @@
 // how many there are, where it sits among them and how many threads run.
 // The decoder needs that for batch invariance, and OpenBLAS does not give
 // it: its kernels sum an element differently by its column's place in a
-// register block (measured on the Zen / Haswell sgemm of OpenBLAS 0.3.21:
-// a period of 12 rows, half of them one way, and other sums in the tails).
+// register block (OpenBLAS 0.3.21's Zen / Haswell sgemm: a period of
+// rows, half of them one way, and other sums in the tails).
 //
 // The order of element (i, j): the products a[i, k] b[j, k] fused onto one
 // accumulator by multiply-adds, k = 0, 1, ..., K - 1 in turn, from zero;

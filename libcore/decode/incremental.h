@@ -64,8 +64,9 @@ struct DecoderLimits {
 // their own rows (a step's share of the rows, or sentences on a decoder of
 // their own: search.h, search_stream) instead of splitting each op between
 // them: on the CPU while the model's weights fit a last-level cache, since
-// each thread then reads every weight itself (measured, 2-core AMD EPYC:
-// the demo model's 5.5 MiB 1.2x faster split; base's 250 MiB 5% slower).
+// each thread then reads every weight itself, and a decoder a thread costs
+// its planned memory a thread (tests/bench/NOTES.md has what each choice
+// measured on which CPU).
 bool cpu_threads_take_rows(const ModelWeights& model);
 
 class IncrementalDecoder {
