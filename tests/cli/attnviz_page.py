@@ -141,6 +141,15 @@ def main():
                 fail(f"the layer menu does not offer the model's {L} layers")
             if js("document.querySelectorAll('#heads input').length") != H:
                 fail(f"the head boxes are not the model's {H} heads")
+            # The lines view draws every token inside its picture: none cut
+            # off at the bottom, the top or a side.
+            outside = js("(() => { const svg = document.getElementById('paper'); if (!svg) return 'no picture';"
+                         " const r = svg.getBoundingClientRect(); const out = [];"
+                         " for (const e of svg.querySelectorAll('text')) { const b = e.getBoundingClientRect();"
+                         " if (b.top < r.top - 0.5 || b.bottom > r.bottom + 0.5 || b.left < r.left - 0.5"
+                         " || b.right > r.right + 0.5) out.push(e.textContent); } return out; })()")
+            if outside != []:
+                fail(f"the lines view cuts off tokens: {outside}")
             S = len(first["source"])
             counts = js("[document.querySelectorAll('#view .tok.q').length, document.querySelectorAll('#view .tok.k').length]")
             if counts != [S, S]:
