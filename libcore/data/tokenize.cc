@@ -4,7 +4,6 @@
 #include <sentencepiece_trainer.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
 #include <atomic>
 #include <chrono>
@@ -18,6 +17,7 @@
 
 #include "libcore/data/line_reader.h"
 #include "libcore/data/pipeline.h"
+#include "libcore/data/token_line.h"
 #include "libcore/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
@@ -263,10 +263,7 @@ std::string decode_line(const Vocab& vocab, std::string_view line, bool ids) {
   values.reserve(fields.size());
   for (const std::string& f : fields) {
     if (f.empty() && fields.size() == 1) break;  // an empty line
-    int32_t v = 0;
-    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-    if (ec != std::errc() || end != f.data() + f.size()) fail("'{}' is not an id", f);
-    values.push_back(v);
+    values.push_back(parse_token_id(f, vocab.size()));
   }
   return vocab.decode_ids(values);
 }

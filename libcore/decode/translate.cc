@@ -4,16 +4,16 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
-#include <string_view>
 #include <optional>
+#include <string_view>
 
 #include "libcore/data/line_reader.h"
+#include "libcore/data/token_line.h"
 #include "libcore/json.h"
 #include "libcore/log.h"
 #include "libcore/progress.h"
@@ -26,19 +26,6 @@ struct Translator::Item {
 };
 
 namespace {
-
-std::vector<std::string_view> fields_of(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-    const size_t j = line.find_first_of(" \t\r", i);
-    const size_t end = j == std::string_view::npos ? line.size() : j;
-    if (end > i) out.push_back(line.substr(i, end - i));
-    i = end;
-  }
-  return out;
-}
 
 void check_options(const TranslateOptions& o) {
   const BeamSearchOptions& s = o.search;
@@ -120,20 +107,7 @@ std::string Translator::memory_report() const {
 Translator::~Translator() = default;
 
 std::vector<int32_t> Translator::parse(const std::string& line) const {
-  const int64_t V = model_.config().vocab_size;
-  std::vector<int32_t> ids;
-  for (std::string_view f : fields_of(line)) {
-    if (!options_.ids) {
-      ids.push_back(vocab_->id(f));
-      continue;
-    }
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-    TFM_REQUIRE(ec == std::errc() && end == f.data() + f.size(), "'{}' is not an id", f);
-    TFM_REQUIRE(v >= 0 && v < V, "id {} is outside the vocabulary [0, {})", v, V);
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
+  return parse_token_line(line, options_.ids ? nullptr : vocab_, model_.config().vocab_size);
 }
 
 std::string Translator::tokens_text(const std::vector<int32_t>& ids) const {

@@ -1,7 +1,6 @@
 #include "libcore/eval/model_score.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -12,45 +11,21 @@
 #include "libcore/json.h"
 #include "libcore/log.h"
 #include "libcore/model/model_io.h"
+#include "libcore/data/token_line.h"
 #include "libcore/progress.h"
 
 namespace tfm::eval {
 
 namespace {
 
-std::vector<std::string_view> words(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (pos < line.size()) {
-    const size_t b = line.find_first_not_of(" \t\r", pos);
-    if (b == std::string_view::npos) break;
-    const size_t e = std::min(line.find_first_of(" \t\r", b), line.size());
-    out.push_back(line.substr(b, e - b));
-    pos = e;
-  }
-  return out;
-}
-
-// One line of pieces or ids as token ids.
+// One line of pieces or ids as token ids; an error names FILE:LINE.
 std::vector<int32_t> to_ids(std::string_view line, const Vocab* vocab, int64_t vocab_size,
                             const data::LineReader& in) {
-  std::vector<int32_t> ids;
-  for (std::string_view w : words(line)) {
-    int64_t id = 0;
-    if (vocab != nullptr) {
-      id = vocab->id(w);
-    } else {
-      const auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), id);
-      if (ec != std::errc() || p != w.data() + w.size())
-        throw Error(fmt::format("'{}' is not a token id (--ids)", w),
-                    fmt::format("{}:{}", in.path(), in.line_number()));
-    }
-    if (id < 0 || id >= vocab_size)
-      throw Error(fmt::format("token id {} is outside the model's vocabulary [0, {})", id, vocab_size),
-                  fmt::format("{}:{}", in.path(), in.line_number()));
-    ids.push_back(static_cast<int32_t>(id));
+  try {
+    return parse_token_line(line, vocab, vocab_size);
+  } catch (const Error& e) {
+    throw Error(e.what(), fmt::format("{}:{}", in.path(), in.line_number()));
   }
-  return ids;
 }
 
 std::string number(double v, int width) { return fmt::format("{:.{}f}", v, width); }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "libcore/data/line_reader.h"
+#include "libcore/data/token_line.h"
 #include "libcore/decode/translate.h"
 #include "libcore/error.h"
 #include "libcore/io/checkpoint.h"
@@ -15,18 +16,6 @@
 namespace tfm::viz {
 
 namespace {
-
-std::vector<std::string_view> words(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-    const size_t j = std::min(line.find_first_of(" \t\r", i), line.size());
-    if (j > i) out.push_back(line.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
 
 // Host f32 copies of a device tensor of any float dtype, ordered after the
 // work queued on `stream`.
@@ -157,9 +146,7 @@ AttentionModel::~AttentionModel() = default;
 
 std::vector<int32_t> AttentionModel::encode(const std::string& line) const {
   if (!options_.pieces) return vocab_->encode_ids(line);
-  std::vector<int32_t> ids;
-  for (std::string_view w : words(line)) ids.push_back(vocab_->id(w));
-  return ids;
+  return parse_token_line(line, vocab_.get(), vocab_->size());
 }
 
 std::vector<std::vector<int32_t>> AttentionModel::decode(const std::vector<std::vector<int32_t>>& sources) {

@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
+#include <vector>
 
 #include "libcore/app.h"
+#include "libcore/data/token_line.h"
 #include "libcore/error.h"
 #include "libcore/json.h"
 #include "libcore/range.h"
@@ -92,4 +95,16 @@ TEST_CASE("a range is said as a rule, its unbounded side left out", "[messages]"
   CHECK(message({"--alpha", "nan"}) == "--alpha: must be between 0 and 1000000, got nan");
   CHECK(message({"--last", "3"}) == "no error");
   CHECK(last == 3);
+}
+
+// One parser of token lines for every program (issue 39): the same fields
+// and the same messages whoever reads the line.
+TEST_CASE("a token line splits on runs of spaces and tabs, and a bad id is said one way", "[messages]") {
+  CHECK(token_fields("  3 \t14\r 15  ") == std::vector<std::string_view>{"3", "14", "15"});
+  CHECK(token_fields(" \t ").empty());
+  CHECK(parse_token_line("3 14  15", nullptr, 16) == std::vector<int32_t>{3, 14, 15});
+  CHECK_THROWS_WITH(parse_token_line("3 x4", nullptr, 16), "'x4' is not a token id (--ids)");
+  CHECK_THROWS_WITH(parse_token_line("3 -1", nullptr, 16), "token id -1 is outside the model's vocabulary [0, 16)");
+  CHECK_THROWS_WITH(parse_token_line("16", nullptr, 16), "token id 16 is outside the model's vocabulary [0, 16)");
+  CHECK_THROWS_WITH(parse_token_id("99999999999999999999", 16), "'99999999999999999999' is not a token id (--ids)");
 }

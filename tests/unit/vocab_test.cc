@@ -88,7 +88,7 @@ TEST_CASE("vocab: encode/decode round trip and id/piece mapping", "[vocab]") {
   CHECK(data::decode_line(v, data::encode_line(v, text, false), false) == text);
   CHECK_THROWS_WITH(v.piece(300), Contains("out of range"));
   CHECK_THROWS_WITH(v.decode_ids({5, -1}), Contains("out of range"));
-  CHECK_THROWS_WITH(data::decode_line(v, "5 x", true), Contains("not an id"));
+  CHECK_THROWS_WITH(data::decode_line(v, "5 x", true), Contains("'x' is not a token id (--ids)"));
 }
 
 TEST_CASE("vocab: the piece table maps pieces as SentencePiece does", "[vocab][piece_table]") {
