@@ -23,15 +23,21 @@ std::string plain_number(T x) {
   return fmt::format("{}", x);
 }
 
+// Whether a bound is said: one at the type's limit or past 1e15 in size is
+// a limit of the representation, not of the meaning.
+template <typename T>
+bool said_bound(T bound) {
+  constexpr double kUnsaid = 1e15;
+  return bound > std::numeric_limits<T>::lowest() && bound < std::numeric_limits<T>::max() &&
+         std::fabs(static_cast<double>(bound)) < kUnsaid;
+}
+
 // Why `x` (written `got`) is outside [lo, hi]: "must be at least 1, got 0",
-// "must be between 1 and 19, got 20". A bound at the type's limit or past
-// 1e15 in size is a limit of the representation, not of the meaning, and is
-// said only to a value beyond it.
+// "must be between 1 and 19, got 20". An unsaid bound (said_bound) is said
+// only to a value beyond it.
 template <typename T>
 std::string out_of_range(T lo, T hi, T x, std::string_view got) {
-  constexpr double kUnsaid = 1e15;
-  const bool say_lo = lo > std::numeric_limits<T>::lowest() && static_cast<double>(lo) > -kUnsaid;
-  const bool say_hi = hi < std::numeric_limits<T>::max() && static_cast<double>(hi) < kUnsaid;
+  const bool say_lo = said_bound(lo), say_hi = said_bound(hi);
   std::string rule;
   if (say_lo && say_hi)
     rule = fmt::format("between {} and {}", plain_number(lo), plain_number(hi));
@@ -47,9 +53,7 @@ std::string out_of_range(T lo, T hi, T x, std::string_view got) {
 // The same rule for help text: "1 to 19", ">= 1".
 template <typename T>
 std::string range_text(T lo, T hi) {
-  constexpr double kUnsaid = 1e15;
-  const bool say_hi = hi < std::numeric_limits<T>::max() && static_cast<double>(hi) < kUnsaid;
-  return say_hi ? fmt::format("{} to {}", plain_number(lo), plain_number(hi)) : ">= " + plain_number(lo);
+  return said_bound(hi) ? fmt::format("{} to {}", plain_number(lo), plain_number(hi)) : ">= " + plain_number(lo);
 }
 
 }  // namespace tfm

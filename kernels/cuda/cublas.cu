@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "libcore/error.h"
+#include "libcore/shared_library.h"
 
 #ifndef TFM_CUDA_LIBRARY_DIR
 #define TFM_CUDA_LIBRARY_DIR "/usr/local/cuda/lib64"
@@ -27,12 +28,10 @@ static_assert(std::is_same_v<decltype(static_cast<CublasGemmStridedBatchedEx>(
 // The library by soname, else in the toolkit's folder; an Error naming
 // both places when neither has it.
 void* open_library(const std::string& soname) {
-  if (void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
-  const std::string first = dlerror();
-  const std::string path = std::string(TFM_CUDA_LIBRARY_DIR) + "/" + soname;
-  if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
-  throw Error("cannot load " + soname + " (" + first + "; nor " + path +
-              "): a GEMM on a GPU needs cuBLAS of CUDA " + TFM_CUBLAS_STRING_OF(CUBLAS_VER_MAJOR) +
+  std::string why;
+  if (void* handle = open_shared_library(soname, TFM_CUDA_LIBRARY_DIR, why)) return handle;
+  throw Error("cannot load " + soname + " (" + why + "): a GEMM on a GPU needs cuBLAS of CUDA " +
+              TFM_CUBLAS_STRING_OF(CUBLAS_VER_MAJOR) +
               "; install the CUDA toolkit's libraries or add their folder to LD_LIBRARY_PATH");
 }
 

@@ -29,6 +29,12 @@ int64_t input_size(const std::string& path) {
   return rc == 0 && S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : -1;
 }
 
+bool is_stream(const std::string& path) {
+  struct stat st;
+  const int rc = path == "-" ? ::fstat(STDIN_FILENO, &st) : ::stat(path.c_str(), &st);
+  return rc == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
 LineReader::LineReader(const std::string& path) : path_(path) {
   if (path == "-") {
     fd_ = STDIN_FILENO;

@@ -17,6 +17,10 @@ namespace tfm::data {
 // reads nothing.
 int64_t input_size(const std::string& path);
 
+// Whether `path` ("-": stdin) is a stream: a pipe, a FIFO, a terminal or a
+// socket, whose bytes a second open would not give again. Reads nothing.
+bool is_stream(const std::string& path);
+
 class LineReader {
  public:
   // Opens `path` ("-" is stdin); throws Error naming it when it cannot.

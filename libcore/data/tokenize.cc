@@ -34,15 +34,17 @@ namespace tfm::data {
 
 namespace {
 
-// Feeds SentencePiece's trainer every line of every input, in order. Each
-// input is opened once, all of them before training starts (a path that
-// cannot be opened fails at once; a pipe's or FIFO's first bytes, read to
-// tell gzip from text, stay in its reader). An Error while reading is kept
+// Feeds SentencePiece's trainer every line of every input, in order, one
+// input open at a time. Before training, every file that is not a stream
+// is opened and closed (one that cannot be opened fails at once); stdin, a
+// pipe or a FIFO is opened once, at its turn, so that the bytes read to
+// tell gzip from text stay in its reader. An Error while reading is kept
 // and rethrown after training stops.
 class FilesIterator : public sentencepiece::SentenceIterator {
  public:
-  explicit FilesIterator(const std::vector<std::string>& inputs) {
-    for (const std::string& path : inputs) readers_.push_back(std::make_unique<LineReader>(path));
+  explicit FilesIterator(const std::vector<std::string>& inputs) : inputs_(inputs) {
+    for (const std::string& path : inputs)
+      if (path != "-" && !is_stream(path)) LineReader check(path);
     Next();
   }
 
@@ -56,12 +58,12 @@ class FilesIterator : public sentencepiece::SentenceIterator {
     try {
       for (;;) {
         if (!reader_) {
-          if (next_input_ == readers_.size()) {
+          if (next_input_ == inputs_.size()) {
             done_ = true;
             reading_done_ = true;
             return;
           }
-          reader_ = std::move(readers_[next_input_++]);
+          reader_ = std::make_unique<LineReader>(inputs_[next_input_++]);
         }
         if (reader_->next(line_)) {
           ++lines_;
@@ -94,7 +96,7 @@ class FilesIterator : public sentencepiece::SentenceIterator {
   int64_t text_lines() const { return text_lines_; }  // lines that are not blank
 
  private:
-  std::vector<std::unique_ptr<LineReader>> readers_;
+  const std::vector<std::string>& inputs_;
   size_t next_input_ = 0;
   std::unique_ptr<LineReader> reader_;
   std::string line_;

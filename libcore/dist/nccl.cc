@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include "kernels/cuda/check.h"
+#include "libcore/shared_library.h"
 #endif
 
 #ifndef TFM_NCCL_LIBRARY_DIR
@@ -39,16 +40,12 @@ struct NcclApi {
 
 NcclApi open_nccl() {
   const std::string soname = fmt::format("libnccl.so.{}", NCCL_MAJOR);
-  void* library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const std::string first = dlerror();
-    const std::string path = std::string(TFM_NCCL_LIBRARY_DIR) + "/" + soname;
-    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr)
-      fail("cannot load {} ({}; nor {}): GPU ranks sum their gradients with NCCL {}; install it or add its "
-           "folder to LD_LIBRARY_PATH",
-           soname, first, path, NCCL_MAJOR);
-  }
+  std::string why;
+  void* library = open_shared_library(soname, TFM_NCCL_LIBRARY_DIR, why);
+  if (library == nullptr)
+    fail("cannot load {} ({}): GPU ranks sum their gradients with NCCL {}; install it or add its folder to "
+         "LD_LIBRARY_PATH",
+         soname, why, NCCL_MAJOR);
   NcclApi api;
 #define TFM_NCCL_FIND(name)                                                            \
   api.name = reinterpret_cast<decltype(api.name)>(dlsym(library, #name));              \

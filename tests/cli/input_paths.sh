@@ -1,6 +1,7 @@
 # Issue 38: every program's main input gives the same bytes out whichever
-# way it comes in: a file; '-' fed by a pipe; a FIFO; a gzip stream on '-'
-# (gzip -c ... |); a .gz file; process substitution (/dev/fd/N). A program
+# way it comes in: a file; '-' fed by a pipe or redirected from the file; a
+# FIFO; a gzip stream on '-' (gzip -c ... |); a .gz file; process
+# substitution (/dev/fd/N). A program
 # that read an input twice (to sniff the gzip magic, then to read) lost a
 # pipe's first bytes, trained on compressed bytes, or hung on a FIFO.
 source "$(dirname "$0")/common.bash"
@@ -21,12 +22,12 @@ same() {
   local name=$1 input=$2 way arg out ref="" writer
   shift 2
   gzip -c "$input" >"$TMP/$name.gz"
-  for way in file pipe fifo gzip-pipe gzip-file substitution; do
+  for way in file pipe redirect fifo gzip-pipe gzip-file substitution; do
     out="$TMP/$name.$way"
     rm -f "$TMP/fifo" && mkfifo "$TMP/fifo"
     case $way in
       file) arg=$input ;;
-      pipe | gzip-pipe) arg=- ;;
+      pipe | redirect | gzip-pipe) arg=- ;;
       fifo) arg=$TMP/fifo ;;
       gzip-file) arg=$TMP/$name.gz ;;
       substitution)  # what <(cat INPUT) gives a program: /dev/fd/N, a pipe
@@ -39,6 +40,7 @@ same() {
     writer=
     case $way in
       pipe) cat "$input" | timeout -s KILL 30 "${args[@]}" >"$out.stdout" 2>"$out.err" ;;
+      redirect) timeout -s KILL 30 "${args[@]}" <"$input" >"$out.stdout" 2>"$out.err" ;;
       gzip-pipe) gzip -c "$input" | timeout -s KILL 30 "${args[@]}" >"$out.stdout" 2>"$out.err" ;;
       fifo)
         cat "$input" >"$TMP/fifo" &
