@@ -54,6 +54,11 @@ for threads in 1 2 3; do
       | cmp -s - "$TMP/best" || fail "--threads-take $take on $threads threads: other outputs"
   done
 done
+# Its effect: a decoder a thread for batches, one decoder for rows.
+OMP_NUM_THREADS=2 "$TFM_BIN/tfm-decode" -m "$M" --threads-take batches "$TMP/in13" 2>&1 >/dev/null \
+  | grep -q "(x2: a decoder a thread)" || fail "--threads-take batches on 2 threads: not a decoder a thread"
+OMP_NUM_THREADS=2 "$TFM_BIN/tfm-decode" -m "$M" --threads-take rows "$TMP/in13" 2>&1 >/dev/null \
+  | grep -q "a decoder a thread" && fail "--threads-take rows on 2 threads: more than one decoder"
 run tfm-decode -m "$M" --threads-take columns "$TMP/in13"
 expect_rc 2 "--threads-take columns"
 cat "$TMP/text" | "$TFM_BIN/tfm-tok" -m "$M" | decode -m "$M" --detok >"$TMP/pipe" || fail "the README pipeline"
