@@ -46,7 +46,7 @@ void write_output(const std::string& path, const std::string& text) {
 void attnviz(Options& o) {
   namespace viz = tfm::viz;
   o.attention.device = tfm::select_device(tfm::parse_device(o.device));
-  viz::AttentionModel model(o.model, o.attention);
+  viz::AttentionModel model(tfm::ModelFile(o.model), o.attention);
   const tfm::ModelConfig& c = model.config();
 
   // The sentences: the argument, or lines of --input / stdin.

@@ -7,14 +7,14 @@
 //   tfm-avgckpt -o avg.bin --last 5 ckpt/ --keep-state
 //
 // The inputs are streamed one at a time into a float64 sum (memory: two
-// models, whatever their number); libcore/io/average.h has the contracts.
+// models, whatever their number); libcore/model/average.h has the contracts.
 #include <fmt/ranges.h>
 
 #include <string>
 #include <vector>
 
 #include "libcore/app.h"
-#include "libcore/io/average.h"
+#include "libcore/model/average.h"
 #include "libcore/log.h"
 #include "libcore/progress.h"
 
@@ -26,7 +26,7 @@ struct Options {
   std::vector<std::string> inputs;
   int64_t last = 0;
   std::string dir;
-  tfm::io::AverageOptions average;
+  tfm::AverageOptions average;
 };
 
 }  // namespace
@@ -61,12 +61,12 @@ int main(int argc, char** argv) {
 
   return tfm::run_program("tfm-avgckpt", app, argc, argv, o.common, [&] {
     if (!o.dir.empty()) {
-      o.inputs = tfm::io::newest_checkpoints(o.dir, o.last);
+      o.inputs = tfm::newest_checkpoints(o.dir, o.last);
       tfm::log::info("the newest {} of {}: {}", o.inputs.size(), o.dir, fmt::join(o.inputs, " "));
     }
     tfm::Progress progress(o.common.quiet);
     o.average.progress = &progress;
-    const tfm::io::AverageReport r = tfm::io::average_checkpoints(o.inputs, o.output, o.average);
+    const tfm::AverageReport r = tfm::average_checkpoints(o.inputs, o.output, o.average);
     tfm::log::info("{}: the mean of {} checkpoint{} ({} tensors, {} parameters){}", o.output,
                    o.inputs.size(), o.inputs.size() == 1 ? "" : "s", r.tensors, r.elements,
                    r.sections.empty() ? std::string()

@@ -16,7 +16,8 @@
 #include "libcore/app.h"
 #include "libcore/decode/translate.h"
 #include "libcore/log.h"
-#include "libcore/model/model_io.h"
+#include "libcore/model/model_file.h"
+#include "libcore/precision.h"
 #include "libcore/progress.h"
 
 namespace {
@@ -31,27 +32,14 @@ struct Options {
   int attention_layer = 0;  // 1-based; 0: the last
 };
 
-// auto: bf16 on a GPU (tensor cores), fp32 on the CPU. int8 computes in
-// f32 between matrix products whose weights are 8-bit (CPU only).
-tfm::DType compute_dtype(const std::string& precision, tfm::Device device) {
-  if (precision == "auto") return device.is_cuda() ? tfm::DType::bf16 : tfm::DType::f32;
-  if (precision == "int8") return tfm::DType::f32;  // on a GPU: refused by ModelWeights::quantize_int8
-  const tfm::DType dtype = precision == "bf16" ? tfm::DType::bf16
-                           : precision == "fp16" ? tfm::DType::f16
-                                                 : tfm::DType::f32;
-  TFM_REQUIRE(dtype == tfm::DType::f32 || device.is_cuda(),
-              "--precision {} needs a GPU (--device cuda); the CPU decodes in fp32 or int8", precision);
-  return dtype;
-}
-
 void decode(Options& o) {
   const tfm::Device device = tfm::select_device(tfm::parse_device(o.device));
-  std::string tokenizer;
-  auto model = tfm::load_weights(o.model, device, &tokenizer, compute_dtype(o.precision, device));
-  if (o.precision == "int8") model->quantize_int8();
+  const tfm::Precision precision =
+      tfm::kDecodePrecision.resolve(tfm::kDecodePrecision.parse("--precision", o.precision), device);
+  const tfm::ModelFile file(o.model);
+  auto model = file.load_weights(device, tfm::compute_dtype(precision));
+  if (precision == tfm::Precision::int8) model->quantize_int8();
   model->pack_weights();  // on the CPU (f32, int8): the decoder's GEMMs read their weights' panels
-  std::unique_ptr<tfm::Vocab> vocab;
-  if (!tokenizer.empty()) vocab = std::make_unique<tfm::Vocab>(tfm::Vocab::from_bytes(tokenizer, o.model));
   tfm::TranslateOptions& t = o.translate;
   if (o.attention) {
     const int64_t layers = model->config().layers;
@@ -63,7 +51,7 @@ void decode(Options& o) {
   t.thread_work = tfm::parse_thread_work(o.thread_work);
   tfm::Progress progress(o.common.quiet);
   t.progress = &progress;
-  tfm::Translator translator(*model, vocab.get(), t);
+  tfm::Translator translator(*model, file.vocab(), t);
   tfm::log::info("{} on {}: model {}; decoder {}", o.model, device.str(), model->memory_report(),
                  translator.memory_report());
   const tfm::TranslateTotals n = translator.run(o.files, stdout);
@@ -131,7 +119,7 @@ int main(int argc, char** argv) {
   app.add_option("--precision", o.precision,
                  "auto (bf16 on a GPU, fp32 on the CPU), fp32, int8 on the CPU (8-bit weights), or "
                  "bf16 / fp16 on a GPU")
-      ->default_val("auto")->check(CLI::IsMember({"auto", "fp32", "int8", "bf16", "fp16"}));
+      ->default_val("auto")->check(CLI::IsMember(tfm::kDecodePrecision.names()));
 
   app.callback([&] {
     o.model = tfm::model_or_environment(o.model);

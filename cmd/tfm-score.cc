@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
       ->check(tfm::AtLeast(int64_t{1}));
   tfm::add_device_option(app, o.device);
   app.add_option("--precision", o.precision, "-m: fp32 (default), or int8 on the CPU (8-bit weights)")
-      ->default_val("fp32")->check(CLI::IsMember({"fp32", "int8"}));
+      ->default_val("fp32")->check(CLI::IsMember(tfm::kScorePrecision.names()));
 
   app.callback([&] {
     const bool model = !o.model.empty();
@@ -172,10 +172,11 @@ int main(int argc, char** argv) {
   return tfm::run_program("tfm-score", app, static_cast<int>(args.size()), args.data(), o.common, [&] {
     if (!o.model.empty()) {
       o.scoring.device = tfm::select_device(tfm::parse_device(o.device));
-      o.scoring.int8 = o.precision == "int8";  // on a GPU: refused by Transformer::quantize_int8
+      o.scoring.precision = tfm::kScorePrecision.resolve(
+          tfm::kScorePrecision.parse("--precision", o.precision), o.scoring.device);
       tfm::Progress progress(o.common.quiet);
       o.scoring.progress = &progress;
-      const ev::ModelScores scores = ev::score_with_model(o.model, o.scoring);
+      const ev::ModelScores scores = ev::score_with_model(tfm::ModelFile(o.model), o.scoring);
       const std::string out = o.score.sentence_level ? ev::format_model_sentences(scores, o.format)
                                                      : ev::format_model_corpus(scores, o.format);
       std::fwrite(out.data(), 1, out.size(), stdout);

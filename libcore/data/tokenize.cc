@@ -21,7 +21,6 @@
 #include "libcore/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
-#include "libcore/model/batch.h"
 #include "libcore/progress.h"
 
 // Exported by libsentencepiece but not declared in its public headers:

@@ -29,7 +29,7 @@ struct TrainOptions {
 };
 
 // Trains one model from all `inputs` (plain or gzip; "-" is stdin) with the
-// reserved ids of libcore/model/batch.h, and writes it to options.output.
+// reserved ids of libcore/data/vocab.h, and writes it to options.output.
 // Throws Error with one sentence on bad input; no file is left on error.
 void train_vocab(const std::vector<std::string>& inputs, const TrainOptions& options);
 

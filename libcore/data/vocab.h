@@ -1,7 +1,7 @@
 // The shared source-target vocabulary: a SentencePiece model (Debian's
 // libsentencepiece), read from a .model file or from the tokenizer slot of a
 // tfm checkpoint. Reserved ids are fixed for every model tfm trains:
-//   0 <pad>, 1 <unk>, 2 <s> (bos), 3 </s> (eos)   (libcore/model/batch.h)
+//   0 <pad>, 1 <unk>, 2 <s> (bos), 3 </s> (eos)
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,10 @@
 #include <vector>
 
 namespace tfm {
+
+// The reserved ids of the shared vocabulary (tfm-tok fixes them; the model
+// pads, starts and ends sentences with them).
+inline constexpr int32_t kPadId = 0, kUnkId = 1, kBosId = 2, kEosId = 3;
 
 class Vocab {
  public:

@@ -10,7 +10,6 @@
 #include "libcore/error.h"
 #include "libcore/json.h"
 #include "libcore/log.h"
-#include "libcore/model/model_io.h"
 #include "libcore/data/token_line.h"
 #include "libcore/progress.h"
 
@@ -156,17 +155,18 @@ ModelScores score_pairs(Transformer& model, const Pairs& pairs, const ScoringPla
   return out;
 }
 
-ModelScores score_with_model(const std::string& checkpoint, const ModelScoreOptions& o) {
-  const ModelConfig config = read_model_config(checkpoint);
-  std::optional<Vocab> vocab;
-  if (!o.ids) vocab.emplace(Vocab::load(checkpoint));
-  const Pairs pairs = read_pairs(o.src, o.tgt, vocab ? &*vocab : nullptr, config.vocab_size);
+ModelScores score_with_model(const ModelFile& checkpoint, const ModelScoreOptions& o) {
+  const ModelConfig& config = checkpoint.config();
+  TFM_REQUIRE(o.ids || checkpoint.vocab(),
+              "{} embeds no SentencePiece model to read pieces with: give token ids (--ids)",
+              checkpoint.path());
+  const Pairs pairs = read_pairs(o.src, o.tgt, o.ids ? nullptr : checkpoint.vocab(), config.vocab_size);
   const ScoringPlan plan = plan_scoring(pairs, o.max_tokens, config);
   log::debug("{} pairs in {} batches, at most {} tokens a side, {} a sentence, on {}",
              pairs.src.size(), plan.batches.size(), plan.limits.max_tokens, plan.limits.max_len,
              o.device.str());
-  const std::unique_ptr<Transformer> model = load_model(checkpoint, plan.limits, o.device);
-  if (o.int8) model->quantize_int8();
+  const std::unique_ptr<Transformer> model = checkpoint.load_model(plan.limits, o.device);
+  if (o.precision == Precision::int8) model->quantize_int8();
   return score_pairs(*model, pairs, plan, o.progress);
 }
 

@@ -15,7 +15,9 @@
 
 #include "libcore/data/vocab.h"
 #include "libcore/eval/score.h"
+#include "libcore/model/model_file.h"
 #include "libcore/model/transformer.h"
+#include "libcore/precision.h"
 
 namespace tfm {
 class Progress;
@@ -66,10 +68,10 @@ struct ModelScoreOptions {
   bool ids = false;                  // token ids instead of pieces
   int64_t max_tokens = 2048;         // padded tokens a side of a batch
   Device device = Device::cpu();
-  bool int8 = false;                 // 8-bit weights (CPU; Transformer::quantize_int8)
+  Precision precision = Precision::fp32;  // resolved for `device`: fp32, or int8 on the CPU
   Progress* progress = nullptr;      // see score_pairs
 };
-ModelScores score_with_model(const std::string& checkpoint, const ModelScoreOptions& o);
+ModelScores score_with_model(const ModelFile& checkpoint, const ModelScoreOptions& o);
 
 // The corpus line "PPL = 12.3456 (log-prob = -1234.5678, tokens = 345,
 // sentences = 10)", the number alone (f.score_only) or a JSON object.

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -115,29 +116,52 @@ struct CheckpointInfo {
   const TensorInfo* find(std::string_view name) const;
 };
 
-CheckpointInfo read_checkpoint_info(const std::string& path);
-Checkpoint read_checkpoint(const std::string& path);
-
-// Reads the tensor data straight into memory the caller provides: `dest` is
-// asked once per tensor, in table order, and returns where that tensor's
-// bytes go (exactly info.bytes long) or an empty span to skip it. The
-// checksums are verified after the last byte, so on an Error the
-// destinations may hold partial data.
-void read_checkpoint_tensors(const std::string& path,
-                             const std::function<std::span<std::byte>(const TensorInfo&)>& dest);
-
-// Streams the tensor data without holding it: `piece` receives every
-// tensor's bytes in table order, in pieces of any size (an element may
-// straddle two pieces), `offset` being where the piece starts in that
-// tensor; a tensor of 0 bytes gets one empty piece. As above, the checksums
-// are verified after the last byte: on an Error the pieces seen were not.
+// Reading into memory the caller provides: asked once per tensor, in table
+// order, it returns where that tensor's bytes go (exactly info.bytes long)
+// or an empty span to skip it.
+using TensorDest = std::function<std::span<std::byte>(const TensorInfo&)>;
+// Streaming without holding: a piece of a tensor's bytes, in table order, in
+// pieces of any size (an element may straddle two pieces), `offset` being
+// where the piece starts in that tensor; a tensor of 0 bytes gets one empty
+// piece.
 using TensorPiece =
     std::function<void(const TensorInfo&, uint64_t offset, std::span<const std::byte>)>;
-void stream_checkpoint_tensors(const std::string& path, const TensorPiece& piece);
 
-// One optional section's bytes; Error if the checkpoint has none by that name.
+// A checkpoint opened once: the header, directory, configuration and tensor
+// table are read and checked when it opens; the tokenizer, the tensor data
+// and the optional sections are read on demand from the same open file.
+// Every read verifies its checksums after its last byte: on an Error, the
+// destinations or pieces it filled hold unverified bytes.
+class CheckpointReader {
+ public:
+  explicit CheckpointReader(const std::string& path);
+  ~CheckpointReader();
+  CheckpointReader(CheckpointReader&&) noexcept;
+  CheckpointReader& operator=(CheckpointReader&&) noexcept;
+
+  const std::string& path() const;
+  const CheckpointInfo& info() const { return info_; }
+  std::string tokenizer() const;  // the embedded tokenizer's bytes; empty when none
+  Checkpoint read_all() const;
+  void read_tensors(const TensorDest& dest) const;
+  void stream_tensors(const TensorPiece& piece) const;
+  // One optional section; Error if the checkpoint has none by that name.
+  std::string section(std::string_view name) const;
+  void stream_section(std::string_view name, const ByteSink& sink) const;
+
+ private:
+  struct File;
+  std::unique_ptr<File> file_;
+  CheckpointInfo info_;
+};
+
+// One read of one thing, for callers that need nothing else of the file
+// (each opens it, as CheckpointReader does).
+CheckpointInfo read_checkpoint_info(const std::string& path);
+Checkpoint read_checkpoint(const std::string& path);
+void read_checkpoint_tensors(const std::string& path, const TensorDest& dest);
+void stream_checkpoint_tensors(const std::string& path, const TensorPiece& piece);
 std::string read_checkpoint_section(const std::string& path, std::string_view name);
-// The same, streamed to `sink` (verified after the last byte).
 void stream_checkpoint_section(const std::string& path, std::string_view name,
                                const ByteSink& sink);
 

@@ -394,24 +394,44 @@ const TensorInfo* CheckpointInfo::find(std::string_view name) const {
   return nullptr;
 }
 
-CheckpointInfo read_checkpoint_info(const std::string& path) {
-  const InFile f(path);
-  return read_info(f, read_layout(f));
+// ---- the open checkpoint ----
+
+struct CheckpointReader::File {
+  explicit File(const std::string& path) : in(path), layout(read_layout(in)) {}
+  const Section& extra(std::string_view name) const {
+    for (const Section& s : layout.sections)
+      if (s.kind == SectionKind::extra && s.name == name) return s;
+    fail("{} has no section named '{}'", in.path(), printable(name));
+  }
+  InFile in;
+  Layout layout;
+};
+
+CheckpointReader::CheckpointReader(const std::string& path) : file_(std::make_unique<File>(path)) {
+  info_ = read_info(file_->in, file_->layout);
 }
 
-Checkpoint read_checkpoint(const std::string& path) {
-  const InFile f(path);
-  const Layout layout = read_layout(f);
-  CheckpointInfo info = read_info(f, layout);
+CheckpointReader::~CheckpointReader() = default;
+CheckpointReader::CheckpointReader(CheckpointReader&&) noexcept = default;
+CheckpointReader& CheckpointReader::operator=(CheckpointReader&&) noexcept = default;
+
+const std::string& CheckpointReader::path() const { return file_->in.path(); }
+
+std::string CheckpointReader::tokenizer() const {
+  return read_bytes(file_->in, file_->layout.get(SectionKind::tokenizer));
+}
+
+Checkpoint CheckpointReader::read_all() const {
+  const Layout& layout = file_->layout;
   Checkpoint ckpt;
-  ckpt.config = std::move(info.config);
-  ckpt.tokenizer = read_bytes(f, layout.get(SectionKind::tokenizer));
+  ckpt.config = info_.config;
+  ckpt.tokenizer = tokenizer();
   const uint64_t stored = layout.get(SectionKind::tensors).stored;
-  ckpt.tensors.resize(info.tensors.size());
-  stream_tensors(
-      f, layout, info.tensors,
+  ckpt.tensors.resize(info_.tensors.size());
+  io::stream_tensors(
+      file_->in, layout, info_.tensors,
       [&](size_t i) {
-        const TensorInfo& t = info.tensors[i];
+        const TensorInfo& t = info_.tensors[i];
         ckpt.tensors[i].name = t.name;
         ckpt.tensors[i].dtype = t.dtype;
         ckpt.tensors[i].shape = t.shape;
@@ -422,24 +442,20 @@ Checkpoint read_checkpoint(const std::string& path) {
         ckpt.tensors[i].data.insert(ckpt.tensors[i].data.end(), b, b + n);
       });
   for (const Section& s : layout.sections)
-    if (s.kind == SectionKind::extra) ckpt.sections.emplace_back(s.name, read_bytes(f, s));
+    if (s.kind == SectionKind::extra) ckpt.sections.emplace_back(s.name, read_bytes(file_->in, s));
   return ckpt;
 }
 
-void read_checkpoint_tensors(const std::string& path,
-                             const std::function<std::span<std::byte>(const TensorInfo&)>& dest) {
-  const InFile f(path);
-  const Layout layout = read_layout(f);
-  const CheckpointInfo info = read_info(f, layout);
-  std::vector<std::span<std::byte>> spans(info.tensors.size());
-  std::vector<uint64_t> filled(info.tensors.size());
-  stream_tensors(
-      f, layout, info.tensors,
+void CheckpointReader::read_tensors(const TensorDest& dest) const {
+  std::vector<std::span<std::byte>> spans(info_.tensors.size());
+  std::vector<uint64_t> filled(info_.tensors.size());
+  io::stream_tensors(
+      file_->in, file_->layout, info_.tensors,
       [&](size_t i) {
-        const TensorInfo& t = info.tensors[i];
+        const TensorInfo& t = info_.tensors[i];
         spans[i] = dest(t);
         if (!spans[i].empty() && spans[i].size() != t.bytes)
-          fail("cannot read {}: tensor '{}' has {} bytes, but its destination holds {}", path,
+          fail("cannot read {}: tensor '{}' has {} bytes, but its destination holds {}", path(),
                printable(t.name), t.bytes, spans[i].size());
       },
       [&](size_t i, const char* p, size_t n) {
@@ -449,44 +465,51 @@ void read_checkpoint_tensors(const std::string& path,
       });
 }
 
-void stream_checkpoint_tensors(const std::string& path, const TensorPiece& piece) {
-  const InFile f(path);
-  const Layout layout = read_layout(f);
-  const CheckpointInfo info = read_info(f, layout);
-  std::vector<uint64_t> done(info.tensors.size());
-  stream_tensors(
-      f, layout, info.tensors,
+void CheckpointReader::stream_tensors(const TensorPiece& piece) const {
+  std::vector<uint64_t> done(info_.tensors.size());
+  io::stream_tensors(
+      file_->in, file_->layout, info_.tensors,
       [&](size_t i) {
-        if (info.tensors[i].bytes == 0) piece(info.tensors[i], 0, {});
+        if (info_.tensors[i].bytes == 0) piece(info_.tensors[i], 0, {});
       },
       [&](size_t i, const char* p, size_t n) {
         if (n == 0) return;  // an empty tensor, announced by begin
-        piece(info.tensors[i], done[i], {reinterpret_cast<const std::byte*>(p), n});
+        piece(info_.tensors[i], done[i], {reinterpret_cast<const std::byte*>(p), n});
         done[i] += n;
       });
 }
 
-namespace {
-
-const Section& extra_section(const Layout& layout, const std::string& path, std::string_view name) {
-  for (const Section& s : layout.sections)
-    if (s.kind == SectionKind::extra && s.name == name) return s;
-  fail("{} has no section named '{}'", path, printable(name));
+std::string CheckpointReader::section(std::string_view name) const {
+  return read_bytes(file_->in, file_->extra(name));
 }
 
-}  // namespace
+void CheckpointReader::stream_section(std::string_view name, const ByteSink& sink) const {
+  io::stream_section(file_->in, file_->extra(name), [&](const char* p, size_t n) {
+    sink({reinterpret_cast<const std::byte*>(p), n});
+  });
+}
+
+// ---- one call, one read ----
+
+CheckpointInfo read_checkpoint_info(const std::string& path) { return CheckpointReader(path).info(); }
+
+Checkpoint read_checkpoint(const std::string& path) { return CheckpointReader(path).read_all(); }
+
+void read_checkpoint_tensors(const std::string& path, const TensorDest& dest) {
+  CheckpointReader(path).read_tensors(dest);
+}
+
+void stream_checkpoint_tensors(const std::string& path, const TensorPiece& piece) {
+  CheckpointReader(path).stream_tensors(piece);
+}
 
 std::string read_checkpoint_section(const std::string& path, std::string_view name) {
-  const InFile f(path);
-  return read_bytes(f, extra_section(read_layout(f), path, name));
+  return CheckpointReader(path).section(name);
 }
 
 void stream_checkpoint_section(const std::string& path, std::string_view name,
                                const ByteSink& sink) {
-  const InFile f(path);
-  stream_section(f, extra_section(read_layout(f), path, name), [&](const char* p, size_t n) {
-    sink({reinterpret_cast<const std::byte*>(p), n});
-  });
+  CheckpointReader(path).stream_section(name, sink);
 }
 
 bool is_checkpoint(const std::string& path) {
@@ -498,8 +521,7 @@ bool is_checkpoint(const std::string& path) {
 
 std::string read_checkpoint_tokenizer(const std::string& path) {
   const InFile f(path);
-  const Layout layout = read_layout(f);
-  return read_bytes(f, layout.get(SectionKind::tokenizer));
+  return read_bytes(f, read_layout(f).get(SectionKind::tokenizer));
 }
 
 }  // namespace tfm::io

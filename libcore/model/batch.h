@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace tfm {
+#include "libcore/data/vocab.h"  // the reserved ids
 
-// Reserved ids of the shared vocabulary (tfm-tok fixes them).
-inline constexpr int32_t kPadId = 0, kUnkId = 1, kBosId = 2, kEosId = 3;
+namespace tfm {
 
 struct HostBatch {
   int64_t batch = 0, src_len = 0, tgt_len = 0;  // B, S, T

@@ -39,15 +39,19 @@ ModelConfig checked_model_config(const std::string& path, const io::CheckpointIn
       TFM_REQUIRE(have.count(e.name), "{} has no tensor '{}', which its configuration's model has",
                   path, e.name);
   }
-  const std::string tokenizer = io::read_checkpoint_tokenizer(path);
-  if (!tokenizer.empty()) {
-    const Vocab vocab = Vocab::from_bytes(tokenizer, path + " (its embedded vocabulary)");
-    TFM_REQUIRE(vocab.size() == c.vocab_size,
-                "vocabulary mismatch: {} embeds a SentencePiece model of {} pieces ({}), but its "
-                "configuration says vocab_size = {}",
-                path, vocab.size(), vocab.fingerprint(), c.vocab_size);
-  }
   return c;
+}
+
+std::unique_ptr<Vocab> checked_model_vocab(const io::CheckpointReader& reader, const ModelConfig& config) {
+  std::string tokenizer = reader.tokenizer();
+  if (tokenizer.empty()) return nullptr;
+  const std::string& path = reader.path();
+  auto vocab = std::make_unique<Vocab>(Vocab::from_bytes(std::move(tokenizer), path + " (its embedded vocabulary)"));
+  TFM_REQUIRE(vocab->size() == config.vocab_size,
+              "vocabulary mismatch: {} embeds a SentencePiece model of {} pieces ({}), but its "
+              "configuration says vocab_size = {}",
+              path, vocab->size(), vocab->fingerprint(), config.vocab_size);
+  return vocab;
 }
 
 }  // namespace tfm

@@ -8,9 +8,7 @@
 #include "libcore/data/token_line.h"
 #include "libcore/decode/translate.h"
 #include "libcore/error.h"
-#include "libcore/io/checkpoint.h"
 #include "libcore/log.h"
-#include "libcore/model/model_io.h"
 #include "libcore/stream.h"
 
 namespace tfm::viz {
@@ -130,23 +128,21 @@ Lines read_lines(const std::string& path, int64_t max) {
   return out;
 }
 
-AttentionModel::AttentionModel(const std::string& checkpoint, const AttentionOptions& options)
-    : checkpoint_(checkpoint), options_(options), config_(read_model_config(checkpoint)) {
+AttentionModel::AttentionModel(ModelFile checkpoint, const AttentionOptions& options)
+    : file_(std::move(checkpoint)), options_(options) {
   // The model for the passes is planned in run(), once the sentences'
   // lengths are known.
-  std::string tokenizer = io::read_checkpoint_tokenizer(checkpoint);
-  TFM_REQUIRE(!tokenizer.empty(),
+  TFM_REQUIRE(file_.vocab(),
               "{} embeds no SentencePiece model: tfm-attnviz shows pieces, so it needs a checkpoint "
               "with its tokenizer (as tfm-train writes them)",
-              checkpoint);
-  vocab_ = std::make_unique<Vocab>(Vocab::from_bytes(std::move(tokenizer), checkpoint));
+              file_.path());
 }
 
 AttentionModel::~AttentionModel() = default;
 
 std::vector<int32_t> AttentionModel::encode(const std::string& line) const {
-  if (!options_.pieces) return vocab_->encode_ids(line);
-  return parse_token_line(line, vocab_.get(), vocab_->size());
+  if (!options_.pieces) return vocab().encode_ids(line);
+  return parse_token_line(line, &vocab(), vocab().size());
 }
 
 std::vector<std::vector<int32_t>> AttentionModel::decode(const std::vector<std::vector<int32_t>>& sources) {
@@ -185,9 +181,9 @@ SentenceAttention AttentionModel::forward(const std::vector<int32_t>& source,
   model_->evaluate(batch);
   SentenceAttention out;
   read_attention(*model_, 0, batch.src_len, batch.tgt_len, out);
-  for (size_t i = 0; i < source.size(); ++i) out.source[i] = vocab_->piece(source[i]);
+  for (size_t i = 0; i < source.size(); ++i) out.source[i] = vocab().piece(source[i]);
   out.target_in[0] = "<s>";
-  for (size_t i = 0; i < target.size(); ++i) out.target[i] = out.target_in[i + 1] = vocab_->piece(target[i]);
+  for (size_t i = 0; i < target.size(); ++i) out.target[i] = out.target_in[i + 1] = vocab().piece(target[i]);
   out.target.back() = "</s>";
   return out;
 }
@@ -198,7 +194,7 @@ std::vector<SentenceAttention> AttentionModel::run(const std::vector<std::string
   TFM_REQUIRE(!sources.empty(), "no sentence to show");
   TFM_REQUIRE(targets.size() == sources.size() && names.size() == sources.size(),
               "internal: {} sources, {} targets, {} names", sources.size(), targets.size(), names.size());
-  const int64_t P = config_.max_positions;
+  const int64_t P = config().max_positions;
   std::vector<std::vector<int32_t>> src, tgt(sources.size());
   int64_t max_len = 1;
   TranslateOptions bound;  // the longest target beam search may give
@@ -228,7 +224,7 @@ std::vector<SentenceAttention> AttentionModel::run(const std::vector<std::string
   limits.max_len = max_len;
   limits.max_tokens = max_len;
   limits.loss_chunk = max_len;
-  model_ = load_model(checkpoint_, limits, options_.device);
+  model_ = file_.load_model(limits, options_.device);
 
   std::vector<size_t> undecided;
   std::vector<std::vector<int32_t>> to_decode;

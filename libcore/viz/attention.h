@@ -25,6 +25,7 @@
 
 #include "libcore/data/vocab.h"
 #include "libcore/decode/search.h"
+#include "libcore/model/model_file.h"
 #include "libcore/model/transformer.h"
 
 namespace tfm::viz {
@@ -66,11 +67,11 @@ class AttentionModel {
  public:
   // Errors: a checkpoint that cannot be read, or one without a tokenizer
   // (the page shows pieces).
-  AttentionModel(const std::string& checkpoint, const AttentionOptions& options);
+  AttentionModel(ModelFile checkpoint, const AttentionOptions& options);
   ~AttentionModel();
 
-  const ModelConfig& config() const { return config_; }
-  const Vocab& vocab() const { return *vocab_; }
+  const ModelConfig& config() const { return file_.config(); }
+  const Vocab& vocab() const { return *file_.vocab(); }
 
   // The pieces of one line (raw text or pieces, AttentionOptions::pieces).
   std::vector<int32_t> encode(const std::string& line) const;
@@ -86,10 +87,8 @@ class AttentionModel {
   std::vector<std::vector<int32_t>> decode(const std::vector<std::vector<int32_t>>& sources);
   SentenceAttention forward(const std::vector<int32_t>& source, const std::vector<int32_t>& target);
 
-  std::string checkpoint_;
+  ModelFile file_;
   AttentionOptions options_;
-  ModelConfig config_;
-  std::unique_ptr<Vocab> vocab_;
   std::unique_ptr<Transformer> model_;
 };
 

@@ -28,6 +28,7 @@
 #include "libcore/dist/comm.h"
 #include "libcore/dist/nccl.h"
 #include "libcore/io/atomic_file.h"
+#include "libcore/precision.h"
 #include "libcore/train/data_parallel.h"
 #include "libcore/train/options.h"
 #include "libcore/train/step.h"
@@ -75,7 +76,7 @@ Row measure(const Options& o, const std::string& preset, dist::Comm& comm) {
   limits.max_tokens = std::max(batch.batch * batch.src_len, batch.batch * batch.tgt_len);
   limits.max_len = std::max(batch.src_len, batch.tgt_len);
   const Device device = select_device(parse_device(o.device == "cuda" ? fmt::format("cuda:{}", comm.local_rank()) : o.device));
-  const DType dtype = o.precision == "bf16" ? DType::bf16 : o.precision == "fp16" ? DType::f16 : DType::f32;
+  const DType dtype = compute_dtype(kTrainPrecision.parse("--precision", o.precision));
   Transformer model(config, limits, device, dtype);
   model.init(1);
   Adam adam(model.optimizer_state().first, model.optimizer_state().second);

@@ -60,6 +60,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -72,7 +73,9 @@
 #include "libcore/eval/bleu.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/log.h"
+#include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
+#include "libcore/precision.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/detail.h"
 #include "tests/bench/decode_reference.h"
@@ -453,15 +456,16 @@ int main(int argc, char** argv) {
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
-    const DType dtype = o.precision == "bf16" ? DType::bf16 : o.precision == "fp16" ? DType::f16 : DType::f32;
+    const DType dtype = compute_dtype(kDecodePrecision.parse("--precision", o.precision));
     TFM_REQUIRE(o.model.empty() == o.input.empty(), "--model and --input go together");
     std::vector<SearchRequest> requests;
     int64_t src_tokens = 0;
     ModelConfig config;
     std::unique_ptr<ModelWeights> model;
-    std::string tokenizer;  // the checkpoint's SentencePiece model, for --reference
+    std::optional<ModelFile> file;  // its SentencePiece model serves --reference
     if (!o.model.empty()) {
-      model = load_weights(o.model, device, &tokenizer, dtype);
+      file.emplace(o.model);
+      model = file->load_weights(device, dtype);
       config = model->config();
       for (const std::string& line : read_lines(o.input, o.sentences)) {
         SearchRequest r;
@@ -504,7 +508,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<ModelWeights> model8;
     if (!o.no_int8 && device.is_cpu() && dtype == DType::f32) {
       if (!o.model.empty()) {
-        model8 = load_weights(o.model, device, nullptr, dtype);
+        model8 = file->load_weights(device, dtype);
       } else {
         model8 = std::make_unique<ModelWeights>(config, device, dtype);
         model8->init(1);
@@ -680,7 +684,8 @@ int main(int argc, char** argv) {
       std::printf("tfm int8: outputs identical to tfm fp32's on %.1f%% of the sentences\n",
                   same_share(id_lines(mine), id_lines(mine8)) * 100);
     if (!o.reference.empty()) {
-      const Vocab vocab = Vocab::from_bytes(tokenizer, o.model);
+      TFM_REQUIRE(file->vocab(), "{} embeds no SentencePiece model to score --reference with", o.model);
+      const Vocab& vocab = *file->vocab();
       const std::vector<std::string> refs = read_lines(o.reference, o.sentences);
       const double b32 = bleu_of(id_lines(mine), vocab, refs);
       std::string line = fmt::format("BLEU on {}: tfm fp32 {:.2f}", o.reference, b32);

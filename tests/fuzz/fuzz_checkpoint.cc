@@ -13,8 +13,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const tfm::fuzz::MemFile file(data, size);
   try {
-    const tfm::io::CheckpointInfo info = tfm::io::read_checkpoint_info(file.path());
-    tfm::checked_model_config(file.path(), info);
+    const tfm::io::CheckpointReader reader(file.path());
+    tfm::checked_model_vocab(reader, tfm::checked_model_config(file.path(), reader.info()));
   } catch (const tfm::Error&) {
   }
   try {

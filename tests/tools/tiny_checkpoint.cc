@@ -31,7 +31,7 @@
 
 #include "libcore/data/vocab.h"
 #include "libcore/error.h"
-#include "libcore/io/average.h"
+#include "libcore/model/average.h"
 #include "libcore/model/model_io.h"
 
 using namespace tfm;
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
     }
     const std::string state = fmt::format("format = 1\nstep = {}\n", step);
     const std::string m = fmt::format("adam.m of step {}", step), v = fmt::format("adam.v of step {}", step);
-    const io::NamedSection sections[] = {{io::kTrainingStateSection, state}, {"adam.m", m}, {"adam.v", v}};
+    const io::NamedSection sections[] = {{kTrainingStateSection, state}, {"adam.m", m}, {"adam.v", v}};
     save_model(argv[1], model, tokenizer, step >= 0 ? std::span(sections) : std::span<const io::NamedSection>());
     if (!raw_config.empty() || !extra_tensor.empty()) {
       io::Checkpoint c = io::read_checkpoint(argv[1]);

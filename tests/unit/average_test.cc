@@ -1,4 +1,4 @@
-// Checkpoint averaging (libcore/io/average.h): k copies come back bit for
+// Checkpoint averaging (libcore/model/average.h): k copies come back bit for
 // bit, two known checkpoints give the hand-computed mean, mismatches are one
 // Error naming the file and the tensor, the state is dropped or kept, and
 // --last picks the newest by training step.
@@ -9,7 +9,8 @@
 #include <filesystem>
 #include <limits>
 
-#include "libcore/io/average.h"
+#include "libcore/model/average.h"
+#include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
 
 #include "tests/support.h"
@@ -105,7 +106,7 @@ TEST_CASE("average: a model's checkpoint, averaged with itself, loads as the sam
   save_model(dir.file("m.bin"), model);
   average_checkpoints({dir.file("m.bin"), dir.file("m.bin"), dir.file("m.bin")}, dir.file("avg.bin"));
   Transformer back(ModelConfig::preset("tiny"), ModelLimits{64, 16, 64}, Device::cpu());
-  load_parameters(dir.file("avg.bin"), back);
+  ModelFile(dir.file("avg.bin")).load_parameters(back);
   for (size_t id = 0; id < model.layout().entries().size(); ++id) {
     INFO(model.layout().entries()[id].name);
     const TensorView p = model.param(static_cast<int>(id)), q = back.param(static_cast<int>(id));

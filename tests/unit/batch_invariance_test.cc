@@ -25,6 +25,7 @@
 #include "kernels/ops.h"
 #include "libcore/decode/search.h"
 #include "libcore/model/int8.h"
+#include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
 #include "tests/support.h"
 
@@ -172,7 +173,7 @@ TEST_CASE("decoding gives the same n-best lists and scores at batch sizes 1, 7 a
   for (const Weights weights : {Weights{false, false}, Weights{false, true}, Weights{true, false}, Weights{true, true}}) {
     const bool int8 = weights.int8;
     INFO((int8 ? "int8" : "fp32") << (weights.packed ? ", packed weights" : ""));
-    auto model = load_weights(dir.file("tiny.bin"), Device::cpu());
+    auto model = ModelFile(dir.file("tiny.bin")).load_weights(Device::cpu());
     if (int8) model->quantize_int8();
     if (weights.packed) {
       model->pack_weights();

@@ -160,7 +160,7 @@ TEST_CASE("model score: from a checkpoint, as the program runs it", "[model_scor
   o.src = dir.file("src");
   o.tgt = dir.file("tgt");
   o.ids = true;
-  const ModelScores s = score_with_model(dir.file("m.bin"), o);
+  const ModelScores s = score_with_model(ModelFile(dir.file("m.bin")), o);
   const Pairs p = read_pairs(o.src, o.tgt, nullptr, config.vocab_size);
   const auto want = direct(config, DType::f32, p);
   REQUIRE(s.sentences.size() == 2);

@@ -14,6 +14,7 @@
 
 #include "libcore/decode/search.h"
 #include "libcore/error.h"
+#include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
 #include "libcore/train/optimizer.h"
 #include "tests/support.h"
@@ -333,7 +334,7 @@ TEST_CASE("a model trained to copy decodes its inputs, through a checkpoint", "[
     }
     save_model(dir.file("copy.bin"), model);
   }
-  auto loaded = load_weights(dir.file("copy.bin"), Device::cpu());
+  auto loaded = ModelFile(dir.file("copy.bin")).load_weights(Device::cpu());
   BeamSearchOptions o;
   const auto got = search(*loaded, batch, o);
   int exact = 0;

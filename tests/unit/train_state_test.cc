@@ -11,6 +11,7 @@
 
 #include "libcore/error.h"
 #include "libcore/io/checkpoint.h"
+#include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
 #include "libcore/train/checkpoint_dir.h"
 #include "libcore/train/state.h"
@@ -111,7 +112,7 @@ TEST_CASE("a training checkpoint restores parameters and Adam's moments bit for 
   }
   CHECK(io::read_checkpoint_tokenizer(path).empty());
   // The same file still loads as a plain model (tfm-decode's view of it).
-  CHECK(load_model(path, limits, Device::cpu())->config() == c);
+  CHECK(ModelFile(path).load_model(limits, Device::cpu())->config() == c);
 
   // A model written without training state cannot be resumed.
   save_model(dir.file("model.bin"), a, "");

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
 #include "libcore/model/transformer.h"
 #include "libcore/train/optimizer.h"
@@ -89,15 +90,15 @@ TEST_CASE("a model survives the trip through a checkpoint", "[train]") {
   // No tokenizer: an embedded one must be a SentencePiece model of
   // vocab_size pieces (checked_model_config), which this test has not.
   save_model(path, a, "");
-  std::string tokenizer;
-  auto b = load_model(path, limits, Device::cpu(), &tokenizer);
+  const ModelFile file(path);
+  auto b = file.load_model(limits, Device::cpu());
   CHECK(b->config() == c);
-  CHECK(tokenizer.empty());
+  CHECK(file.vocab() == nullptr);
   const HostBatch batch = HostBatch::from_pairs({{5, 6, 7}}, {{8, 9}});
   CHECK(a.evaluate(batch).loss == b->evaluate(batch).loss);
 
   ModelConfig other = c;
   other.d_ff = 48;
   Transformer wrong(other, limits, Device::cpu());
-  REQUIRE_THROWS_WITH(load_parameters(path, wrong), Catch::Contains("another configuration"));
+  REQUIRE_THROWS_WITH(file.load_parameters(wrong), Catch::Contains("another configuration"));
 }

@@ -17,7 +17,6 @@
 #include "libcore/data/vocab.h"
 #include "libcore/error.h"
 #include "libcore/io/checkpoint.h"
-#include "libcore/model/batch.h"
 
 #include "tests/support.h"
 

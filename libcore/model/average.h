@@ -26,10 +26,8 @@
 #include "libcore/io/checkpoint.h"
 
 namespace tfm {
-class Progress;
-}
 
-namespace tfm::io {
+class Progress;
 
 // The section in which tfm-train stores its state as "key = value" text
 // (train::TrainState); its "step" line is the number of updates applied.
@@ -52,11 +50,11 @@ struct AverageOptions {
   // Copy the optional sections of the newest input (the greatest step; the
   // last one given among equals) verbatim; Error if it has none.
   bool keep_state = false;
-  // Check every input as a model checkpoint (checked_model_config in
-  // libcore/model/model_io.h: configuration, tensor table, vocabulary).
+  // Check every input as a model checkpoint (the one validation of
+  // model_file.h: configuration, tensor table, vocabulary).
   // Off only for files that hold no model (the unit tests' hand-made ones).
   bool check_model = true;
-  CheckpointWriteOptions write;
+  io::CheckpointWriteOptions write;
   Progress* progress = nullptr;  // the inputs' parameters summed so far, then the writing
 };
 
@@ -70,4 +68,4 @@ struct AverageReport {
 AverageReport average_checkpoints(const std::vector<std::string>& inputs,
                                   const std::string& output, const AverageOptions& options = {});
 
-}  // namespace tfm::io
+}  // namespace tfm

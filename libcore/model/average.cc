@@ -1,4 +1,4 @@
-#include "libcore/io/average.h"
+#include "libcore/model/average.h"
 
 #include <algorithm>
 #include <charconv>
@@ -12,9 +12,11 @@
 #include "libcore/log.h"
 #include "libcore/progress.h"
 #include "libcore/model/model_check.h"
+#include "libcore/model/model_file.h"
 
-namespace tfm::io {
+namespace tfm {
 namespace fs = std::filesystem;
+using namespace io;  // the checkpoint format's names
 
 namespace {
 
@@ -87,8 +89,9 @@ bool training_only(std::string_view line) {
 // (but its training-only keys, a note where they differ), tokenizer, and
 // every tensor's name, dtype and shape.
 void check_same_model(const std::string& ref_path, const CheckpointInfo& ref,
-                      const std::string& ref_tokenizer, const std::string& path,
-                      const CheckpointInfo& info) {
+                      const std::string& ref_tokenizer, const CheckpointReader& reader) {
+  const std::string& path = reader.path();
+  const CheckpointInfo& info = reader.info();
   if (info.config != ref.config) {
     const auto a = lines_of(ref.config), b = lines_of(info.config);
     std::vector<std::string> notes;
@@ -105,7 +108,7 @@ void check_same_model(const std::string& ref_path, const CheckpointInfo& ref,
     for (const std::string& note : notes)
       log::info("{}: {}: a training setting, not the weights'; the average keeps the first's", path, note);
   }
-  if (read_checkpoint_tokenizer(path) != ref_tokenizer)
+  if (reader.tokenizer() != ref_tokenizer)
     fail("{} holds another vocabulary (embedded tokenizer) than {}", path, ref_path);
   for (const TensorInfo& r : ref.tensors) {
     const TensorInfo* t = info.find(r.name);
@@ -224,16 +227,18 @@ std::vector<std::string> newest_checkpoints(const std::string& dir, int64_t n) {
 AverageReport average_checkpoints(const std::vector<std::string>& inputs,
                                   const std::string& output, const AverageOptions& options) {
   TFM_REQUIRE(!inputs.empty(), "no checkpoints to average");
-  std::vector<CheckpointInfo> infos;
+  // Every input opened once, held open to the end (its tensors, its sections).
+  std::vector<CheckpointReader> readers;
   for (const std::string& path : inputs) {
-    infos.push_back(read_checkpoint_info(path));
-    if (options.check_model) checked_model_config(path, infos.back());
+    readers.emplace_back(path);
+    if (options.check_model)
+      checked_model_vocab(readers.back(), checked_model_config(path, readers.back().info()));
   }
   const std::string& ref_path = inputs[0];
-  const CheckpointInfo& ref = infos[0];
-  const std::string tokenizer = read_checkpoint_tokenizer(ref_path);
+  const CheckpointInfo& ref = readers[0].info();
+  const std::string tokenizer = readers[0].tokenizer();
   for (size_t i = 1; i < inputs.size(); ++i)
-    check_same_model(ref_path, ref, tokenizer, inputs[i], infos[i]);
+    check_same_model(ref_path, ref, tokenizer, readers[i]);
 
   // Each tensor's place in the accumulator, in the first input's order.
   AverageReport report;
@@ -255,14 +260,9 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
   double added = 0;  // elements summed so far, over all inputs
   for (size_t k = 0; k < inputs.size(); ++k) {
     Summer sum(acc, k + 1);
-    stream_checkpoint_tensors(inputs[k], [&](const TensorInfo& t, uint64_t offset,
-                                             std::span<const std::byte> bytes) {
-      // check_same_model saw this table; a file that changed since is caught here.
-      const auto it = index.find(t.name);
-      if (it == index.end() || t.dtype != ref.tensors[it->second].dtype ||
-          t.shape != ref.tensors[it->second].shape)
-        fail("{} changed while being averaged (tensor '{}')", inputs[k], printable(t.name));
-      sum.piece(base[it->second], t.dtype, offset, bytes);
+    readers[k].stream_tensors([&](const TensorInfo& t, uint64_t offset, std::span<const std::byte> bytes) {
+      // The open file streams by the table check_same_model saw.
+      sum.piece(base[index.at(t.name)], t.dtype, offset, bytes);
       added += static_cast<double>(bytes.size() / dtype_size(t.dtype));
       if (progress && progress->due())
         progress->report(fmt::format("checkpoint {} of {}: {} | {:.0f}% | ETA {}", k + 1, inputs.size(),
@@ -295,15 +295,16 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
     size_t newest = 0;
     int64_t newest_step = -1;
     for (size_t k = 0; k < inputs.size(); ++k) {
-      const int64_t step = step_of(inputs[k], infos[k]).value_or(-1);
+      const int64_t step = step_of(inputs[k], readers[k].info()).value_or(-1);
       if (step >= newest_step) newest = k, newest_step = step;
     }
     report.newest = inputs[newest];
-    for (const SectionInfo& s : infos[newest].sections) {
+    const CheckpointReader& reader = readers[newest];
+    for (const SectionInfo& s : reader.info().sections) {
       if (s.kind != SectionKind::extra) continue;
-      const std::string path = inputs[newest], name = s.name;
-      sections.emplace_back(name, s.raw_bytes, [path, name](const ByteSink& sink) {
-        stream_checkpoint_section(path, name, sink);
+      const std::string name = s.name;
+      sections.emplace_back(name, s.raw_bytes, [&reader, name](const ByteSink& sink) {
+        reader.stream_section(name, sink);
       });
       report.sections.push_back(name);
     }
@@ -316,4 +317,4 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
   return report;
 }
 
-}  // namespace tfm::io
+}  // namespace tfm
