@@ -12,31 +12,12 @@
 #include <omp.h>
 
 #include "kernels/ops.h"
+#include "libcore/decode/plan.h"
 #include "libcore/model/layers.h"
 
 namespace tfm {
 
 using model::prefix;
-
-struct IncrementalDecoder::Ids {
-  // io: an admission's sources and the encoder's index tables, the pool
-  // rows of its sources' keys and values (cross_slots); the cross-attention
-  // tables of every slot; the step's rows, uploaded together as [tokens |
-  // sentences | parents | positions | slots] (N each: the pool rows of the
-  // step's keys and values last); the self-attention lists, (rows, steps)
-  // twice (a step reads one and writes the other); the top k, downloaded
-  // together as [values (N, k) | ids (N, k)]. Every table of a step is
-  // planned at the limits' size, so a step's graph (StreamGraph) holds for
-  // every step.
-  int src, enc_groups, enc_index, enc_lengths, cross_slots, cross_index, cross_lengths;
-  int step_rows, history[2], self_lengths, self_groups, top;
-  // kv-cache, per decoder layer
-  std::vector<int> pool_k, pool_v, cross_k, cross_v;
-  // activations, shared by the encoder (source tokens) and the decoder (rows)
-  int x, y_a, y_b, h, s, qkv, q, k, v, ctx, f, mean, rstd;
-  // the output layer and what the host reads
-  int logits, lse, column, probs = -1;
-};
 
 namespace {
 
@@ -58,8 +39,6 @@ int64_t graph_rows(int64_t n, int64_t most) {
   const int64_t unit = std::max<int64_t>(8, below / 4);
   return std::min((n + unit - 1) / unit * unit, most);
 }
-
-constexpr int64_t kStepTables = 5;  // a step's upload: tokens, sentences, parents, positions, slots
 
 // n i32 values at element `at` of an i32 buffer.
 TensorView slice(const TensorView& buffer, int64_t at, int64_t n) {
@@ -101,87 +80,16 @@ void for_parts(int parts, const std::function<void(int)>& f) {
 IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits)
     : model_(model), limits_(limits) {
   const ModelConfig& c = model.config();
-  DecoderLimits& l = limits_;
-  TFM_REQUIRE(l.sentences >= 1 && l.src_tokens >= 1 && l.src_len >= 1 && l.rows >= 1 &&
-                  l.steps >= 1 && l.top_k >= 1 && l.cache_rows >= 0,
-              "decoder limits must be positive (sentences {}, source tokens {}, source length "
-              "{}, rows {}, steps {}, top k {})",
-              l.sentences, l.src_tokens, l.src_len, l.rows, l.steps, l.top_k);
-  TFM_REQUIRE(l.attention_layer >= -1 && l.attention_layer < c.layers,
-              "attention layer {} is outside the model's {} decoder layers", l.attention_layer,
-              c.layers);
-  TFM_REQUIRE(!c.learned_positions || std::max(l.steps, l.src_len) <= c.max_positions,
-              "decoding {} positions of sources up to {} tokens needs more than the {} learned "
-              "positions the model has",
-              l.steps, l.src_len, c.max_positions);
-  l.src_tokens = std::max(l.src_tokens, l.src_len);
-  l.top_k = std::min(l.top_k, c.vocab_size);
-  const int64_t H = c.heads, HK = c.heads * c.d_k, HE = c.heads * c.d_v, D = c.d_model;
-  const int64_t rows = l.rows, src = l.src_tokens;
-  const int64_t act_rows = std::max(rows, src);
-  if (l.cache_rows == 0) l.cache_rows = l.steps * rows;
-
-  const DType dt = model.dtype(), pt = model.param_dtype(), st = ops::stats_dtype(pt);
-  ids_ = std::make_unique<Ids>();
-  Ids& i = *ids_;
-  auto io = [&](const char* n, int64_t count) {
-    return plan_.add(MemoryKind::io, n, DType::i32, {count});
-  };
-  auto act = [&](const char* n, DType t, Shape s) {
-    return plan_.add(MemoryKind::activations, n, t, s);
-  };
-  auto pool = [&](const std::string& n, int64_t r, int64_t cols) {
-    return plan_.add(MemoryKind::kv_cache, n, dt, {r, cols});
-  };
-  i.src = io("source", src);
-  i.enc_groups = io("source.groups", src);
-  i.enc_index = io("source.index", l.sentences * l.src_len);
-  i.enc_lengths = io("source.lengths", l.sentences);
-  i.cross_slots = io("source.slots", src);
-  i.cross_index = io("cross.index", l.sentences * l.src_len);
-  i.cross_lengths = io("cross.lengths", l.sentences);
-  i.step_rows = io("step.rows", kStepTables * l.rows);
-  i.history[0] = io("self.lists.0", l.rows * l.steps);
-  i.history[1] = io("self.lists.1", l.rows * l.steps);
-  i.self_lengths = io("self.lengths", l.rows);
-  i.self_groups = io("self.groups", l.rows);
-  const int64_t stat_words = static_cast<int64_t>(dtype_size(st) / sizeof(int32_t));
-  i.top = io("top", l.rows * l.top_k * (stat_words + 1));
-  for (int64_t layer = 0; layer < c.layers; ++layer) {
-    i.pool_k.push_back(pool(fmt::format("self.{}.k", layer), l.cache_rows, HK));
-    i.pool_v.push_back(pool(fmt::format("self.{}.v", layer), l.cache_rows, HE));
-    i.cross_k.push_back(pool(fmt::format("cross.{}.k", layer), src, HK));
-    i.cross_v.push_back(pool(fmt::format("cross.{}.v", layer), src, HE));
-  }
-  i.x = act("x", dt, {act_rows, D});
-  i.y_a = act("y_a", dt, {act_rows, D});
-  i.y_b = act("y_b", dt, {act_rows, D});
-  i.h = act("h", dt, {act_rows, D});
-  i.s = act("s", dt, {act_rows, D});
-  i.qkv = act("qkv", dt, {act_rows, 2 * HK + HE});
-  i.q = act("q", dt, {act_rows, HK});
-  i.k = act("k", dt, {src, HK});
-  i.v = act("v", dt, {src, HE});
-  i.ctx = act("ctx", dt, {act_rows, HE});
-  i.f = act("f", dt, {act_rows, c.d_ff});
-  i.mean = act("mean", st, {act_rows});
-  i.rstd = act("rstd", st, {act_rows});
-  i.logits = act("logits", pt, {rows, c.vocab_size});
-  i.lse = act("lse", st, {l.rows});
-  i.column = act("column", pt, {l.rows});
-  if (l.attention_layer >= 0) i.probs = act("attention", st, {l.rows * H * l.src_len});
+  const DecoderLimits& l = limits_;
+  plan_ = std::make_unique<Plan>(c, limits_, model.dtype(), model.param_dtype());
+  const Plan& i = *plan_;
   // Rows past the live ones feed GEMMs as padding: they start finite, as
   // zeros (on the CPU without a write: the plan is sized for the largest
   // batch, and a page is touched only once a batch uses it).
-  mem_ = std::make_unique<PlannedMemory>(plan_, model.device(),
+  mem_ = std::make_unique<PlannedMemory>(plan_->mem, model.device(),
                                          std::initializer_list<MemoryKind>{MemoryKind::io, MemoryKind::activations},
                                          model.stream());
-  // The largest upload: encode()'s sources, groups and pool rows (src
-  // each), its index and lengths and the cross-attention's, or a step's rows.
-  staging_ = std::make_unique<HostStaging>(
-      static_cast<size_t>(std::max(3 * src + 2 * l.sentences * (l.src_len + 1), kStepTables * l.rows)) *
-          sizeof(int32_t),
-      model.stream());
+  staging_ = std::make_unique<HostStaging>(plan_->staging_bytes, model.stream());
   std::vector<int32_t> iota(static_cast<size_t>(l.rows));
   std::iota(iota.begin(), iota.end(), 0);
   const HostStaging::Part groups[] = {part(view(i.self_groups), iota)};
@@ -189,8 +97,8 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   graph_ = std::make_unique<StreamGraph>(model.stream(), l.cuda_graph);
   readback_ = std::make_unique<HostReadback>(view(i.top).bytes(), 1, model.stream());
   if (!c.learned_positions) {
-    Tensor table = sinusoid_table(std::max(l.steps, l.src_len), D, pt);
-    positions_ = Tensor(table.shape(), pt, model.device());
+    Tensor table = sinusoid_table(std::max(l.steps, l.src_len), c.d_model, model.param_dtype());
+    positions_ = Tensor(table.shape(), model.param_dtype(), model.device());
     copy(positions_, table, model.stream());
   }
   slots_.resize(static_cast<size_t>(l.sentences));
@@ -200,6 +108,8 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
 }
 
 IncrementalDecoder::~IncrementalDecoder() = default;
+
+std::string IncrementalDecoder::memory_report() const { return plan_->mem.report(); }
 
 TensorView IncrementalDecoder::view(int id) const { return mem_->view(id); }
 
@@ -228,7 +138,7 @@ model::Norm IncrementalDecoder::norm_params(NormIds norm) const {
 }
 
 model::NormBuffers IncrementalDecoder::norm_buffers(RowSpan rows) const {
-  const Ids& i = *ids_;
+  const Plan& i = *plan_;
   return {gemm_view(i.h, rows, model_.config().d_model), gemm_view(i.mean, rows, 1).reshape({rows.count}),
           gemm_view(i.rstd, rows, 1).reshape({rows.count})};
 }
@@ -252,7 +162,7 @@ TensorView IncrementalDecoder::sublayer_end(NormIds norm, const TensorView& resi
 // The feed-forward sub-layer of a block whose input is x; the block's
 // output goes to x (the buffer), for the next block.
 TensorView IncrementalDecoder::feed_forward(FfnIds w, NormIds norm, const TensorView& x, RowSpan rows) {
-  const Ids& i = *ids_;
+  const Plan& i = *plan_;
   const ModelConfig& c = model_.config();
   model::ffn_forward(blocks(), w, sublayer_input(norm, x, rows), gemm_view(i.f, rows, c.d_ff),
                      gemm_view(i.s, rows, c.d_model));
@@ -261,7 +171,7 @@ TensorView IncrementalDecoder::feed_forward(FfnIds w, NormIds norm, const Tensor
 
 // Pre-norm stacks end in a layer norm: LayerNorm(y) into y_a.
 TensorView IncrementalDecoder::final_norm(NormIds norm, const TensorView& y, RowSpan rows) {
-  const TensorView out = gemm_view(ids_->y_a, rows, model_.config().d_model);
+  const TensorView out = gemm_view(plan_->y_a, rows, model_.config().d_model);
   model::final_norm(blocks(), norm_params(norm), prefix(y, {rows.count, y.dim(1)}), norm_buffers(rows), out);
   return out;
 }
@@ -355,7 +265,7 @@ void IncrementalDecoder::release(int32_t s) {
 // source rows. Attention reads only a sentence's own tokens (groups), so
 // padding never enters a sentence's sums.
 void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources, const std::vector<int32_t>& slots) {
-  const Ids& i = *ids_;
+  const Plan& i = *plan_;
   const int64_t B = static_cast<int64_t>(sources.size()), Ls = limits_.src_len;
   int64_t S = 0;
   for (const auto& s : sources) S = std::max<int64_t>(S, static_cast<int64_t>(s.size()));
@@ -403,7 +313,7 @@ void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1, int64_t B, int64_t 
   const ModelConfig& c = model_.config();
   const ParamLayout& L = model_.layout();
   const Stream& st = model_.stream();
-  const Ids& i = *ids_;
+  const Plan& i = *plan_;
   const int64_t M = B * S, H = c.heads, D = c.d_model;
   const int64_t HK = H * c.d_k, HE = H * c.d_v;
   const RowSpan r{b0 * S, (b1 - b0) * S};
@@ -453,7 +363,7 @@ void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1, int64_t B, int64_t 
 
 void IncrementalDecoder::step(const std::vector<Row>& rows) {
   const ModelConfig& c = model_.config();
-  const Ids& i = *ids_;
+  const Plan& i = *plan_;
   const DecoderLimits& l = limits_;
   const int64_t N = static_cast<int64_t>(rows.size());
   TFM_REQUIRE(N >= 1 && N <= l.rows, "step of {} rows: the decoder was planned for {} rows", N, l.rows);
@@ -585,7 +495,7 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
   const ModelConfig& c = model_.config();
   const ParamLayout& L = model_.layout();
   const Stream& st = model_.stream();
-  const Ids& i = *ids_;
+  const Plan& i = *plan_;
   const DecoderLimits& l = limits_;
   const int64_t H = c.heads, HK = H * c.d_k, HE = H * c.d_v, D = c.d_model;
   const int64_t n = r.count;
@@ -658,7 +568,7 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
   TFM_REQUIRE(N_ > 0, "top_k before a step");
   TFM_REQUIRE(k >= 1 && k <= limits_.top_k, "top_k: k = {} is outside the planned [1, {}]", k,
               limits_.top_k);
-  const Ids& i = *ids_;
+  const Plan& i = *plan_;
   const Stream& st = model_.stream();
   // One download of [values | ids], the only point of a step where the
   // host waits for the device.
@@ -695,7 +605,7 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
   const int64_t V = model_.config().vocab_size;
   TFM_REQUIRE(lse_ready_, "log_prob_of needs top_k of the same step first");
   TFM_REQUIRE(token >= 0 && token < V, "token id {} is outside the vocabulary [0, {})", token, V);
-  const Ids& i = *ids_;
+  const Plan& i = *plan_;
   const Stream& st = model_.stream();
   const TensorView column = prefix(view(i.column), {N_});
   ops::copy_columns(prefix(view(i.logits), {N_, V}), token, column.reshape({N_, 1}), st);
@@ -707,7 +617,7 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
 
 Tensor IncrementalDecoder::log_probs() {
   TFM_REQUIRE(N_ > 0, "log_probs before a step");
-  const TensorView logits = prefix(view(ids_->logits), {N_, model_.config().vocab_size});
+  const TensorView logits = prefix(view(plan_->logits), {N_, model_.config().vocab_size});
   Tensor host(logits.shape(), logits.dtype());
   copy(host, logits, model_.stream());
   ops::log_softmax(host, host, host_stream());
@@ -715,12 +625,12 @@ Tensor IncrementalDecoder::log_probs() {
 }
 
 Tensor IncrementalDecoder::attention() {
-  TFM_REQUIRE(ids_->probs >= 0, "the decoder was not planned to keep attention weights");
+  TFM_REQUIRE(plan_->probs >= 0, "the decoder was not planned to keep attention weights");
   TFM_REQUIRE(N_ > 0, "attention before a step");
   // Kept as (N, H, src_len): the first S_ columns of each row (the longest
   // source taken).
   const int64_t H = model_.config().heads, Ls = limits_.src_len;
-  const TensorView probs = prefix(view(ids_->probs), {N_, H, Ls});
+  const TensorView probs = prefix(view(plan_->probs), {N_, H, Ls});
   Tensor all(probs.shape(), probs.dtype()), host({N_, H, S_}, probs.dtype());
   copy(all, probs, model_.stream());
   const size_t el = dtype_size(probs.dtype());

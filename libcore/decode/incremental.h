@@ -142,10 +142,10 @@ class IncrementalDecoder {
   int64_t rows_fed() const { return rows_fed_; }
   double start_seconds() const { return start_seconds_; }
   const DecoderLimits& limits() const { return limits_; }
-  std::string memory_report() const { return plan_.report(); }
+  std::string memory_report() const;
 
  private:
-  struct Ids;
+  struct Plan;  // plan.h
   // Rows [first, first + count) of the activations: a step's, or one
   // thread's share of them (queue_step).
   struct RowSpan {
@@ -169,8 +169,7 @@ class IncrementalDecoder {
 
   const ModelWeights& model_;
   DecoderLimits limits_;
-  MemoryPlan plan_;
-  std::unique_ptr<Ids> ids_;
+  std::unique_ptr<Plan> plan_;
   std::unique_ptr<PlannedMemory> mem_;
   Tensor positions_;  // sinusoid table on the device (sinusoidal positions)
   // A sentence slot: whether it is taken, its source's length and pool

@@ -1,0 +1,46 @@
+// Internal to libcore/decode: the incremental decoder's memory plan
+// (IncrementalDecoder::Plan), as libcore/model/plan.h is the Transformer's:
+// every buffer a batch's decoding reads and writes, sized from the
+// model's configuration and the decoder's limits, by name in one
+// MemoryPlan. incremental.cc decodes over it; plan.cc sizes it.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "libcore/decode/incremental.h"
+#include "libcore/memory.h"
+
+namespace tfm {
+
+// A step's upload: tokens, sentences, parents, positions, slots.
+inline constexpr int64_t kStepTables = 5;
+
+struct IncrementalDecoder::Plan {
+  // `limits` checked against the model and completed (DecoderLimits: source
+  // tokens at least a source, top k at most the vocabulary, pool rows).
+  Plan(const ModelConfig& c, DecoderLimits& limits, DType dt, DType pt);
+
+  MemoryPlan mem;
+  size_t staging_bytes = 0;  // the largest upload (HostStaging)
+
+  // io: an admission's sources and the encoder's index tables, the pool
+  // rows of its sources' keys and values (cross_slots); the cross-attention
+  // tables of every slot; the step's rows, uploaded together as [tokens |
+  // sentences | parents | positions | slots] (N each: the pool rows of the
+  // step's keys and values last); the self-attention lists, (rows, steps)
+  // twice (a step reads one and writes the other); the top k, downloaded
+  // together as [values (N, k) | ids (N, k)]. Every table of a step is
+  // planned at the limits' size, so a step's graph (StreamGraph) holds for
+  // every step.
+  int src, enc_groups, enc_index, enc_lengths, cross_slots, cross_index, cross_lengths;
+  int step_rows, history[2], self_lengths, self_groups, top;
+  // kv-cache, per decoder layer
+  std::vector<int> pool_k, pool_v, cross_k, cross_v;
+  // activations, shared by the encoder (source tokens) and the decoder (rows)
+  int x, y_a, y_b, h, s, qkv, q, k, v, ctx, f, mean, rstd;
+  // the output layer and what the host reads
+  int logits, lse, column, probs = -1;
+};
+
+}  // namespace tfm
