@@ -22,7 +22,7 @@
 #ifdef TFM_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/check.h"
+#include "libcore/cuda_check.h"
 #endif
 
 namespace tfm {
@@ -129,9 +129,11 @@ int cpu_threads() {
   return available_cpus();
 }
 
+#ifndef TFM_WITH_CUDA
 namespace {
 [[noreturn]] void no_cuda() { fail("unsupported device: cuda (built without CUDA)"); }
 }  // namespace
+#endif
 
 void activate(Device device) {
   if (device.is_cpu()) return;

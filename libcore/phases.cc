@@ -5,7 +5,7 @@
 #ifdef TFM_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/check.h"
+#include "libcore/cuda_check.h"
 #endif
 
 #include "libcore/error.h"

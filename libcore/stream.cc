@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/check.h"
+#include "libcore/cuda_check.h"
 #endif
 
 #include "libcore/error.h"

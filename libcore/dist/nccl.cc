@@ -9,7 +9,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include "kernels/cuda/check.h"
+#include "libcore/cuda_check.h"
 #include "libcore/shared_library.h"
 #endif
 
