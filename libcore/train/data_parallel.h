@@ -14,6 +14,9 @@
 // backward has completed every piece of the gradient in it
 // (Transformer::gradient_order), so that it overlaps the rest of backward:
 // on GPUs by NCCL on a stream of its own, on the CPU by MPI.
+//
+// Before the first update the ranks agree on the run they set up, and at
+// every update on whether to stop (ranks.h).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,318 @@
+#include "libcore/train/setup.h"
+
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "libcore/data/vocab.h"
+#include "libcore/error.h"
+#include "libcore/io/checkpoint.h"
+#include "libcore/log.h"
+#include "libcore/model/model_io.h"
+#include "libcore/train/ranks.h"
+
+namespace tfm::train {
+namespace {
+
+// The options that change what a resumed run computes: changing one on
+// resume is allowed, but the run no longer continues exactly.
+constexpr const char* kTrajectoryKeys[] = {"lr-scale", "warmup", "update-freq", "seed",
+                                           "clip-norm", "precision"};
+
+// The training side of Precision (options.h): the dtype the model computes
+// in. It moves with Precision when that becomes a type of its own.
+DType compute_dtype(Precision p) {
+  switch (p) {
+    case Precision::bf16: return DType::bf16;
+    case Precision::fp16: return DType::f16;
+    default: return DType::f32;
+  }
+}
+
+// Whether `file` lies in directory `dir`.
+bool same_directory(const std::string& file, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path parent = fs::path(file).parent_path();
+  return fs::equivalent(parent.empty() ? fs::path(".") : parent, dir, ec);
+}
+
+// ------------------------------------------------------------ the checkpoint
+// What a resumed run continues from.
+struct Resumed {
+  std::string path;
+  ModelConfig config;
+  TrainState state;
+};
+
+std::optional<Resumed> read_resumed(const TrainRequest& req) {
+  if (req.resume.empty()) return std::nullopt;
+  Resumed r;
+  r.path = CheckpointDir::resume_path(req.resume);
+  r.config = read_model_config(r.path);  // the checkpoint checked as a model first
+  r.state = read_state(r.path);
+  check_model_overrides(r.config, req.overrides, r.path);
+  return r;
+}
+
+// `options`: the run's, before --max-tokens is made explicit.
+void check_resume_options(const BatchSource& train, const TrainOptions& options,
+                          const TrainState& s) {
+  TFM_REQUIRE(train.max_tokens() == s.options.max_tokens,
+              "--max-tokens {} packs other batches than the checkpoint's {}: resume with "
+              "--max-tokens {}",
+              train.max_tokens(), s.options.max_tokens, s.options.max_tokens);
+  for (const char* key : kTrajectoryKeys)
+    if (options.get(key) != s.options.get(key))
+      log::warn("resuming with --{} {} where the checkpoint has {}: the run will not continue "
+                "exactly as it would have",
+                key, options.get(key), s.options.get(key));
+}
+
+void check_corpus(const BatchSource& train, const Resumed& r) {
+  const CorpusIdentity have = train.identity();
+  TFM_REQUIRE(have == r.state.corpus,
+              "corpus mismatch: {} was trained on another corpus ({}) than {} ({})", r.path,
+              r.state.corpus.str(), train.path(), have.str());
+  TFM_REQUIRE(static_cast<int64_t>(train.size()) == r.state.batches,
+              "{}: the checkpoint's epochs have {} batches, {} packs {}", r.path, r.state.batches,
+              train.path(), train.size());
+}
+
+// ------------------------------------------------------------ the vocabulary
+// The vocabulary every corpus must come from, and where it came from (for
+// the messages).
+struct Vocabulary {
+  std::string origin, fingerprint;
+  int64_t size = 0;
+  std::string bytes;  // the SentencePiece model
+};
+
+void check_vocab(const std::string& fingerprint, const std::string& what, const std::string& want,
+                 const std::string& origin) {
+  TFM_REQUIRE(fingerprint == want,
+              "vocabulary mismatch: {} was made with vocabulary {}, but {} is {}", what,
+              printable(fingerprint), origin, want);
+}
+
+// A corpus and the vocabulary it must come from: the fingerprint, and the
+// size its header gives (which sizes the model).
+void check_corpus_vocab(const BatchSource& corpus, const Vocabulary& v) {
+  check_vocab(corpus.meta().fingerprint, corpus.path(), v.fingerprint, v.origin);
+  TFM_REQUIRE(corpus.meta().vocab_size == v.size,
+              "vocabulary mismatch: {} says its vocabulary ({}) has {} pieces, but {} has {}",
+              corpus.path(), printable(corpus.meta().fingerprint), corpus.meta().vocab_size,
+              v.origin, v.size);
+}
+
+// The tokenizer embedded in every checkpoint: the checkpoint's own when
+// resuming (`resume_path`), otherwise --vocab; its fingerprint must be the
+// training corpus's.
+Vocabulary read_vocab(const TrainRequest& req, const std::string& resume_path,
+                      const BatchSource& train) {
+  Vocabulary v;
+  std::optional<Vocab> given;
+  if (!req.vocab.empty()) given = Vocab::load(req.vocab);
+  if (!resume_path.empty()) {
+    std::string bytes = io::read_checkpoint_tokenizer(resume_path);
+    if (!bytes.empty()) {
+      const Vocab embedded = Vocab::from_bytes(std::move(bytes), resume_path);
+      if (given)
+        check_vocab(given->fingerprint(), req.vocab, embedded.fingerprint(),
+                    resume_path + " (its embedded vocabulary)");
+      given.emplace(Vocab::from_bytes(embedded.bytes(), resume_path));
+      v.origin = resume_path + " (its embedded vocabulary)";
+    }
+  }
+  TFM_REQUIRE(given.has_value(),
+              "tfm-train needs the vocabulary {} was made with: -m/--vocab SPM.model (a .tfmb "
+              "records only its fingerprint, {})",
+              req.train, train.meta().fingerprint);
+  if (v.origin.empty()) v.origin = req.vocab;
+  v.fingerprint = given->fingerprint();
+  v.size = given->size();
+  check_corpus_vocab(train, v);
+  v.bytes = given->bytes();
+  return v;
+}
+
+// The options, the corpora and the vocabulary they come from.
+void open_corpora(Run& run, const TrainRequest& req, const std::optional<Resumed>& resumed) {
+  run.options = with_overrides(resumed ? resumed->state.options : TrainOptions{}, req.overrides);
+  run.train = std::make_unique<BatchSource>(req.train, run.options.max_tokens);
+  if (resumed) check_resume_options(*run.train, run.options, resumed->state);
+  run.options.max_tokens = run.train->max_tokens();  // 0 ("as packed") made explicit
+  const Vocabulary vocab = read_vocab(req, run.resume_path, *run.train);
+  run.vocab_fingerprint = vocab.fingerprint;
+  run.tokenizer = vocab.bytes;
+  if (!req.dev.empty()) {
+    run.dev = std::make_unique<BatchSource>(req.dev, run.options.max_tokens);
+    check_corpus_vocab(*run.dev, vocab);
+  }
+}
+
+// ------------------------------------------------------------ the model
+Device run_device(const TrainRequest& req, const dist::Comm& comm) {
+  const Device device = select_device(parse_device(req.device));
+  if (!comm.distributed() || !device.is_cuda()) return device;
+  // One GPU a process: a rank takes the GPU of its rank on its machine.
+  TFM_REQUIRE(req.device == "auto" || req.device == "cuda",
+              "--device {} names one GPU for every rank; with several processes give --device "
+              "cuda (or auto): each rank takes cuda:LOCAL_RANK (CUDA_VISIBLE_DEVICES picks which)",
+              req.device);
+  return Device::cuda(comm.local_rank());
+}
+
+Precision run_precision(const TrainOptions& options, Device device) {
+  const Precision p = resolve_precision(options.precision, device.is_cuda());
+  TFM_REQUIRE(device.is_cuda() || p == Precision::fp32,
+              "--precision {} computes on a GPU only; on the CPU tfm trains in fp32 (use "
+              "--precision fp32 or auto, or --device cuda where a GPU is usable)",
+              precision_name(p));
+  return p;
+}
+
+// The model planned for the longest sentence and the largest batch of
+// every corpus, and Adam over its optimizer state.
+void make_model(Run& run) {
+  const ModelLimits limits =
+      run.dev ? limits_for({run.train.get(), run.dev.get()}) : run.train->limits();
+  TFM_REQUIRE(limits.max_len <= run.config.max_positions,
+              "the corpus holds a sentence of {} tokens (eos included), over the {} positions "
+              "the model has (--max-positions)",
+              limits.max_len, run.config.max_positions);
+  try {
+    run.model = std::make_unique<Transformer>(run.config, limits, run.device,
+                                              compute_dtype(run.precision));
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).find("out of memory") == std::string_view::npos) throw;
+    fail("{}: lower --max-tokens (batches of up to {} tokens a side now; --update-freq keeps "
+         "the tokens per update) or the model (--d-model, --d-ff, --layers)",
+         e.what(), limits.max_tokens);
+  }
+  const auto [m, v] = run.model->optimizer_state();
+  run.adam = std::make_unique<Adam>(m, v);
+}
+
+// ------------------------------------------------------------ the directory
+std::string output_dir(const TrainRequest& req, const std::string& resume_path) {
+  if (!req.output.empty()) return req.output;
+  TFM_REQUIRE(!resume_path.empty(), "give the checkpoint directory: -o DIR");
+  const std::string parent = std::filesystem::path(resume_path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+// The checkpoint directory (checkpoint_dir.h): locked for this run,
+// refused when it holds another run, or a later part of the one resumed (a
+// checkpoint past the one resumed, whichever file says so: continuing
+// would overwrite it, and --keep-last delete older ones).
+std::unique_ptr<CheckpointDir> open_run_dir(const TrainRequest& req,
+                                            const std::optional<Resumed>& resumed) {
+  auto dir = std::make_unique<CheckpointDir>(output_dir(req, resumed ? resumed->path : ""));
+  const bool here = resumed && same_directory(resumed->path, dir->dir());
+  if (!here && dir->has_last())
+    fail("{} already holds a run ({}): resume it with --resume {}, or train into another -o",
+         dir->dir(), dir->last(), dir->dir());
+  if (!here && dir->holds_run())
+    fail("{} already holds checkpoints of a run (no checkpoint_last.bin): resume one with "
+         "--resume {}/checkpoint_N.bin, or train into another -o",
+         dir->dir(), dir->dir());
+  if (!here) return dir;
+  const int64_t step = resumed->state.step;
+  const CheckpointDir::Newest newest = dir->newest();
+  if (newest.step > step)
+    fail("{} holds the run up to update {} ({}), past update {} of {}: continuing here would "
+         "overwrite its later checkpoints; resume from {} to continue the run, or branch from "
+         "update {} into another -o DIR",
+         dir->dir(), newest.step, newest.path, step, resumed->path, newest.path, step);
+  // Killed between writing checkpoint_last.bin and copying it to its
+  // numbered name: the copy is made now.
+  std::error_code ec;
+  if (std::filesystem::equivalent(resumed->path, dir->last(), ec) &&
+      !std::filesystem::exists(dir->numbered(step), ec))
+    dir->commit(step, 0);
+  return dir;
+}
+
+// ------------------------------------------------------------ the state
+// The best so far is the resumed run's: beside the checkpoint resumed
+// (which need not be in -o), when the one there is still that best; ""
+// when none is.
+std::string resumed_best(const std::string& resume_path, const TrainState& st) {
+  const std::string best =
+      (std::filesystem::path(resume_path).parent_path() / "checkpoint_best.bin").string();
+  auto is_the_best = [&] {
+    try {
+      return read_state(best).step == st.best_step;
+    } catch (const Error&) {
+      return false;  // damaged or not a checkpoint: not named as the best
+    }
+  };
+  return st.best_dev_nll && std::filesystem::exists(best) && is_the_best() ? best : "";
+}
+
+void continue_from(Run& run, const Resumed& resumed) {
+  load_checkpoint(run.resume_path, *run.model);
+  run.state = resumed.state;
+  run.state.options = run.options;
+  run.scaler.restore(run.state.loss_scale, run.state.loss_scale_streak);
+  run.resumed_ranks = run.state.ranks;
+  run.best_checkpoint = resumed_best(run.resume_path, run.state);
+}
+
+void start_new(Run& run) {
+  run.model->init(run.options.seed);
+  run.state.corpus = run.train->identity();
+  run.state.batches = static_cast<int64_t>(run.train->size());
+  run.state.options = run.options;
+  run.state.loss_scale = run.scaler.scale();
+}
+
+}  // namespace
+
+TrainOptions with_overrides(TrainOptions base, const Overrides& overrides) {
+  for (const auto& [key, value] : overrides.train) base.set(key, value);
+  return base;
+}
+
+Run set_up(const TrainRequest& req, const dist::Comm& comm) {
+  Run run;
+  const std::optional<Resumed> resumed = read_resumed(req);
+  if (resumed) run.resume_path = resumed->path;
+  open_corpora(run, req, resumed);
+
+  run.config = resumed ? resumed->config : requested_model(req.overrides);
+  if (!resumed) run.config.vocab_size = run.train->meta().vocab_size;
+  TFM_REQUIRE(run.config.vocab_size == run.train->meta().vocab_size,
+              "vocabulary mismatch: {} holds ids of a vocabulary of {}, the model has {}",
+              req.train, run.train->meta().vocab_size, run.config.vocab_size);
+  if (resumed) check_corpus(*run.train, *resumed);
+
+  run.device = run_device(req, comm);
+  run.precision = run_precision(run.options, run.device);
+  make_model(run);
+
+  if (speaks(comm)) run.dir = open_run_dir(req, resumed);
+  if (!req.log.empty() && speaks(comm)) run.log = std::make_unique<JsonLog>(req.log);
+
+  run.scaler = LossScaler(run.precision == Precision::fp16);
+  if (resumed)
+    continue_from(run, *resumed);
+  else
+    start_new(run);
+  run.state.ranks = comm.size();
+  return run;
+}
+
+// --dump-config (trainer.h): the configuration set_up() would resolve.
+std::string dump_config(const TrainRequest& req) {
+  if (req.resume.empty())
+    return config_file_text(requested_model(req.overrides),
+                            with_overrides(TrainOptions{}, req.overrides));
+  const std::string path = CheckpointDir::resume_path(req.resume);
+  const ModelConfig config = read_model_config(path);
+  check_model_overrides(config, req.overrides, path);
+  return config_file_text(config, with_overrides(read_state(path).options, req.overrides));
+}
+
+}  // namespace tfm::train
