@@ -1,6 +1,5 @@
 #include "libcore/model/model_io.h"
 
-#include "libcore/model/model_file.h"
 
 namespace tfm {
 namespace {
@@ -28,9 +27,5 @@ void save_model(const std::string& path, const ModelWeights& model, std::string_
     tensors.push_back({model.layout().entries()[id].name, model.layout().view(flat, static_cast<int>(id))});
   io::write_checkpoint(path, model.config().to_text(), tokenizer, tensors, sections);
 }
-
-ModelConfig read_model_config(const std::string& path) { return ModelFile(path).config(); }
-
-void load_parameters(const std::string& path, ModelWeights& model) { ModelFile(path).load_parameters(model); }
 
 }  // namespace tfm

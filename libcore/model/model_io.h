@@ -16,9 +16,4 @@ namespace tfm {
 void save_model(const std::string& path, const ModelWeights& model, std::string_view tokenizer = {},
                 std::span<const io::NamedSection> sections = {});
 
-// (Until tfm-train holds a ModelFile: the configuration of a checkpoint,
-// and its parameters loaded into a model, each by a ModelFile.)
-ModelConfig read_model_config(const std::string& path);
-void load_parameters(const std::string& path, ModelWeights& model);
-
 }  // namespace tfm

@@ -151,7 +151,7 @@ CheckpointDir::Newest CheckpointDir::newest() const {
     if (s > n.step) n = {s, it->path().string()};
   }
   if (has_last()) {
-    const int64_t s = read_state(last()).step;
+    const int64_t s = read_state(io::CheckpointReader(last())).step;
     if (s > n.step) n = {s, last()};
   }
   return n;

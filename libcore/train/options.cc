@@ -83,13 +83,6 @@ const Field& field(std::string_view key) {
   fail("unknown training option '{}'", key);
 }
 
-Precision parse_precision(std::string_view what, std::string_view v) {
-  for (Precision p : {Precision::automatic, Precision::fp32, Precision::tf32, Precision::bf16,
-                      Precision::fp16})
-    if (v == precision_name(p)) return p;
-  fail("{} must be auto, fp32, tf32, bf16 or fp16, got '{}'", what, v);
-}
-
 // The model knobs: ModelConfig keys, the type --help shows, and what they mean.
 struct ModelField {
   const char* key;
@@ -139,22 +132,6 @@ std::string knob_key(std::string_view model_key) {
 }
 
 }  // namespace
-
-std::string_view precision_name(Precision p) {
-  switch (p) {
-    case Precision::automatic: return "auto";
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-  }
-  return "?";
-}
-
-Precision resolve_precision(Precision p, bool on_cuda) {
-  if (p != Precision::automatic) return p;
-  return on_cuda ? Precision::bf16 : Precision::fp32;
-}
 
 double parse_duration(std::string_view what, std::string_view text) {
   const auto bad = [&] {
@@ -220,7 +197,7 @@ void TrainOptions::set(std::string_view key, std::string_view value) {
       this->*std::get<double TrainOptions::*>(f.member) = parse_duration(f.key, v);
       break;
     case Kind::precision:
-      this->*std::get<Precision TrainOptions::*>(f.member) = parse_precision(f.key, v);
+      this->*std::get<Precision TrainOptions::*>(f.member) = kTrainPrecision.parse(f.key, v);
       break;
   }
 }

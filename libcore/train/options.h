@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "libcore/model/config.h"
+#include "libcore/precision.h"
 
 namespace CLI {
 class App;
@@ -24,14 +25,10 @@ class App;
 
 namespace tfm::train {
 
-// --precision: the compute dtype. fp32 everywhere; tf32 (f32 storage,
-// TF32 tensor-core GEMMs), bf16 and fp16 (with dynamic loss scaling) on
-// CUDA only; auto (the default): bf16 on CUDA, fp32 on the CPU, decided
-// where the run runs (a resumed run follows its new device). Master weights
-// and Adam's moments are f32 in every case.
-enum class Precision { automatic, fp32, tf32, bf16, fp16 };
-std::string_view precision_name(Precision p);  // "auto" for automatic
-Precision resolve_precision(Precision p, bool on_cuda);  // never automatic
+// --precision (libcore/precision.h, kTrainPrecision): auto (the default) is
+// decided where the run runs (a resumed run follows its new device); fp16
+// trains with dynamic loss scaling. Master weights and Adam's moments are
+// f32 in every case.
 
 // A duration: "10m", "1h30m", "45s", "2d", or plain seconds ("90", "0.5").
 // 0 means "never" where the option says so.

@@ -8,7 +8,7 @@
 #include "libcore/error.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/log.h"
-#include "libcore/model/model_io.h"
+#include "libcore/model/model_file.h"
 #include "libcore/train/ranks.h"
 
 namespace tfm::train {
@@ -18,16 +18,6 @@ namespace {
 // resume is allowed, but the run no longer continues exactly.
 constexpr const char* kTrajectoryKeys[] = {"lr-scale", "warmup", "update-freq", "seed",
                                            "clip-norm", "precision"};
-
-// The training side of Precision (options.h): the dtype the model computes
-// in. It moves with Precision when that becomes a type of its own.
-DType compute_dtype(Precision p) {
-  switch (p) {
-    case Precision::bf16: return DType::bf16;
-    case Precision::fp16: return DType::f16;
-    default: return DType::f32;
-  }
-}
 
 // Whether `file` lies in directory `dir`.
 bool same_directory(const std::string& file, const std::string& dir) {
@@ -40,18 +30,16 @@ bool same_directory(const std::string& file, const std::string& dir) {
 // ------------------------------------------------------------ the checkpoint
 // What a resumed run continues from.
 struct Resumed {
-  std::string path;
-  ModelConfig config;
+  explicit Resumed(const std::string& path) : file(path), state(read_state(file.reader())) {}
+  const std::string& path() const { return file.path(); }
+  ModelFile file;  // checked as a model first
   TrainState state;
 };
 
 std::optional<Resumed> read_resumed(const TrainRequest& req) {
   if (req.resume.empty()) return std::nullopt;
-  Resumed r;
-  r.path = CheckpointDir::resume_path(req.resume);
-  r.config = read_model_config(r.path);  // the checkpoint checked as a model first
-  r.state = read_state(r.path);
-  check_model_overrides(r.config, req.overrides, r.path);
+  std::optional<Resumed> r(std::in_place, CheckpointDir::resume_path(req.resume));
+  check_model_overrides(r->file.config(), req.overrides, r->path());
   return r;
 }
 
@@ -72,10 +60,10 @@ void check_resume_options(const BatchSource& train, const TrainOptions& options,
 void check_corpus(const BatchSource& train, const Resumed& r) {
   const CorpusIdentity have = train.identity();
   TFM_REQUIRE(have == r.state.corpus,
-              "corpus mismatch: {} was trained on another corpus ({}) than {} ({})", r.path,
+              "corpus mismatch: {} was trained on another corpus ({}) than {} ({})", r.path(),
               r.state.corpus.str(), train.path(), have.str());
   TFM_REQUIRE(static_cast<int64_t>(train.size()) == r.state.batches,
-              "{}: the checkpoint's epochs have {} batches, {} packs {}", r.path, r.state.batches,
+              "{}: the checkpoint's epochs have {} batches, {} packs {}", r.path(), r.state.batches,
               train.path(), train.size());
 }
 
@@ -108,31 +96,25 @@ void check_corpus_vocab(const BatchSource& corpus, const Vocabulary& v) {
 // The tokenizer embedded in every checkpoint: the checkpoint's own when
 // resuming (`resume_path`), otherwise --vocab; its fingerprint must be the
 // training corpus's.
-Vocabulary read_vocab(const TrainRequest& req, const std::string& resume_path,
-                      const BatchSource& train) {
+Vocabulary read_vocab(const TrainRequest& req, const ModelFile* resumed, const BatchSource& train) {
   Vocabulary v;
   std::optional<Vocab> given;
   if (!req.vocab.empty()) given = Vocab::load(req.vocab);
-  if (!resume_path.empty()) {
-    std::string bytes = io::read_checkpoint_tokenizer(resume_path);
-    if (!bytes.empty()) {
-      const Vocab embedded = Vocab::from_bytes(std::move(bytes), resume_path);
-      if (given)
-        check_vocab(given->fingerprint(), req.vocab, embedded.fingerprint(),
-                    resume_path + " (its embedded vocabulary)");
-      given.emplace(Vocab::from_bytes(embedded.bytes(), resume_path));
-      v.origin = resume_path + " (its embedded vocabulary)";
-    }
+  const Vocab* vocab = given ? &*given : nullptr;
+  if (resumed && resumed->vocab()) {
+    v.origin = resumed->path() + " (its embedded vocabulary)";
+    if (given) check_vocab(given->fingerprint(), req.vocab, resumed->vocab()->fingerprint(), v.origin);
+    vocab = resumed->vocab();
   }
-  TFM_REQUIRE(given.has_value(),
+  TFM_REQUIRE(vocab,
               "tfm-train needs the vocabulary {} was made with: -m/--vocab SPM.model (a .tfmb "
               "records only its fingerprint, {})",
               req.train, train.meta().fingerprint);
   if (v.origin.empty()) v.origin = req.vocab;
-  v.fingerprint = given->fingerprint();
-  v.size = given->size();
+  v.fingerprint = vocab->fingerprint();
+  v.size = vocab->size();
   check_corpus_vocab(train, v);
-  v.bytes = given->bytes();
+  v.bytes = vocab->bytes();
   return v;
 }
 
@@ -142,7 +124,7 @@ void open_corpora(Run& run, const TrainRequest& req, const std::optional<Resumed
   run.train = std::make_unique<BatchSource>(req.train, run.options.max_tokens);
   if (resumed) check_resume_options(*run.train, run.options, resumed->state);
   run.options.max_tokens = run.train->max_tokens();  // 0 ("as packed") made explicit
-  const Vocabulary vocab = read_vocab(req, run.resume_path, *run.train);
+  const Vocabulary vocab = read_vocab(req, resumed ? &resumed->file : nullptr, *run.train);
   run.vocab_fingerprint = vocab.fingerprint;
   run.tokenizer = vocab.bytes;
   if (!req.dev.empty()) {
@@ -161,15 +143,6 @@ Device run_device(const TrainRequest& req, const dist::Comm& comm) {
               "cuda (or auto): each rank takes cuda:LOCAL_RANK (CUDA_VISIBLE_DEVICES picks which)",
               req.device);
   return Device::cuda(comm.local_rank());
-}
-
-Precision run_precision(const TrainOptions& options, Device device) {
-  const Precision p = resolve_precision(options.precision, device.is_cuda());
-  TFM_REQUIRE(device.is_cuda() || p == Precision::fp32,
-              "--precision {} computes on a GPU only; on the CPU tfm trains in fp32 (use "
-              "--precision fp32 or auto, or --device cuda where a GPU is usable)",
-              precision_name(p));
-  return p;
 }
 
 // The model planned for the longest sentence and the largest batch of
@@ -208,8 +181,8 @@ std::string output_dir(const TrainRequest& req, const std::string& resume_path) 
 // would overwrite it, and --keep-last delete older ones).
 std::unique_ptr<CheckpointDir> open_run_dir(const TrainRequest& req,
                                             const std::optional<Resumed>& resumed) {
-  auto dir = std::make_unique<CheckpointDir>(output_dir(req, resumed ? resumed->path : ""));
-  const bool here = resumed && same_directory(resumed->path, dir->dir());
+  auto dir = std::make_unique<CheckpointDir>(output_dir(req, resumed ? resumed->path() : ""));
+  const bool here = resumed && same_directory(resumed->path(), dir->dir());
   if (!here && dir->has_last())
     fail("{} already holds a run ({}): resume it with --resume {}, or train into another -o",
          dir->dir(), dir->last(), dir->dir());
@@ -224,11 +197,11 @@ std::unique_ptr<CheckpointDir> open_run_dir(const TrainRequest& req,
     fail("{} holds the run up to update {} ({}), past update {} of {}: continuing here would "
          "overwrite its later checkpoints; resume from {} to continue the run, or branch from "
          "update {} into another -o DIR",
-         dir->dir(), newest.step, newest.path, step, resumed->path, newest.path, step);
+         dir->dir(), newest.step, newest.path, step, resumed->path(), newest.path, step);
   // Killed between writing checkpoint_last.bin and copying it to its
   // numbered name: the copy is made now.
   std::error_code ec;
-  if (std::filesystem::equivalent(resumed->path, dir->last(), ec) &&
+  if (std::filesystem::equivalent(resumed->path(), dir->last(), ec) &&
       !std::filesystem::exists(dir->numbered(step), ec))
     dir->commit(step, 0);
   return dir;
@@ -243,7 +216,7 @@ std::string resumed_best(const std::string& resume_path, const TrainState& st) {
       (std::filesystem::path(resume_path).parent_path() / "checkpoint_best.bin").string();
   auto is_the_best = [&] {
     try {
-      return read_state(best).step == st.best_step;
+      return read_state(io::CheckpointReader(best)).step == st.best_step;
     } catch (const Error&) {
       return false;  // damaged or not a checkpoint: not named as the best
     }
@@ -252,7 +225,7 @@ std::string resumed_best(const std::string& resume_path, const TrainState& st) {
 }
 
 void continue_from(Run& run, const Resumed& resumed) {
-  load_checkpoint(run.resume_path, *run.model);
+  load_checkpoint(resumed.file, *run.model);
   run.state = resumed.state;
   run.state.options = run.options;
   run.scaler.restore(run.state.loss_scale, run.state.loss_scale_streak);
@@ -278,10 +251,10 @@ TrainOptions with_overrides(TrainOptions base, const Overrides& overrides) {
 Run set_up(const TrainRequest& req, const dist::Comm& comm) {
   Run run;
   const std::optional<Resumed> resumed = read_resumed(req);
-  if (resumed) run.resume_path = resumed->path;
+  if (resumed) run.resume_path = resumed->path();
   open_corpora(run, req, resumed);
 
-  run.config = resumed ? resumed->config : requested_model(req.overrides);
+  run.config = resumed ? resumed->file.config() : requested_model(req.overrides);
   if (!resumed) run.config.vocab_size = run.train->meta().vocab_size;
   TFM_REQUIRE(run.config.vocab_size == run.train->meta().vocab_size,
               "vocabulary mismatch: {} holds ids of a vocabulary of {}, the model has {}",
@@ -289,7 +262,7 @@ Run set_up(const TrainRequest& req, const dist::Comm& comm) {
   if (resumed) check_corpus(*run.train, *resumed);
 
   run.device = run_device(req, comm);
-  run.precision = run_precision(run.options, run.device);
+  run.precision = kTrainPrecision.resolve(run.options.precision, run.device);
   make_model(run);
 
   if (speaks(comm)) run.dir = open_run_dir(req, resumed);
@@ -309,10 +282,9 @@ std::string dump_config(const TrainRequest& req) {
   if (req.resume.empty())
     return config_file_text(requested_model(req.overrides),
                             with_overrides(TrainOptions{}, req.overrides));
-  const std::string path = CheckpointDir::resume_path(req.resume);
-  const ModelConfig config = read_model_config(path);
-  check_model_overrides(config, req.overrides, path);
-  return config_file_text(config, with_overrides(read_state(path).options, req.overrides));
+  const ModelFile file(CheckpointDir::resume_path(req.resume));
+  check_model_overrides(file.config(), req.overrides, file.path());
+  return config_file_text(file.config(), with_overrides(read_state(file.reader()).options, req.overrides));
 }
 
 }  // namespace tfm::train

@@ -124,31 +124,33 @@ void save_checkpoint(const std::string& path, const Transformer& model,
   save_model(path, model, tokenizer, sections);
 }
 
-TrainState read_state(const std::string& path) {
-  const io::CheckpointInfo info = io::read_checkpoint_info(path);
+TrainState read_state(const io::CheckpointReader& checkpoint) {
+  const std::string& path = checkpoint.path();
+  const io::CheckpointInfo& info = checkpoint.info();
   const bool has = std::any_of(info.sections.begin(), info.sections.end(),
                                [](const io::SectionInfo& s) { return s.name == kStateSection; });
   TFM_REQUIRE(has,
               "{} holds no training state (a model for decoding, such as an average of "
               "checkpoints): it cannot be resumed",
               path);
-  return TrainState::parse(io::read_checkpoint_section(path, kStateSection),
+  return TrainState::parse(checkpoint.section(kStateSection),
                            path + " (training state)");
 }
 
-void load_checkpoint(const std::string& path, Transformer& model) {
+void load_checkpoint(const ModelFile& checkpoint, Transformer& model) {
+  const std::string& path = checkpoint.path();
   // The alignment gaps between tensors hold zeros, as after init().
   const TensorView p = model.params();
   device_memset_zero(p.data(), p.device(), p.bytes(), model.stream());
-  load_parameters(path, model);  // every tensor of the table is the model's, and no other
+  checkpoint.load_parameters(model);  // every tensor of the table is the model's, and no other
   const ParamLayout& layout = model.layout();
-  const io::CheckpointInfo info = io::read_checkpoint_info(path);
+  const io::CheckpointInfo& info = checkpoint.reader().info();
   int64_t total = 0;
   for (const io::TensorInfo& t : info.tensors) total += moment_slot(t.shape.numel());
   const auto [m, v] = model.optimizer_state();
   Tensor host(m.shape(), DType::f32);
   for (const auto& [name, dst] : {std::pair{kAdamM, m}, std::pair{kAdamV, v}}) {
-    const std::string bytes = io::read_checkpoint_section(path, name);
+    const std::string bytes = checkpoint.reader().section(name);
     TFM_REQUIRE(bytes.size() == static_cast<size_t>(total) * sizeof(float),
                 "{}: section '{}' holds {} bytes, but the model's Adam moments take {}", path, name,
                 bytes.size(), total * static_cast<int64_t>(sizeof(float)));

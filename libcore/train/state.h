@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 
+#include "libcore/io/checkpoint.h"
+#include "libcore/model/model_file.h"
 #include "libcore/model/transformer.h"
 #include "libcore/train/data.h"
 #include "libcore/train/options.h"
@@ -65,10 +67,10 @@ void save_checkpoint(const std::string& path, const Transformer& model,
 
 // The training state of a checkpoint; Error when it has none ("a model
 // without training state cannot be resumed").
-TrainState read_state(const std::string& path);
+TrainState read_state(const io::CheckpointReader& checkpoint);
 
 // Loads a checkpoint's parameters and Adam's moments into `model`, whose
 // configuration must be the checkpoint's.
-void load_checkpoint(const std::string& path, Transformer& model);
+void load_checkpoint(const ModelFile& checkpoint, Transformer& model);
 
 }  // namespace tfm::train

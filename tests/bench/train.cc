@@ -65,19 +65,17 @@ struct TfmResult {
 };
 
 TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& batch,
-                  Device device, train::Precision precision) {
+                  Device device, Precision precision) {
   ModelLimits limits;
   limits.max_tokens = std::max(batch.batch * batch.src_len, batch.batch * batch.tgt_len);
   limits.max_len = std::max(batch.src_len, batch.tgt_len);
-  const DType dtype = precision == train::Precision::bf16   ? DType::bf16
-                      : precision == train::Precision::fp16 ? DType::f16
-                                                            : DType::f32;
+  const DType dtype = compute_dtype(precision);
   Transformer model(config, limits, device, dtype);
   std::printf("tfm: %s\n", model.memory_report().c_str());
   std::fflush(stdout);
   model.init(1);
   Adam adam(model.optimizer_state().first, model.optimizer_state().second);
-  train::LossScaler scaler(precision == train::Precision::fp16);
+  train::LossScaler scaler(precision == Precision::fp16);
   if (device.is_cpu()) bench::GemmClock::install(o.gemm_shapes);
 
   const std::vector<HostBatch> batches(static_cast<size_t>(o.update_freq), batch);
@@ -95,7 +93,7 @@ TfmResult run_tfm(const Options& o, const ModelConfig& config, const HostBatch& 
     sc.step = ++step;
     sc.lr = noam_learning_rate(sc.step, config.d_model, kWarmup);
     sc.rng_counter = static_cast<uint32_t>((step - 1) * o.update_freq);
-    sc.tf32 = precision == train::Precision::tf32;
+    sc.tf32 = precision == Precision::tf32;
     if (flight) {  // every update applies here: the retry is never taken
       sc.retry_step = sc.step - 1;
       sc.retry_lr = noam_learning_rate(sc.retry_step, config.d_model, kWarmup);
@@ -159,11 +157,7 @@ int main(int argc, char** argv) {
   int status = 0;
   const int rc = run_program("train", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
-    train::TrainOptions precision_of;
-    precision_of.set("precision", o.precision);
-    const train::Precision precision = precision_of.precision;
-    TFM_REQUIRE(device.is_cuda() || precision == train::Precision::fp32,
-                "--precision {} needs a GPU; the CPU trains in fp32", o.precision);
+    const Precision precision = kTrainPrecision.resolve(kTrainPrecision.parse("--precision", o.precision), device);
     const ModelConfig config = ModelConfig::preset(o.preset);
     const HostBatch batch = bench::make_batch(o.tokens, o.src_len, o.tgt_len, config.vocab_size);
     std::printf("%s model on %s (%d threads), %s, batch (B %lld, S %lld, T %lld) of %lld target "
@@ -183,7 +177,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     bench::TorchResult ref;
     if (!o.no_reference) {
-      TFM_REQUIRE(o.update_freq == 1 && precision != train::Precision::tf32,
+      TFM_REQUIRE(o.update_freq == 1 && precision != Precision::tf32,
                   "the PyTorch reference runs fp32, bf16 or fp16 steps of one batch: use "
                   "--no-reference with --update-freq or tf32");
       bench::TorchRun run;

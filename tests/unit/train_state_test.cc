@@ -97,9 +97,9 @@ TEST_CASE("a training checkpoint restores parameters and Adam's moments bit for 
   const TrainState s = sample_state();
   save_checkpoint(path, a, "", s);  // an embedded tokenizer must be a real one (model_check.h)
 
-  CHECK(read_state(path) == s);
+  CHECK(read_state(io::CheckpointReader(path)) == s);
   Transformer b(c, limits, Device::cpu());
-  load_checkpoint(path, b);
+  load_checkpoint(ModelFile(path), b);
   const auto [bm, bv] = b.optimizer_state();
   CHECK(same_bytes(a.params(), b.params()));
   // Every tensor's moments come back; the gaps between them (zero in a run:
@@ -116,12 +116,12 @@ TEST_CASE("a training checkpoint restores parameters and Adam's moments bit for 
 
   // A model written without training state cannot be resumed.
   save_model(dir.file("model.bin"), a, "");
-  REQUIRE_THROWS_WITH(read_state(dir.file("model.bin")), Contains("holds no training state"));
+  REQUIRE_THROWS_WITH(read_state(io::CheckpointReader(dir.file("model.bin"))), Contains("holds no training state"));
   // Moments of another model are refused.
   ModelConfig other = c;
   other.d_ff = 48;
   Transformer wrong(other, limits, Device::cpu());
-  REQUIRE_THROWS_WITH(load_checkpoint(path, wrong), Contains("another configuration"));
+  REQUIRE_THROWS_WITH(load_checkpoint(ModelFile(path), wrong), Contains("another configuration"));
 }
 
 TEST_CASE("the checkpoint directory keeps the newest and copies the last", "[train]") {
