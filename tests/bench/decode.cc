@@ -74,7 +74,7 @@
 #include "libcore/log.h"
 #include "libcore/model/model_io.h"
 #include "kernels/cpu/blas.h"
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_rows.h"
 #include "tests/bench/decode_reference.h"
 #include "tests/bench/reference.h"
 
