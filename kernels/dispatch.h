@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "kernels/ops.h"
 #include "libcore/device.h"
 #include "libcore/error.h"
 #include "libcore/stream.h"
@@ -35,34 +36,76 @@ void on_device(const Stream& stream, Run&& run) {
   }
 }
 
+// The checks every family's validation shares. Each is an inline test,
+// taken on every call of an op (on the decoder's small tensors a share of
+// its time), and a cold function, out of line, that writes the message
+// (dispatch.cc).
+[[noreturn, gnu::cold]] void fail_device(const char* op, const Stream& stream, const char* name,
+                                         const TensorView& t);
+[[noreturn, gnu::cold]] void fail_float(const char* op, const TensorView& t, const char* name);
+[[noreturn, gnu::cold]] void fail_same(const char* op, const TensorView& a, const char* an,
+                                       const TensorView& b, const char* bn);
+[[noreturn, gnu::cold]] void fail_shape(const char* op, const TensorView& t, const char* name,
+                                        const Shape& want, const char* what);
+[[noreturn, gnu::cold]] void fail_i32(const char* op, const TensorView& t, const char* name);
+[[noreturn, gnu::cold]] void fail_param(const char* op, const TensorView& t, const char* name,
+                                        const TensorView& x, const char* xname);
+[[noreturn, gnu::cold]] void fail_stat(const char* op, const TensorView& t, const char* name,
+                                       const TensorView& x, const char* xname);
+[[noreturn, gnu::cold]] void fail_p(const char* op, float p);
+
 // Every tensor of a call lives where its stream runs.
-void require_device(const char* op, const Stream& stream,
-                    std::initializer_list<std::pair<const char*, const TensorView*>> tensors);
+inline void require_device(
+    const char* op, const Stream& stream,
+    std::initializer_list<std::pair<const char*, const TensorView*>> tensors) {
+  for (const auto& [name, t] : tensors)
+    if ((t->empty() && t->numel() != 0) || t->device() != stream.device())
+      fail_device(op, stream, name, *t);
+}
 
 // A float dtype the tensor's device computes in: f32 or f64 on the CPU;
 // f32, bf16 or f16 on CUDA.
-void require_float(const char* op, const TensorView& t, const char* name);
+inline bool float_dtype_ok(DType t, Device d) {
+  if (d.is_cpu()) return t == DType::f32 || t == DType::f64;
+  return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+}
+inline void require_float(const char* op, const TensorView& t, const char* name) {
+  if (!float_dtype_ok(t.dtype(), t.device())) fail_float(op, t, name);
+}
 
 // The same shape and dtype.
-void require_same(const char* op, const TensorView& a, const char* an, const TensorView& b,
-                  const char* bn);
+inline void require_same(const char* op, const TensorView& a, const char* an, const TensorView& b,
+                         const char* bn) {
+  if (!(a.shape() == b.shape() && a.dtype() == b.dtype())) fail_same(op, a, an, b, bn);
+}
 
-void require_shape(const char* op, const TensorView& t, const char* name, const Shape& want,
-                   const char* what);
+inline void require_shape(const char* op, const TensorView& t, const char* name, const Shape& want,
+                          const char* what) {
+  if (!(t.shape() == want)) fail_shape(op, t, name, want, what);
+}
 
-void require_i32(const char* op, const TensorView& t, const char* name);
+inline void require_i32(const char* op, const TensorView& t, const char* name) {
+  if (t.dtype() != DType::i32) fail_i32(op, t, name);
+}
 
 // A parameter or parameter gradient beside activation x: x's dtype, or f32
 // on CUDA (fp32 master weights with bf16/f16 activations, ops.h).
-void require_param(const char* op, const TensorView& t, const char* name, const TensorView& x,
-                   const char* xname);
+inline void require_param(const char* op, const TensorView& t, const char* name,
+                          const TensorView& x, const char* xname) {
+  if (!(t.dtype() == x.dtype() || (x.device().is_cuda() && t.dtype() == DType::f32)))
+    fail_param(op, t, name, x, xname);
+}
 
 // Saved statistics and sums: stats_dtype (ops.h).
-void require_stat(const char* op, const TensorView& t, const char* name, const TensorView& x,
-                  const char* xname);
+inline void require_stat(const char* op, const TensorView& t, const char* name, const TensorView& x,
+                         const char* xname) {
+  if (t.dtype() != stats_dtype(x.dtype())) fail_stat(op, t, name, x, xname);
+}
 
 // A dropout probability, in [0, 1).
-void require_p(const char* op, float p);
+inline void require_p(const char* op, float p) {
+  if (!(p >= 0.0f && p < 1.0f)) fail_p(op, p);
+}
 
 // Batch count of a (G..., R, C) tensor: the product of its leading dims.
 inline int64_t batch_of(const TensorView& t) {
