@@ -1,11 +1,11 @@
-// CPU Adam (ops.h): one pass over the flat buffers, in place, with bias
+// CPU Adam (adam.h): one pass over the flat buffers, in place, with bias
 // correction and the gradient scale (clipping, loss scaling) applied first.
 // The corrections 1 - beta^step are computed once in double (adam_schedule),
 // or come with update_control's decision, which is made here too.
 #include <cmath>
 
 #include "kernels/cpu/common.h"
-#include "kernels/detail.h"
+#include "kernels/adam.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -16,7 +16,7 @@ void adam_typed(T* p, const T* grads, T* m, T* v, int64_t n, const AdamOptions& 
   const AdamSchedule s = adam_schedule(o.lr, o.beta1, o.beta2, o.step);
   T bc1 = static_cast<T>(s.bias1), bc2 = static_cast<T>(s.bias2), lr = static_cast<T>(s.lr);
   T gs = o.grad_scale;
-  if (control) {  // update_control's decision (ops.h)
+  if (control) {  // update_control's decision (adam.h)
     if (control[0] == T(0)) return;
     gs = control[1];
     lr = control[2];
@@ -36,7 +36,7 @@ void adam_typed(T* p, const T* grads, T* m, T* v, int64_t n, const AdamOptions& 
 template <typename T>
 void update_control_typed(const T* sums, double loss_scale, double max_norm,
                           const AdamSchedule& next, const AdamSchedule& retry, T* c) {
-  const detail::UpdateDecision d = detail::decide_update(sums[0], sums[1], sums[2], loss_scale, max_norm);
+  const impl::UpdateDecision d = impl::decide_update(sums[0], sums[1], sums[2], loss_scale, max_norm);
   const AdamSchedule& s = c[0] != T(0) ? next : retry;
   c[0] = d.applied;
   c[1] = d.grad_scale;
@@ -46,9 +46,15 @@ void update_control_typed(const T* sums, double loss_scale, double max_norm,
 }
 
 }  // namespace
+}  // namespace tfm::ops::cpu
 
-void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
-               const TensorView& v, const AdamOptions& o, const TensorView& control) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void adam_step<DeviceType::cpu>(const TensorView& params, const TensorView& grads,
+                                const TensorView& m, const TensorView& v, const AdamOptions& o,
+                                const TensorView& control, const Stream&) {
   const bool c = !control.empty();
   switch (params.dtype()) {
     case DType::f32:
@@ -64,8 +70,10 @@ void adam_step(const TensorView& params, const TensorView& grads, const TensorVi
   }
 }
 
-void update_control(const TensorView& sums, double loss_scale, double max_norm,
-                    const AdamSchedule& next, const AdamSchedule& retry, const TensorView& control) {
+template <>
+void update_control<DeviceType::cpu>(const TensorView& sums, double loss_scale, double max_norm,
+                                     const AdamSchedule& next, const AdamSchedule& retry,
+                                     const TensorView& control, const Stream&) {
   if (sums.dtype() == DType::f64)
     return update_control_typed(sums.data_as<double>(), loss_scale, max_norm, next, retry,
                                 control.data_as<double>());
@@ -73,4 +81,4 @@ void update_control(const TensorView& sums, double loss_scale, double max_norm,
                        control.data_as<float>());
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

@@ -1,4 +1,4 @@
-// CPU attention pieces (ops.h): the head split/merge permutation and the
+// CPU attention pieces (attention.h): the head split/merge permutation and the
 // masked softmax with its backward. Masks come from per-sentence key lengths
 // and the causal flag, never from a mask tensor; hidden keys get exactly 0
 // and a row that sees no key is all 0 (no NaN).
@@ -8,7 +8,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/vector.h"
-#include "kernels/detail.h"
+#include "kernels/attention.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -28,20 +28,6 @@ TFM_CPU_CLONES void softmax_row(const T* s, int64_t visible, int64_t tk, T* p) {
 }
 
 }  // namespace
-
-// y[a, c, b, :] = x[a, b, c, :]: whole rows of D move with memcpy.
-void permute_0213(const TensorView& x, const TensorView& y) {
-  const int64_t na = x.dim(0), nb = x.dim(1), nc = x.dim(2), d = x.dim(3);
-  const size_t row = static_cast<size_t>(d) * dtype_size(x.dtype());
-  const char* px = static_cast<const char*>(x.data());
-  char* py = static_cast<char*>(y.data());
-#pragma omp parallel for collapse(2) if (x.numel() > kParallelMin)
-  for (int64_t a = 0; a < na; ++a)
-    for (int64_t b = 0; b < nb; ++b)
-      for (int64_t c = 0; c < nc; ++c)
-        std::memcpy(py + static_cast<size_t>((a * nc + c) * nb + b) * row,
-                    px + static_cast<size_t>((a * nb + b) * nc + c) * row, row);
-}
 
 // heads[b, h, t, :] <-> rows[offsets[b] + t, col + h X : col + (h + 1) X]: row
 // pieces of X move with memcpy; unpack zeroes the padding.
@@ -75,19 +61,41 @@ void move_heads(const TensorView& rows, const TensorView& offsets, const TensorV
       if constexpr (kUnpack) std::memset(head + len * piece, 0, (nl - len) * piece);
     }
 }
+}  // namespace tfm::ops::cpu
 
-void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
-                  int64_t col) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+// y[a, c, b, :] = x[a, b, c, :]: whole rows of D move with memcpy.
+template <>
+void permute_0213<DeviceType::cpu>(const TensorView& x, const TensorView& y, const Stream&) {
+  const int64_t na = x.dim(0), nb = x.dim(1), nc = x.dim(2), d = x.dim(3);
+  const size_t row = static_cast<size_t>(d) * dtype_size(x.dtype());
+  const char* px = static_cast<const char*>(x.data());
+  char* py = static_cast<char*>(y.data());
+#pragma omp parallel for collapse(2) if (x.numel() > kParallelMin)
+  for (int64_t a = 0; a < na; ++a)
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t c = 0; c < nc; ++c)
+        std::memcpy(py + static_cast<size_t>((a * nc + c) * nb + b) * row,
+                    px + static_cast<size_t>((a * nb + b) * nc + c) * row, row);
+}
+
+template <>
+void unpack_heads<DeviceType::cpu>(const TensorView& rows, const TensorView& offsets,
+                                   const TensorView& heads, int64_t col, const Stream&) {
   move_heads<true>(rows, offsets, heads, col);
 }
 
-void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
-                int64_t col) {
+template <>
+void pack_heads<DeviceType::cpu>(const TensorView& heads, const TensorView& offsets,
+                                 const TensorView& rows, int64_t col, const Stream&) {
   move_heads<false>(rows, offsets, heads, col);
 }
 
-void masked_softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
-                            const TensorView& probs) {
+template <>
+void masked_softmax_forward<DeviceType::cpu>(const TensorView& scores, const TensorView& k_lengths,
+                                             bool causal, const TensorView& probs, const Stream&) {
   const int64_t nb = scores.dim(0), nh = scores.dim(1), tq = scores.dim(2), tk = scores.dim(3);
   const int32_t* len = k_lengths.data_as<int32_t>();
   for (int64_t b = 0; b < nb; ++b)
@@ -108,8 +116,9 @@ void masked_softmax_forward(const TensorView& scores, const TensorView& k_length
 }
 
 // dscores = probs * (dprobs - sum_j probs * dprobs), per row of Tk.
-void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs,
-                             const TensorView& dscores) {
+template <>
+void masked_softmax_backward<DeviceType::cpu>(const TensorView& probs, const TensorView& dprobs,
+                                              const TensorView& dscores, const Stream&) {
   const int64_t tk = probs.dim(-1), rows = probs.numel() / tk;
   with_float(dscores, "masked_softmax_backward", [&](auto* pds) {
     using T = std::remove_pointer_t<decltype(pds)>;
@@ -128,4 +137,4 @@ void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs,
   });
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

@@ -13,7 +13,6 @@
 #include <mutex>
 #include <tuple>
 
-#include "kernels/detail.h"
 #include "libcore/error.h"
 
 #ifndef TFM_OPENBLAS_OPENMP_PATH

@@ -23,7 +23,8 @@ void parallel_chunks(int64_t n, int64_t chunk, F&& f) {
 }
 
 // Calls f(T*) with the tensor's typed pointer: f32 or f64, the CPU's float
-// dtypes (ops.cc has already checked the call; this names the op otherwise).
+// dtypes (kernels/NAME.cc has already checked the call; this names the op
+// otherwise).
 template <typename F>
 void with_float(const TensorView& t, const char* op, F&& f) {
   switch (t.dtype()) {

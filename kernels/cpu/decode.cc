@@ -1,4 +1,4 @@
-// CPU decoding ops (ops.h, "decoding"): attention over gathered keys and the
+// CPU decoding ops (decode.h): attention over gathered keys and the
 // top-k log-softmax. Every row is computed by one thread in a fixed order:
 // dot products and sums of exponentials in lanes added by a fixed tree
 // (vectorizable without reassociating any one sum), the weighted sum of
@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_rows.h"
+#include "kernels/decode.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -661,11 +662,17 @@ void top_k(const T* x, int64_t v, int64_t k, std::vector<std::pair<T, int32_t>>&
 }
 
 }  // namespace
+}  // namespace tfm::ops::cpu
 
-void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
-                      const TensorView& index, const TensorView& lengths,
-                      const TensorView& groups, float scale, const TensorView& out,
-                      const TensorView& probs) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void attention_gather<DeviceType::cpu>(const TensorView& q, const TensorView& keys,
+                                       const TensorView& values, const TensorView& index,
+                                       const TensorView& lengths, const TensorView& groups,
+                                       float scale, const TensorView& out, const TensorView& probs,
+                                       const Stream&) {
   const int64_t pool = keys.dim(0), ng = index.dim(0), list_len = index.dim(1);
   const int32_t* idx = index.data_as<int32_t>();
   const int32_t* len = lengths.data_as<int32_t>();
@@ -687,8 +694,11 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
   });
 }
 
-void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& positions,
-                    const TensorView& slots, const TensorView& next, const TensorView& lengths) {
+template <>
+void extend_history<DeviceType::cpu>(const TensorView& prev, const TensorView& parents,
+                                     const TensorView& positions, const TensorView& slots,
+                                     const TensorView& next, const TensorView& lengths,
+                                     const Stream&) {
   const int64_t n = parents.numel(), rows = prev.dim(0), cols = prev.dim(1);
   const int32_t* par = parents.data_as<int32_t>();
   const int32_t* pos = positions.data_as<int32_t>();
@@ -709,8 +719,10 @@ void extend_history(const TensorView& prev, const TensorView& parents, const Ten
   }
 }
 
-void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
-                      const TensorView& lse) {
+template <>
+void log_softmax_topk<DeviceType::cpu>(const TensorView& logits, const TensorView& values,
+                                       const TensorView& ids, const TensorView& lse,
+                                       const Stream&) {
   const int64_t n = logits.dim(0), v = logits.dim(1), k = values.dim(1);
   with_float(logits, "log_softmax_topk", [&](auto* px) {
     using T = std::remove_pointer_t<decltype(px)>;
@@ -735,4 +747,4 @@ void log_softmax_topk(const TensorView& logits, const TensorView& values, const 
   });
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

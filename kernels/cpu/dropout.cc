@@ -1,4 +1,4 @@
-// CPU dropout (ops.h): keep_i = uniform01(philox_bits(key, i)) >= p, i the
+// CPU dropout (dropout.h): keep_i = uniform01(philox_bits(key, i)) >= p, i the
 // flat element index, scaled by 1 / (1 - p) computed in float. The mask is
 // recomputed, never stored, and matches the CUDA one bit for bit because
 // both come from libcore/rng.h.
@@ -6,7 +6,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/vector.h"
-#include "kernels/detail.h"
+#include "kernels/dropout.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -54,15 +54,23 @@ void dropout_apply(const T* base, const T* x, T* out, int64_t n, float p, const 
 }
 
 }  // namespace
+}  // namespace tfm::ops::cpu
 
-void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void dropout_forward<DeviceType::cpu>(const TensorView& x, float p, const RngKey& key,
+                                      const TensorView& y, const Stream&) {
   with_float(y, "dropout_forward", [&](auto* py) {
     using T = std::remove_pointer_t<decltype(py)>;
     dropout_apply<T>(nullptr, x.data_as<T>(), py, y.numel(), p, key);
   });
 }
 
-void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx) {
+template <>
+void dropout_backward<DeviceType::cpu>(const TensorView& dy, float p, const RngKey& key,
+                                       const TensorView& dx, const Stream&) {
   with_float(dx, "dropout_backward", [&](auto* pdx) {
     using T = std::remove_pointer_t<decltype(pdx)>;
     dropout_apply<T>(nullptr, dy.data_as<T>(), pdx, dx.numel(), p, key);
@@ -71,8 +79,9 @@ void dropout_backward(const TensorView& dy, float p, const RngKey& key, const Te
 
 // Unpadded tiles are the flat dropout (and as fast); padded ones go row by
 // row, each row's kept elements found from the unpadded tile's flat index.
-void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
-                       const TensorView& y) {
+template <>
+void attention_dropout<DeviceType::cpu>(const TensorView& x, int64_t t, int64_t s, float p,
+                                        const RngKey& key, const TensorView& y, const Stream&) {
   const int64_t tp = x.dim(-2), sp = x.dim(-1), g = x.numel() / (tp * sp);
   with_float(y, "attention_dropout", [&](auto* py) {
     using T = std::remove_pointer_t<decltype(py)>;
@@ -93,12 +102,13 @@ void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const
   });
 }
 
-void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
-                         const RngKey& key, const TensorView& y) {
+template <>
+void add_dropout_forward<DeviceType::cpu>(const TensorView& residual, const TensorView& s, float p,
+                                          const RngKey& key, const TensorView& y, const Stream&) {
   with_float(y, "add_dropout_forward", [&](auto* py) {
     using T = std::remove_pointer_t<decltype(py)>;
     dropout_apply<T>(residual.data_as<T>(), s.data_as<T>(), py, y.numel(), p, key);
   });
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

@@ -1,14 +1,13 @@
-// CPU elementwise ops (ops.h): add, ReLU forward/backward, Philox uniform.
+// CPU elementwise ops (elementwise.h): add, ReLU forward/backward, Philox uniform.
 // One templated loop each, run in f32 or f64; OpenMP splits large tensors.
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/vector.h"
-#include "kernels/detail.h"
+#include "kernels/elementwise.h"
 
 namespace tfm::ops::cpu {
-
 namespace {
 
 constexpr int64_t kChunk = 1 << 14;  // elements per unit of parallel work
@@ -31,41 +30,6 @@ TFM_CPU_CLONES void relu_backward_span(const T* y, const T* dy, T* dx, int64_t n
   for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
 }
 
-}  // namespace
-
-void add(const TensorView& a, const TensorView& b, const TensorView& y) {
-  with_float(y, "add", [&](auto* py) {
-    using T = std::remove_pointer_t<decltype(py)>;
-    const T* pa = a.data_as<T>();
-    const T* pb = b.data_as<T>();
-    parallel_chunks(y.numel(), kChunk, [&](int64_t i0, int64_t i1) {
-      add_span<T>(pa + i0, pb + i0, py + i0, i1 - i0);
-    });
-  });
-}
-
-void relu_forward(const TensorView& x, const TensorView& y) {
-  with_float(y, "relu_forward", [&](auto* py) {
-    using T = std::remove_pointer_t<decltype(py)>;
-    const T* px = x.data_as<T>();
-    parallel_chunks(y.numel(), kChunk, [&](int64_t i0, int64_t i1) {
-      relu_span<T>(px + i0, py + i0, i1 - i0);
-    });
-  });
-}
-
-void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx) {
-  with_float(dx, "relu_backward", [&](auto* pdx) {
-    using T = std::remove_pointer_t<decltype(pdx)>;
-    const T* py = y.data_as<T>();
-    const T* pdy = dy.data_as<T>();
-    parallel_chunks(dx.numel(), kChunk, [&](int64_t i0, int64_t i1) {
-      relu_backward_span<T>(py + i0, pdy + i0, pdx + i0, i1 - i0);
-    });
-  });
-}
-
-namespace {
 // Every float dtype as double and back (tfm::bf16 / f16 round to nearest even).
 double load(const TensorView& t, int64_t i) {
   switch (t.dtype()) {
@@ -87,15 +51,60 @@ void store(const TensorView& t, int64_t i, double v) {
     default: break;
   }
 }
-}  // namespace
 
-void cast(const TensorView& x, const TensorView& y) {
+}  // namespace
+}  // namespace tfm::ops::cpu
+
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void add<DeviceType::cpu>(const TensorView& a, const TensorView& b, const TensorView& y,
+                          const Stream&) {
+  with_float(y, "add", [&](auto* py) {
+    using T = std::remove_pointer_t<decltype(py)>;
+    const T* pa = a.data_as<T>();
+    const T* pb = b.data_as<T>();
+    parallel_chunks(y.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      add_span<T>(pa + i0, pb + i0, py + i0, i1 - i0);
+    });
+  });
+}
+
+template <>
+void relu_forward<DeviceType::cpu>(const TensorView& x, const TensorView& y, const Stream&) {
+  with_float(y, "relu_forward", [&](auto* py) {
+    using T = std::remove_pointer_t<decltype(py)>;
+    const T* px = x.data_as<T>();
+    parallel_chunks(y.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      relu_span<T>(px + i0, py + i0, i1 - i0);
+    });
+  });
+}
+
+template <>
+void relu_backward<DeviceType::cpu>(const TensorView& y, const TensorView& dy, const TensorView& dx,
+                                    const Stream&) {
+  with_float(dx, "relu_backward", [&](auto* pdx) {
+    using T = std::remove_pointer_t<decltype(pdx)>;
+    const T* py = y.data_as<T>();
+    const T* pdy = dy.data_as<T>();
+    parallel_chunks(dx.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      relu_backward_span<T>(py + i0, pdy + i0, pdx + i0, i1 - i0);
+    });
+  });
+}
+
+template <>
+void cast<DeviceType::cpu>(const TensorView& x, const TensorView& y, const Stream&) {
   const int64_t n = x.numel();
 #pragma omp parallel for if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) store(y, i, load(x, i));
 }
 
-void copy_columns(const TensorView& x, int64_t col, const TensorView& y) {
+template <>
+void copy_columns<DeviceType::cpu>(const TensorView& x, int64_t col, const TensorView& y,
+                                   const Stream&) {
   const size_t el = dtype_size(x.dtype()), width = static_cast<size_t>(y.dim(1)) * el;
   const auto* src = static_cast<const char*>(x.data()) + col * static_cast<int64_t>(el);
   auto* dst = static_cast<char*>(y.data());
@@ -103,7 +112,9 @@ void copy_columns(const TensorView& x, int64_t col, const TensorView& y) {
     std::memcpy(dst + static_cast<size_t>(r) * width, src + static_cast<size_t>(r * x.dim(1)) * el, width);
 }
 
-void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, const TensorView& y) {
+template <>
+void scatter_columns<DeviceType::cpu>(const TensorView& x, int64_t col, const TensorView& index,
+                                      const TensorView& y, const Stream&) {
   const int32_t* to = index.data_as<int32_t>();
   for (int64_t r = 0; r < x.dim(0); ++r)
     TFM_REQUIRE(to[r] >= 0 && to[r] < y.dim(0), "scatter_columns: index[{}] is {}, outside [0, {})", r,
@@ -115,7 +126,9 @@ void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, 
     std::memcpy(dst + static_cast<size_t>(to[r]) * width, src + static_cast<size_t>(r * x.dim(1)) * el, width);
 }
 
-void uniform(const TensorView& out, const RngKey& key, float lo, float hi) {
+template <>
+void uniform<DeviceType::cpu>(const TensorView& out, const RngKey& key, float lo, float hi,
+                              const Stream&) {
   with_float(out, "uniform", [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
     const int64_t n = out.numel();
@@ -130,4 +143,4 @@ void uniform(const TensorView& out, const RngKey& key, float lo, float hi) {
   });
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

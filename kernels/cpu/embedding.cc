@@ -1,4 +1,4 @@
-// CPU embeddings (ops.h): token lookup with its scatter-add backward, and the
+// CPU embeddings (embedding.h): token lookup with its scatter-add backward, and the
 // position table add with its backward. f32 or f64; every parameter-gradient
 // sum runs in a fixed order (over n, or over b), so results are bit-stable
 // whatever the thread count.
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
-#include "kernels/detail.h"
+#include "kernels/embedding.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -20,9 +20,14 @@ void check_ids(const char* op, const TensorView& ids, int64_t vocab) {
 }
 
 }  // namespace
+}  // namespace tfm::ops::cpu
 
-void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
-                       const TensorView& out) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void embedding_forward<DeviceType::cpu>(const TensorView& ids, const TensorView& table, float scale,
+                                        const TensorView& out, const Stream&) {
   const int64_t vocab = table.dim(0), d = table.dim(1), n = ids.dim(0);
   check_ids("embedding_forward", ids, vocab);
   const int32_t* id = ids.data_as<int32_t>();
@@ -39,8 +44,9 @@ void embedding_forward(const TensorView& ids, const TensorView& table, float sca
   });
 }
 
-void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
-                        const TensorView& dtable) {
+template <>
+void embedding_backward<DeviceType::cpu>(const TensorView& ids, const TensorView& dout, float scale,
+                                         const TensorView& dtable, const Stream&) {
   const int64_t vocab = dtable.dim(0), d = dtable.dim(1), n = ids.dim(0);
   check_ids("embedding_backward", ids, vocab);
   const int32_t* id = ids.data_as<int32_t>();
@@ -64,7 +70,9 @@ void embedding_backward(const TensorView& ids, const TensorView& dout, float sca
   });
 }
 
-void position_add(const TensorView& x, const TensorView& table, int64_t offset) {
+template <>
+void position_add<DeviceType::cpu>(const TensorView& x, const TensorView& table, int64_t offset,
+                                   const Stream&) {
   const int64_t b_count = x.dim(0), t_count = x.dim(1), d = x.dim(2);
   with_float(x, "position_add", [&](auto* px) {
     using T = std::remove_pointer_t<decltype(px)>;
@@ -79,7 +87,24 @@ void position_add(const TensorView& x, const TensorView& table, int64_t offset) 
   });
 }
 
-void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable) {
+// The offsets read here, on the host (embedding.cc has checked each): one
+// for all of x, or one for each b.
+template <>
+void position_add_at<DeviceType::cpu>(const TensorView& x, const TensorView& table,
+                                      const TensorView& offset, const Stream& stream) {
+  const int32_t* at = offset.data_as<int32_t>();
+  if (offset.numel() == 1) return position_add<DeviceType::cpu>(x, table, at[0], stream);
+  const int64_t per_b = x.dim(1) * x.dim(2);
+  for (int64_t b = 0; b < x.dim(0); ++b) {
+    const TensorView xb(static_cast<char*>(x.data()) + b * per_b * static_cast<int64_t>(dtype_size(x.dtype())),
+                        x.dtype(), {1, x.dim(1), x.dim(2)}, x.device());
+    position_add<DeviceType::cpu>(xb, table, at[b], stream);
+  }
+}
+
+template <>
+void position_backward<DeviceType::cpu>(const TensorView& dx, int64_t offset,
+                                        const TensorView& dtable, const Stream&) {
   const int64_t b_count = dx.dim(0), t_count = dx.dim(1), d = dx.dim(2);
   with_float(dtable, "position_backward", [&](auto* pt) {
     using T = std::remove_pointer_t<decltype(pt)>;
@@ -98,4 +123,4 @@ void position_backward(const TensorView& dx, int64_t offset, const TensorView& d
   });
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

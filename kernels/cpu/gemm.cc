@@ -1,4 +1,4 @@
-// CPU GEMM family (ops.h): OpenBLAS sgemm/dgemm per batch entry, with the
+// CPU GEMM family (gemm.h): OpenBLAS sgemm/dgemm per batch entry, with the
 // bias and ReLU epilogue applied in the same pass over C where possible.
 #include <omp.h>
 
@@ -7,7 +7,8 @@
 #include <cstring>
 
 #include "kernels/cpu/blas.h"
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_rows.h"
+#include "kernels/gemm.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -62,9 +63,15 @@ void gemm_typed(const GemmShape& s, const T* a, const T* b, T* c, const T* bias,
 }
 
 }  // namespace
+}  // namespace tfm::ops::cpu
 
-void gemm(const GemmShape& s, const TensorView& a, const TensorView& b, const TensorView& c,
-          const TensorView& bias, const GemmOptions& o) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void gemm<DeviceType::cpu>(const GemmShape& s, const TensorView& a, const TensorView& b,
+                           const TensorView& c, const TensorView& bias, const GemmOptions& o,
+                           const Stream&) {
   if (o.row_invariant && o.trans_b && !o.trans_a && s.batch == 1) {
     if (a.dtype() == DType::f32)
       return gemm_row_invariant<float>(s, a.data_as<float>(), b.data_as<float>(), c.data_as<float>(),
@@ -88,4 +95,4 @@ void gemm(const GemmShape& s, const TensorView& a, const TensorView& b, const Te
   }
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

@@ -1,4 +1,4 @@
-// CPU int8 GEMM of inference (ops.h, "int8"): y = act(x W^T + bias) with W
+// CPU int8 GEMM of inference (gemm_int8.h): y = act(x W^T + bias) with W
 // quantized once by rows and x quantized by rows on each call, the dot
 // products summed exactly in int32. Integer sums have no order, so a row
 // of y depends on its row of x alone, whatever the tiling, the other rows
@@ -37,7 +37,7 @@
 #endif
 
 #include "kernels/cpu/panel.h"
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_int8.h"
 
 namespace tfm::ops::cpu {
 namespace {

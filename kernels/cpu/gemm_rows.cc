@@ -39,7 +39,7 @@
 #endif
 
 #include "kernels/cpu/panel.h"
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_rows.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -373,7 +373,7 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
   }
 }
 
-static_assert(kPanel == kPanelRows, "ops.h's panels are gemm_rows.cc's");
+static_assert(kPanel == kPanelRows, "gemm.h's panels are gemm_rows.cc's");
 
 int64_t panels_size(int64_t rows, int64_t cols) { return (rows + kPanel - 1) / kPanel * kPanel * cols; }
 

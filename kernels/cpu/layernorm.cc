@@ -1,4 +1,4 @@
-// CPU layer norm (ops.h) and the fused post-norm sub-layer end. Row
+// CPU layer norm (layernorm.h) and the fused post-norm sub-layer end. Row
 // statistics and every sum run in double, in a fixed order (vector.h); dgamma
 // and dbeta are summed over rows per column, so they do not depend on the
 // thread count.
@@ -7,7 +7,8 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/vector.h"
-#include "kernels/detail.h"
+#include "kernels/dropout.h"
+#include "kernels/layernorm.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -96,10 +97,16 @@ void backward_rows(const T* x, const T* gamma, const T* mean, const T* rstd, con
 }
 
 }  // namespace
+}  // namespace tfm::ops::cpu
 
-void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
-                       float eps, const TensorView& y, const TensorView& mean,
-                       const TensorView& rstd) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void layernorm_forward<DeviceType::cpu>(const TensorView& x, const TensorView& gamma,
+                                        const TensorView& beta, float eps, const TensorView& y,
+                                        const TensorView& mean, const TensorView& rstd,
+                                        const Stream&) {
   with_float(y, "layernorm_forward", [&](auto* py) {
     using T = std::remove_pointer_t<decltype(py)>;
     const int64_t d = x.dim(-1);
@@ -108,9 +115,12 @@ void layernorm_forward(const TensorView& x, const TensorView& gamma, const Tenso
   });
 }
 
-void layernorm_backward(const TensorView& x, const TensorView& gamma, const TensorView& mean,
-                        const TensorView& rstd, const TensorView& dy, const TensorView& dx,
-                        const TensorView& dgamma, const TensorView& dbeta) {
+template <>
+void layernorm_backward<DeviceType::cpu>(const TensorView& x, const TensorView& gamma,
+                                         const TensorView& mean, const TensorView& rstd,
+                                         const TensorView& dy, const TensorView& dx,
+                                         const TensorView& dgamma, const TensorView& dbeta,
+                                         const Stream&) {
   with_float(dx, "layernorm_backward", [&](auto* pdx) {
     using T = std::remove_pointer_t<decltype(pdx)>;
     const int64_t d = x.dim(-1);
@@ -123,14 +133,16 @@ void layernorm_backward(const TensorView& x, const TensorView& gamma, const Tens
 // h = residual + dropout(s), then y = LayerNorm(h): two passes over (R, D),
 // the first the very add_dropout_forward, so both ops drop the same elements;
 // one pass when p is 0.
-void add_dropout_layernorm_forward(const TensorView& residual, const TensorView& s, float p,
-                                   const RngKey& key, const TensorView& gamma,
-                                   const TensorView& beta, float eps, const TensorView& h,
-                                   const TensorView& y, const TensorView& mean,
-                                   const TensorView& rstd) {
+template <>
+void add_dropout_layernorm_forward<DeviceType::cpu>(const TensorView& residual, const TensorView& s,
+                                                    float p, const RngKey& key,
+                                                    const TensorView& gamma, const TensorView& beta,
+                                                    float eps, const TensorView& h,
+                                                    const TensorView& y, const TensorView& mean,
+                                                    const TensorView& rstd, const Stream& stream) {
   if (p != 0.0f) {
-    add_dropout_forward(residual, s, p, key, h);
-    layernorm_forward(h, gamma, beta, eps, y, mean, rstd);
+    add_dropout_forward<DeviceType::cpu>(residual, s, p, key, h, stream);
+    layernorm_forward<DeviceType::cpu>(h, gamma, beta, eps, y, mean, rstd, stream);
     return;
   }
   // Nothing dropped (decoding, evaluation): one pass, each row normalized
@@ -153,13 +165,15 @@ void add_dropout_layernorm_forward(const TensorView& residual, const TensorView&
 }
 
 // dh = layer-norm backward of dy; ds = dropout_backward(dh).
-void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma,
-                                    const TensorView& mean, const TensorView& rstd,
-                                    const TensorView& dy, float p, const RngKey& key,
-                                    const TensorView& dh, const TensorView& ds,
-                                    const TensorView& dgamma, const TensorView& dbeta) {
-  layernorm_backward(h, gamma, mean, rstd, dy, dh, dgamma, dbeta);
-  dropout_backward(dh, p, key, ds);
+template <>
+void add_dropout_layernorm_backward<DeviceType::cpu>(const TensorView& h, const TensorView& gamma,
+                                                     const TensorView& mean, const TensorView& rstd,
+                                                     const TensorView& dy, float p,
+                                                     const RngKey& key, const TensorView& dh,
+                                                     const TensorView& ds, const TensorView& dgamma,
+                                                     const TensorView& dbeta, const Stream& stream) {
+  layernorm_backward<DeviceType::cpu>(h, gamma, mean, rstd, dy, dh, dgamma, dbeta, stream);
+  dropout_backward<DeviceType::cpu>(dh, p, key, ds, stream);
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

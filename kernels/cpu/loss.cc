@@ -1,4 +1,4 @@
-// CPU output layer (ops.h): log-softmax, and the label-smoothed
+// CPU output layer (loss.h): log-softmax, and the label-smoothed
 // cross-entropy that writes its gradient over the logits in place. Both use
 // the stable log-sum-exp, lse = max + log(sum exp(x - max)), summed in double;
 // the loss sums add per-row values in row order, so they are deterministic.
@@ -9,7 +9,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/vector.h"
-#include "kernels/detail.h"
+#include "kernels/loss.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -54,8 +54,13 @@ TFM_CPU_CLONES RowLoss smoothed_ce_row(T* x, int64_t v, int32_t t, double eps, d
 }
 
 }  // namespace
+}  // namespace tfm::ops::cpu
 
-void log_softmax(const TensorView& x, const TensorView& y) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void log_softmax<DeviceType::cpu>(const TensorView& x, const TensorView& y, const Stream&) {
   const int64_t v = x.dim(-1), rows = x.numel() / v;
   with_float(y, "log_softmax", [&](auto* py) {
     using T = std::remove_pointer_t<decltype(py)>;
@@ -71,15 +76,17 @@ void log_softmax(const TensorView& x, const TensorView& y) {
 // Per row with target t >= 0, logp = x - lse:
 //   loss = (1 - eps) * -logp[t] + eps * mean_v(-logp[v]) = (1 - eps) * nll + eps * (lse - mean(x))
 //   x := grad_scale * (softmax(x) - (1 - eps) * onehot(t) - eps / V)
-void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
-                            float grad_scale, const TensorView& sums, const TensorView& dlogits) {
+template <>
+void smoothed_cross_entropy<DeviceType::cpu>(const TensorView& logits, const TensorView& targets,
+                                             float eps, float grad_scale, const TensorView& sums,
+                                             const TensorView& dlogits, const Stream&) {
   const int64_t n = logits.dim(0), v = logits.dim(1);
   const int32_t* tgt = targets.data_as<int32_t>();
   for (int64_t r = 0; r < n; ++r)
     TFM_REQUIRE(tgt[r] < v, "smoothed_cross_entropy: targets[{}] is {}, outside the vocabulary "
                 "[0, {}) (negative targets mark padding)", r, tgt[r], v);
   // The rows are computed in place: in dlogits, when it is another buffer
-  // (same dtype, ops.cc).
+  // (same dtype, kernels/loss.cc).
   if (dlogits.data() != logits.data()) std::memcpy(dlogits.data(), logits.data(), logits.bytes());
   with_float(dlogits, "smoothed_cross_entropy", [&](auto* px) {
     using T = std::remove_pointer_t<decltype(px)>;
@@ -108,4 +115,4 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
   });
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

@@ -1,4 +1,4 @@
-// CPU reductions (ops.h): column sums (bias gradients), the sum of squares
+// CPU reductions (reduce.h): column sums (bias gradients), the sum of squares
 // (gradient norms for clipping) and in-place scaling. Sums run in double in
 // a fixed order and a fixed chunking, so results do not depend on the number
 // of threads.
@@ -7,7 +7,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/vector.h"
-#include "kernels/detail.h"
+#include "kernels/reduce.h"
 
 namespace tfm::ops::cpu {
 namespace {
@@ -30,8 +30,13 @@ TFM_CPU_CLONES void column_sums(const T* x, T* out, int64_t rows, int64_t n, int
 }
 
 }  // namespace
+}  // namespace tfm::ops::cpu
 
-void sum_rows(const TensorView& x, const TensorView& out) {
+namespace tfm::ops::impl {
+using namespace cpu;  // the helpers above
+
+template <>
+void sum_rows<DeviceType::cpu>(const TensorView& x, const TensorView& out, const Stream&) {
   const int64_t n = x.dim(-1), rows = x.numel() / n;
   with_float(out, "sum_rows", [&](auto* po) {
     using T = std::remove_pointer_t<decltype(po)>;
@@ -44,7 +49,8 @@ void sum_rows(const TensorView& x, const TensorView& out) {
   });
 }
 
-void sum_squares(const TensorView& x, const TensorView& out) {
+template <>
+void sum_squares<DeviceType::cpu>(const TensorView& x, const TensorView& out, const Stream&) {
   with_float(out, "sum_squares", [&](auto* po) {
     using T = std::remove_pointer_t<decltype(po)>;
     const T* px = x.data_as<T>();
@@ -66,7 +72,8 @@ void sum_squares(const TensorView& x, const TensorView& out) {
   });
 }
 
-void scale(const TensorView& x, float alpha) {
+template <>
+void scale<DeviceType::cpu>(const TensorView& x, float alpha, const Stream&) {
   with_float(x, "scale", [&](auto* px) {
     using T = std::remove_pointer_t<decltype(px)>;
     const T a = static_cast<T>(alpha);
@@ -76,4 +83,4 @@ void scale(const TensorView& x, float alpha) {
   });
 }
 
-}  // namespace tfm::ops::cpu
+}  // namespace tfm::ops::impl

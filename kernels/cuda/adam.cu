@@ -1,11 +1,11 @@
-// CUDA Adam (ops.h): one grid-stride pass over the flat f32 parameter,
+// CUDA Adam (adam.h): one grid-stride pass over the flat f32 parameter,
 // gradient and moment buffers, in place. The bias corrections depend only on
 // the step, so the host computes them once, in double (adam_schedule), or
 // update_control's one-thread kernel picks them on the device.
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/adam.h"
 
 namespace tfm::ops::cuda {
 namespace {
@@ -39,11 +39,11 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
   }
 }
 
-// One thread: update_control (ops.h), its arithmetic the CPU's (detail.h).
+// One thread: update_control (adam.h), its arithmetic the CPU's (impl::decide_update).
 template <typename S>
 __global__ void update_control_kernel(const S* sums, double loss_scale, double max_norm,
                                       AdamSchedule next, AdamSchedule retry, float* control) {
-  const detail::UpdateDecision d = detail::decide_update(static_cast<double>(sums[0]),
+  const impl::UpdateDecision d = impl::decide_update(static_cast<double>(sums[0]),
                                                          static_cast<double>(sums[1]),
                                                          static_cast<double>(sums[2]), loss_scale,
                                                          max_norm);
@@ -56,10 +56,15 @@ __global__ void update_control_kernel(const S* sums, double loss_scale, double m
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void adam_step(const TensorView& params, const TensorView& grads, const TensorView& m,
-               const TensorView& v, const AdamOptions& o, const TensorView& control,
-               const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void adam_step<DeviceType::cuda>(const TensorView& params, const TensorView& grads,
+                                 const TensorView& m, const TensorView& v, const AdamOptions& o,
+                                 const TensorView& control, const Stream& stream) {
   for (const TensorView* t : {&params, &grads, &m, &v})
     if (t->dtype() != DType::f32) unsupported_dtype("adam_step", t->dtype());
   const int64_t n = params.numel();
@@ -74,16 +79,17 @@ void adam_step(const TensorView& params, const TensorView& grads, const TensorVi
   TFM_CHECK_LAUNCH();
 }
 
-void update_control(const TensorView& sums, double loss_scale, double max_norm,
-                    const AdamSchedule& next, const AdamSchedule& retry, const TensorView& control,
-                    const Stream& stream) {
+template <>
+void update_control<DeviceType::cuda>(const TensorView& sums, double loss_scale, double max_norm,
+                                      const AdamSchedule& next, const AdamSchedule& retry,
+                                      const TensorView& control, const Stream& stream) {
   update_control_kernel<float><<<1, 1, 0, native(stream)>>>(static_cast<const float*>(sums.data()),
                                                             loss_scale, max_norm, next, retry,
                                                             static_cast<float*>(control.data()));
   TFM_CHECK_LAUNCH();
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl
 
 // Storage types instantiated above, closed list: float only (master weights
 // and optimizer state are f32 by design).

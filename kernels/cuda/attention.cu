@@ -1,10 +1,10 @@
-// CUDA attention helpers (ops.h): the head split/merge permutation and the
+// CUDA attention helpers (attention.h): the head split/merge permutation and the
 // masked softmax, forward and backward. Storage f32, bf16 or f16; softmax
 // statistics in f32. A softmax row (one query) belongs to one warp (Tk <=
 // kWarpRowMax) or one block; the mask comes from k_lengths and causality,
 // never from a mask tensor.
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/attention.h"
 
 namespace tfm::ops::cuda {
 namespace {
@@ -222,8 +222,14 @@ bool with_short_rows(int64_t rows, int64_t tk, F&& f, const Ptr*... ptrs) {
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void permute_0213<DeviceType::cuda>(const TensorView& x, const TensorView& y,
+                                    const Stream& stream) {
   const int64_t na = x.dim(0), nb = x.dim(1), nc = x.dim(2), nd = x.dim(3);
   const int64_t rows = na * nb * nc;
   if (rows == 0 || nd == 0) return;
@@ -237,18 +243,22 @@ void permute_0213(const TensorView& x, const TensorView& y, const Stream& stream
   });
 }
 
-void unpack_heads(const TensorView& rows, const TensorView& offsets, const TensorView& heads,
-                  int64_t col, const Stream& stream) {
+template <>
+void unpack_heads<DeviceType::cuda>(const TensorView& rows, const TensorView& offsets,
+                                    const TensorView& heads, int64_t col, const Stream& stream) {
   move_heads<true>(rows, offsets, heads, col, stream, "unpack_heads");
 }
 
-void pack_heads(const TensorView& heads, const TensorView& offsets, const TensorView& rows,
-                int64_t col, const Stream& stream) {
+template <>
+void pack_heads<DeviceType::cuda>(const TensorView& heads, const TensorView& offsets,
+                                  const TensorView& rows, int64_t col, const Stream& stream) {
   move_heads<false>(rows, offsets, heads, col, stream, "pack_heads");
 }
 
-void masked_softmax_forward(const TensorView& scores, const TensorView& k_lengths, bool causal,
-                            const TensorView& probs, const Stream& stream) {
+template <>
+void masked_softmax_forward<DeviceType::cuda>(const TensorView& scores, const TensorView& k_lengths,
+                                              bool causal, const TensorView& probs,
+                                              const Stream& stream) {
   const int64_t heads = scores.dim(1), tq = scores.dim(2), tk = scores.dim(3);
   const int64_t rows = scores.dim(0) * heads * tq;
   if (rows == 0 || tk == 0) return;
@@ -274,8 +284,9 @@ void masked_softmax_forward(const TensorView& scores, const TensorView& k_length
   });
 }
 
-void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs, const TensorView& dscores,
-                             const Stream& stream) {
+template <>
+void masked_softmax_backward<DeviceType::cuda>(const TensorView& probs, const TensorView& dprobs,
+                                               const TensorView& dscores, const Stream& stream) {
   const int64_t tk = probs.dim(-1), rows = tk == 0 ? 0 : probs.numel() / tk;
   if (rows == 0) return;
   with_storage_type(probs.dtype(), "masked_softmax_backward", [&](auto t) {
@@ -299,7 +310,7 @@ void masked_softmax_backward(const TensorView& probs, const TensorView& dprobs, 
   });
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl
 
 // Storage types instantiated above, closed list: float, __nv_bfloat16, __half
 // (through with_storage_type), softmax kernels each with a warp and a block

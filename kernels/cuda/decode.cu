@@ -1,10 +1,10 @@
-// CUDA decoding ops (ops.h, "decoding"): attention over gathered keys and the
+// CUDA decoding ops (decode.h): attention over gathered keys and the
 // top-k log-softmax (one pass over the vocabulary for k <= 16). Storage f32, bf16 or f16; every sum in f32 by a fixed
 // tree, so a row's bits do not depend on the other rows of the launch.
 // Indices out of range are made harmless (ops.h): an index outside the pool
 // or a group outside [0, G) counts as an empty key, a length is clamped.
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/decode.h"
 
 namespace tfm::ops::cuda {
 namespace {
@@ -323,10 +323,16 @@ __global__ void extend_history_kernel(const int32_t* prev, const int32_t* parent
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void extend_history(const TensorView& prev, const TensorView& parents, const TensorView& positions,
-                    const TensorView& slots, const TensorView& next, const TensorView& lengths,
-                    const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void extend_history<DeviceType::cuda>(const TensorView& prev, const TensorView& parents,
+                                      const TensorView& positions, const TensorView& slots,
+                                      const TensorView& next, const TensorView& lengths,
+                                      const Stream& stream) {
   // A grid for the longest list: the positions are known only on the device.
   const int64_t n = parents.numel();
   extend_history_kernel<<<grid_for(n * prev.dim(1)), kThreads, 0, native(stream)>>>(
@@ -336,10 +342,12 @@ void extend_history(const TensorView& prev, const TensorView& parents, const Ten
   TFM_CHECK_LAUNCH();
 }
 
-void attention_gather(const TensorView& q, const TensorView& keys, const TensorView& values,
-                      const TensorView& index, const TensorView& lengths,
-                      const TensorView& groups, float scale, const TensorView& out,
-                      const TensorView& probs, const Stream& stream) {
+template <>
+void attention_gather<DeviceType::cuda>(const TensorView& q, const TensorView& keys,
+                                        const TensorView& values, const TensorView& index,
+                                        const TensorView& lengths, const TensorView& groups,
+                                        float scale, const TensorView& out, const TensorView& probs,
+                                        const Stream& stream) {
   const int64_t rows = q.dim(0), nh = q.dim(1), nk = q.dim(2), ne = values.dim(2),
                 list_len = index.dim(1);
   const size_t shared = sizeof(float) * size_t(kWarpsPerBlock) * size_t(list_len > 0 ? list_len : 1);
@@ -369,8 +377,10 @@ void attention_gather(const TensorView& q, const TensorView& keys, const TensorV
   });
 }
 
-void log_softmax_topk(const TensorView& logits, const TensorView& values, const TensorView& ids,
-                      const TensorView& lse, const Stream& stream) {
+template <>
+void log_softmax_topk<DeviceType::cuda>(const TensorView& logits, const TensorView& values,
+                                        const TensorView& ids, const TensorView& lse,
+                                        const Stream& stream) {
   const int64_t rows = logits.dim(0), vocab = logits.dim(1), k = values.dim(1);
   with_storage_type(logits.dtype(), "log_softmax_topk", [&](auto tag) {
     using T = decltype(tag);
@@ -385,4 +395,4 @@ void log_softmax_topk(const TensorView& logits, const TensorView& values, const 
   });
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl

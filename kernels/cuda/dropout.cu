@@ -1,11 +1,11 @@
-// CUDA dropout (ops.h): forward, backward and the pre-norm residual add.
+// CUDA dropout (dropout.h): forward, backward and the pre-norm residual add.
 // keep_i = uniform01(philox_bits(key, i)) >= p over the flat index i, so the
 // GPU drops exactly the elements the CPU drops. The scale 1 / (1 - p) is
 // computed once on the host as a float and multiplied in with __fmul_rn /
 // __fadd_rn, which nvcc never contracts into a fused multiply-add: in f32
 // the kept values are the CPU's bits. Storage f32, bf16 or f16, math in f32.
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/dropout.h"
 #include "libcore/rng.h"
 
 namespace tfm::ops::cuda {
@@ -88,9 +88,15 @@ __global__ void tile_dropout_kernel(const T* x, T* y, int64_t n, int64_t t, int6
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const RngKey& key,
-                       const TensorView& y, const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void attention_dropout<DeviceType::cuda>(const TensorView& x, int64_t t, int64_t s, float p,
+                                         const RngKey& key, const TensorView& y,
+                                         const Stream& stream) {
   const int64_t tp = x.dim(-2), sp = x.dim(-1), n = y.numel();
   if (tp == t && sp == s) return launch_dropout({}, x, p, key, y, stream, "attention_dropout");
   const float scale = 1.0f / (1.0f - p);
@@ -102,24 +108,28 @@ void attention_dropout(const TensorView& x, int64_t t, int64_t s, float p, const
   });
 }
 
-void dropout_forward(const TensorView& x, float p, const RngKey& key, const TensorView& y,
-                     const Stream& stream) {
+template <>
+void dropout_forward<DeviceType::cuda>(const TensorView& x, float p, const RngKey& key,
+                                       const TensorView& y, const Stream& stream) {
   launch_dropout({}, x, p, key, y, stream, "dropout_forward");
 }
 
 // The mask is the forward's (same key, same index), so backward is the same
 // kernel applied to dy.
-void dropout_backward(const TensorView& dy, float p, const RngKey& key, const TensorView& dx,
-                      const Stream& stream) {
+template <>
+void dropout_backward<DeviceType::cuda>(const TensorView& dy, float p, const RngKey& key,
+                                        const TensorView& dx, const Stream& stream) {
   launch_dropout({}, dy, p, key, dx, stream, "dropout_backward");
 }
 
-void add_dropout_forward(const TensorView& residual, const TensorView& s, float p,
-                         const RngKey& key, const TensorView& y, const Stream& stream) {
+template <>
+void add_dropout_forward<DeviceType::cuda>(const TensorView& residual, const TensorView& s, float p,
+                                           const RngKey& key, const TensorView& y,
+                                           const Stream& stream) {
   launch_dropout(residual, s, p, key, y, stream, "add_dropout_forward");
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl
 
 // Storage types instantiated above, closed list: float, __nv_bfloat16, __half
 // (through with_storage_type).

@@ -1,11 +1,11 @@
-// CUDA elementwise ops (ops.h): add, ReLU forward/backward, Philox uniform,
+// CUDA elementwise ops (elementwise.h): add, ReLU forward/backward, Philox uniform,
 // and the GEMM's bias/ReLU epilogue for when cuBLASLt cannot fuse it.
 // Storage is f32, bf16 or f16; arithmetic is f32. add, ReLU and cast move
 // 16-byte packs where the tensors allow (common.cuh).
 #include <cstdint>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/elementwise.h"
 #include "libcore/rng.h"
 
 namespace tfm::ops::cuda {
@@ -118,9 +118,29 @@ __global__ void bias_relu_kernel(T* c, int64_t rows, int64_t n, const B* bias, b
   }
 }
 
-}  // namespace
+// The widest unit (16, 4, 2 or 1 bytes) that the source's and the
+// destination's addresses and row pitches are multiples of.
+template <typename F>
+void with_copy_unit(const void* src, const void* dst, int64_t x_bytes, int64_t y_bytes, F&& f) {
+  const auto fits = [&](int64_t u) {
+    return reinterpret_cast<uintptr_t>(src) % u == 0 && reinterpret_cast<uintptr_t>(dst) % u == 0 &&
+           x_bytes % u == 0 && y_bytes % u == 0;
+  };
+  if (fits(16)) return f(uint4{});
+  if (fits(4)) return f(uint32_t{});
+  if (fits(2)) return f(uint16_t{});
+  f(uint8_t{});
+}
 
-void add(const TensorView& a, const TensorView& b, const TensorView& y, const Stream& stream) {
+}  // namespace
+}  // namespace tfm::ops::cuda
+
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void add<DeviceType::cuda>(const TensorView& a, const TensorView& b, const TensorView& y,
+                           const Stream& stream) {
   const int64_t n = y.numel();
   if (n == 0) return;
   with_storage_type(y.dtype(), "add", [&](auto t) {
@@ -130,7 +150,9 @@ void add(const TensorView& a, const TensorView& b, const TensorView& y, const St
   });
 }
 
-void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream) {
+template <>
+void relu_forward<DeviceType::cuda>(const TensorView& x, const TensorView& y,
+                                    const Stream& stream) {
   const int64_t n = y.numel();
   if (n == 0) return;
   with_storage_type(y.dtype(), "relu_forward", [&](auto t) {
@@ -140,8 +162,9 @@ void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream
   });
 }
 
-void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx,
-                   const Stream& stream) {
+template <>
+void relu_backward<DeviceType::cuda>(const TensorView& y, const TensorView& dy,
+                                     const TensorView& dx, const Stream& stream) {
   const int64_t n = dx.numel();
   if (n == 0) return;
   with_storage_type(dx.dtype(), "relu_backward", [&](auto t) {
@@ -151,7 +174,9 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
   });
 }
 
-void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream) {
+template <>
+void uniform<DeviceType::cuda>(const TensorView& out, const RngKey& key, float lo, float hi,
+                               const Stream& stream) {
   const int64_t n = out.numel();
   if (n == 0) return;
   with_storage_type(out.dtype(), "uniform", [&](auto t) {
@@ -162,7 +187,8 @@ void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const
   });
 }
 
-void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
+template <>
+void cast<DeviceType::cuda>(const TensorView& x, const TensorView& y, const Stream& stream) {
   const int64_t n = x.numel();
   with_storage_type(x.dtype(), "cast", [&](auto xt) {
     with_storage_type(y.dtype(), "cast", [&](auto yt) {
@@ -180,23 +206,9 @@ void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
   });
 }
 
-namespace {
-// The widest unit (16, 4, 2 or 1 bytes) that the source's and the
-// destination's addresses and row pitches are multiples of.
-template <typename F>
-void with_copy_unit(const void* src, const void* dst, int64_t x_bytes, int64_t y_bytes, F&& f) {
-  const auto fits = [&](int64_t u) {
-    return reinterpret_cast<uintptr_t>(src) % u == 0 && reinterpret_cast<uintptr_t>(dst) % u == 0 &&
-           x_bytes % u == 0 && y_bytes % u == 0;
-  };
-  if (fits(16)) return f(uint4{});
-  if (fits(4)) return f(uint32_t{});
-  if (fits(2)) return f(uint16_t{});
-  f(uint8_t{});
-}
-}  // namespace
-
-void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const Stream& stream) {
+template <>
+void copy_columns<DeviceType::cuda>(const TensorView& x, int64_t col, const TensorView& y,
+                                    const Stream& stream) {
   const int64_t el = static_cast<int64_t>(dtype_size(x.dtype()));
   const auto* src = static_cast<const char*>(x.data()) + col * el;
   const int64_t x_bytes = x.dim(1) * el, y_bytes = y.dim(1) * el, rows = y.dim(0);
@@ -209,8 +221,9 @@ void copy_columns(const TensorView& x, int64_t col, const TensorView& y, const S
   });
 }
 
-void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, const TensorView& y,
-                     const Stream& stream) {
+template <>
+void scatter_columns<DeviceType::cuda>(const TensorView& x, int64_t col, const TensorView& index,
+                                       const TensorView& y, const Stream& stream) {
   const int64_t el = static_cast<int64_t>(dtype_size(x.dtype()));
   const auto* src = static_cast<const char*>(x.data()) + col * el;
   const int64_t x_bytes = x.dim(1) * el, y_bytes = y.dim(1) * el, rows = x.dim(0);
@@ -224,18 +237,20 @@ void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, 
   });
 }
 
+}  // namespace tfm::ops::impl
+
+namespace tfm::ops::cuda {
 void bias_relu_inplace(const TensorView& c, int64_t rows, int64_t n, const TensorView& bias,
                        bool relu, cudaStream_t stream) {
   if (rows * n == 0 || (bias.empty() && !relu)) return;
   with_storage_type(c.dtype(), "gemm", [&](auto t) {
     using T = decltype(t);
-    // bias has C's dtype (ops.cc checks it).
+    // bias has C's dtype (kernels/gemm.cc checks it).
     bias_relu_kernel<T, T><<<grid_for(rows * n), kThreads, 0, stream>>>(
         static_cast<T*>(c.data()), rows, n, static_cast<const T*>(bias.data()), relu);
     TFM_CHECK_LAUNCH();
   });
 }
-
 }  // namespace tfm::ops::cuda
 
 // Storage types instantiated above, closed list: float, __nv_bfloat16, __half

@@ -1,10 +1,10 @@
-// CUDA embeddings (ops.h): token lookup and learned/sinusoidal positions,
+// CUDA embeddings (embedding.h): token lookup and learned/sinusoidal positions,
 // forward and backward. Activations (out, x, dout, dx) are T in {f32, bf16,
 // f16}; tables and their gradients may be T or f32 (FloatRef), arithmetic is
 // f32. Rows are tokens; one thread per element, row-major, so a warp reads
 // consecutive elements of one row.
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/embedding.h"
 
 namespace tfm::ops::cuda {
 namespace {
@@ -81,9 +81,14 @@ __global__ void position_backward_kernel(const T* dx, int64_t batch, int64_t t_l
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void embedding_forward(const TensorView& ids, const TensorView& table, float scale,
-                       const TensorView& out, const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void embedding_forward<DeviceType::cuda>(const TensorView& ids, const TensorView& table,
+                                         float scale, const TensorView& out, const Stream& stream) {
   const int64_t total = out.numel(), d = table.dim(1);
   if (total == 0) return;
   const FloatRef tab = float_ref(table, "embedding_forward");
@@ -100,8 +105,10 @@ void embedding_forward(const TensorView& ids, const TensorView& table, float sca
 // round at every addition, so its sums go through an f32 scratch copy of
 // the whole table (V x D floats, stream-ordered) and are rounded once; the
 // model keeps f32 master gradients, so this is the uncommon case.
-void embedding_backward(const TensorView& ids, const TensorView& dout, float scale,
-                        const TensorView& dtable, const Stream& stream) {
+template <>
+void embedding_backward<DeviceType::cuda>(const TensorView& ids, const TensorView& dout,
+                                          float scale, const TensorView& dtable,
+                                          const Stream& stream) {
   const int64_t total = dout.numel(), vocab = dtable.dim(0), d = dtable.dim(1);
   if (total == 0) return;
   const FloatRef grad = float_ref(dtable, "embedding_backward");
@@ -126,8 +133,9 @@ void embedding_backward(const TensorView& ids, const TensorView& dout, float sca
   }
 }
 
-void position_add(const TensorView& x, const TensorView& table, int64_t offset,
-                  const Stream& stream) {
+template <>
+void position_add<DeviceType::cuda>(const TensorView& x, const TensorView& table, int64_t offset,
+                                    const Stream& stream) {
   const int64_t total = x.numel();
   if (total == 0) return;
   const int64_t t_len = x.dim(1), d = x.dim(2);
@@ -140,8 +148,9 @@ void position_add(const TensorView& x, const TensorView& table, int64_t offset,
   });
 }
 
-void position_add_at(const TensorView& x, const TensorView& table, const TensorView& offset,
-                     const Stream& stream) {
+template <>
+void position_add_at<DeviceType::cuda>(const TensorView& x, const TensorView& table,
+                                       const TensorView& offset, const Stream& stream) {
   const int64_t total = x.numel(), t_len = x.dim(1), d = x.dim(2);
   const FloatRef tab = float_ref(table, "position_add_at");
   with_storage_type(x.dtype(), "position_add_at", [&](auto t) {
@@ -153,8 +162,9 @@ void position_add_at(const TensorView& x, const TensorView& table, const TensorV
   });
 }
 
-void position_backward(const TensorView& dx, int64_t offset, const TensorView& dtable,
-                       const Stream& stream) {
+template <>
+void position_backward<DeviceType::cuda>(const TensorView& dx, int64_t offset,
+                                         const TensorView& dtable, const Stream& stream) {
   const int64_t batch = dx.dim(0), t_len = dx.dim(1), d = dx.dim(2);
   if (t_len * d == 0) return;
   const FloatRef grad = float_ref(dtable, "position_backward");
@@ -166,7 +176,7 @@ void position_backward(const TensorView& dx, int64_t offset, const TensorView& d
   });
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl
 
 // Storage types instantiated above, closed list: activations float,
 // __nv_bfloat16, __half (through with_storage_type); tables and table

@@ -1,4 +1,4 @@
-// CUDA GEMM family (ops.h) on cuBLASLt, with bias and ReLU fused into the
+// CUDA GEMM family (gemm.h) on cuBLASLt, with bias and ReLU fused into the
 // matmul's epilogue. Where cuBLASLt offers no algorithm (unusual alignments),
 // or the bias is under 16 bytes aligned, it falls back to
 // cublasGemmStridedBatchedEx plus a separate epilogue pass.
@@ -7,7 +7,7 @@
 // matrix is the column-major (C, R) one. So C = op(A) op(B) is computed as
 // C^T = op(B)^T op(A)^T: B goes in as cuBLAS's first operand, A second,
 // m' = N, n' = M, and the bias (one value per row of C^T) broadcasts along C's
-// rows as ops.h promises.
+// rows as gemm.h promises.
 //
 // A training step calls the GEMM about 380 times over a few dozen distinct
 // problems, so each stream keeps a plan per problem (descriptors, layouts
@@ -20,9 +20,12 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cublas.h"
-#include "kernels/detail.h"
+#include "kernels/gemm.h"
 
 namespace tfm::ops::cuda {
+
+using impl::GemmShape;
+
 namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;  // cuBLAS's recommendation for Hopper
@@ -254,14 +257,20 @@ void gemm_fallback(const GemmShape& s, const TensorView& a, const TensorView& b,
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void gemm(const GemmShape& s, const TensorView& a, const TensorView& b, const TensorView& c,
-          const TensorView& bias, const GemmOptions& o, const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void gemm<DeviceType::cuda>(const GemmShape& s, const TensorView& a, const TensorView& b,
+                            const TensorView& c, const TensorView& bias, const GemmOptions& o,
+                            const Stream& stream) {
   BlasContext& ctx = context_for(stream);
   if (!gemm_lt(s, a, b, c, bias, o, ctx, native(stream)))
     gemm_fallback(s, a, b, c, bias, o, ctx, native(stream));
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl
 
-// dtypes: A = B in {f32, bf16, f16}; C and bias = A's type or f32 (ops.cc).
+// dtypes: A = B in {f32, bf16, f16}; C and bias = A's type or f32 (kernels/gemm.cc).

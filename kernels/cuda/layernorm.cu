@@ -1,4 +1,4 @@
-// CUDA layer norm (ops.h): plain, and fused with the post-norm residual and
+// CUDA layer norm (layernorm.h): plain, and fused with the post-norm residual and
 // dropout, forward and backward. Rows of D elements belong to one warp (D <=
 // kWarpRowMax) or one block (larger D), read in 16-byte packs when D and the
 // tensors allow; statistics are two-pass in f32 (mean, then the centred sum
@@ -8,7 +8,7 @@
 // over rows, done deterministically by column_sums (common.cuh) before the
 // row pass, because dx may overwrite dy.
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/layernorm.h"
 #include "libcore/rng.h"
 
 namespace tfm::ops::cuda {
@@ -241,40 +241,55 @@ void backward(const TensorView& x, const TensorView& gamma, const TensorView& me
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void layernorm_forward(const TensorView& x, const TensorView& gamma, const TensorView& beta,
-                       float eps, const TensorView& y, const TensorView& mean,
-                       const TensorView& rstd, const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void layernorm_forward<DeviceType::cuda>(const TensorView& x, const TensorView& gamma,
+                                         const TensorView& beta, float eps, const TensorView& y,
+                                         const TensorView& mean, const TensorView& rstd,
+                                         const Stream& stream) {
   forward<false>(x, {}, {}, {}, gamma, beta, eps, y, mean, rstd, stream, "layernorm_forward");
 }
 
-void layernorm_backward(const TensorView& x, const TensorView& gamma, const TensorView& mean,
-                        const TensorView& rstd, const TensorView& dy, const TensorView& dx,
-                        const TensorView& dgamma, const TensorView& dbeta, const Stream& stream) {
+template <>
+void layernorm_backward<DeviceType::cuda>(const TensorView& x, const TensorView& gamma,
+                                          const TensorView& mean, const TensorView& rstd,
+                                          const TensorView& dy, const TensorView& dx,
+                                          const TensorView& dgamma, const TensorView& dbeta,
+                                          const Stream& stream) {
   backward<false>(x, gamma, mean, rstd, dy, dx, {}, {}, dgamma, dbeta, stream,
                   "layernorm_backward");
 }
 
-void add_dropout_layernorm_forward(const TensorView& residual, const TensorView& s, float p,
-                                   const RngKey& key, const TensorView& gamma,
-                                   const TensorView& beta, float eps, const TensorView& h,
-                                   const TensorView& y, const TensorView& mean,
-                                   const TensorView& rstd, const Stream& stream) {
+template <>
+void add_dropout_layernorm_forward<DeviceType::cuda>(const TensorView& residual,
+                                                     const TensorView& s, float p,
+                                                     const RngKey& key, const TensorView& gamma,
+                                                     const TensorView& beta, float eps,
+                                                     const TensorView& h, const TensorView& y,
+                                                     const TensorView& mean, const TensorView& rstd,
+                                                     const Stream& stream) {
   forward<true>(residual, s, h, AddDropout{key, p, 1.0f / (1.0f - p)}, gamma, beta, eps, y, mean,
                 rstd, stream, "add_dropout_layernorm_forward");
 }
 
-void add_dropout_layernorm_backward(const TensorView& h, const TensorView& gamma,
-                                    const TensorView& mean, const TensorView& rstd,
-                                    const TensorView& dy, float p, const RngKey& key,
-                                    const TensorView& dh, const TensorView& ds,
-                                    const TensorView& dgamma, const TensorView& dbeta,
-                                    const Stream& stream) {
+template <>
+void add_dropout_layernorm_backward<DeviceType::cuda>(const TensorView& h, const TensorView& gamma,
+                                                      const TensorView& mean,
+                                                      const TensorView& rstd, const TensorView& dy,
+                                                      float p, const RngKey& key,
+                                                      const TensorView& dh, const TensorView& ds,
+                                                      const TensorView& dgamma,
+                                                      const TensorView& dbeta,
+                                                      const Stream& stream) {
   backward<true>(h, gamma, mean, rstd, dy, dh, ds, AddDropout{key, p, 1.0f / (1.0f - p)}, dgamma,
                  dbeta, stream, "add_dropout_layernorm_backward");
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl
 
 // Storage types instantiated above, closed list: activations float,
 // __nv_bfloat16, __half (through with_storage_type), each with a warp and a

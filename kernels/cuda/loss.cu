@@ -1,10 +1,10 @@
-// CUDA output-layer ops (ops.h): log_softmax and the label-smoothed
+// CUDA output-layer ops (loss.h): log_softmax and the label-smoothed
 // cross-entropy, forward and backward at once. One block per row of V
 // logits. The row's maximum and sum of exponentials come from one online
 // pass (MaxSum, common.cuh), combined over the block by a fixed tree; all
 // statistics are f32. Storage f32, bf16 or f16.
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/loss.h"
 
 namespace tfm::ops::cuda {
 namespace {
@@ -111,8 +111,13 @@ __global__ void smoothed_cross_entropy_kernel(const T* logits, G* grads, const i
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void log_softmax<DeviceType::cuda>(const TensorView& x, const TensorView& y, const Stream& stream) {
   const int64_t vocab = x.dim(-1), rows = vocab == 0 ? 0 : x.numel() / vocab;
   if (rows == 0) return;
   with_storage_type(x.dtype(), "log_softmax", [&](auto t) {
@@ -123,9 +128,10 @@ void log_softmax(const TensorView& x, const TensorView& y, const Stream& stream)
   });
 }
 
-void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets, float eps,
-                            float grad_scale, const TensorView& sums, const TensorView& dlogits,
-                            const Stream& stream) {
+template <>
+void smoothed_cross_entropy<DeviceType::cuda>(const TensorView& logits, const TensorView& targets,
+                                              float eps, float grad_scale, const TensorView& sums,
+                                              const TensorView& dlogits, const Stream& stream) {
   const int64_t vocab = logits.dim(-1), rows = vocab == 0 ? 0 : logits.numel() / vocab;
   if (rows == 0) return;
   with_storage_type(logits.dtype(), "smoothed_cross_entropy", [&](auto t) {
@@ -145,7 +151,7 @@ void smoothed_cross_entropy(const TensorView& logits, const TensorView& targets,
   });
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl
 
 // Storage types instantiated above, closed list: float, __nv_bfloat16, __half
 // (through with_storage_type; the loss's logits and gradient in every pair

@@ -1,10 +1,10 @@
-// CUDA reductions (ops.h): sum_rows (bias gradients), sum_squares (the
+// CUDA reductions (reduce.h): sum_rows (bias gradients), sum_squares (the
 // gradient norm for clipping) and scale. Both sums are deterministic: fixed
 // partitions and fixed-order trees, no atomics, so a run repeats bit for bit.
 // x is f32, bf16 or f16; sum_rows' out is f32, bf16 or f16 (FloatRef); the
 // sum of squares is f32; arithmetic is f32.
 #include "kernels/cuda/common.cuh"
-#include "kernels/detail.h"
+#include "kernels/reduce.h"
 
 namespace tfm::ops::cuda {
 namespace {
@@ -52,8 +52,13 @@ __global__ void scale_kernel(T* x, int64_t n, float alpha) {
 }
 
 }  // namespace
+}  // namespace tfm::ops::cuda
 
-void sum_rows(const TensorView& x, const TensorView& out, const Stream& stream) {
+namespace tfm::ops::impl {
+using namespace cuda;  // the helpers above
+
+template <>
+void sum_rows<DeviceType::cuda>(const TensorView& x, const TensorView& out, const Stream& stream) {
   const int64_t n = out.numel(), rows = n == 0 ? 0 : x.numel() / n;
   if (rows == 0 || n == 0) return;
   const FloatRef o = float_ref(out, "sum_rows");
@@ -64,7 +69,9 @@ void sum_rows(const TensorView& x, const TensorView& out, const Stream& stream) 
   });
 }
 
-void sum_squares(const TensorView& x, const TensorView& out, const Stream& stream) {
+template <>
+void sum_squares<DeviceType::cuda>(const TensorView& x, const TensorView& out,
+                                   const Stream& stream) {
   const int64_t n = x.numel();
   float* o = static_cast<float*>(out.data());
   if (n == 0) {
@@ -89,7 +96,8 @@ void sum_squares(const TensorView& x, const TensorView& out, const Stream& strea
   });
 }
 
-void scale(const TensorView& x, float alpha, const Stream& stream) {
+template <>
+void scale<DeviceType::cuda>(const TensorView& x, float alpha, const Stream& stream) {
   const int64_t n = x.numel();
   if (n == 0) return;
   with_storage_type(x.dtype(), "scale", [&](auto t) {
@@ -100,7 +108,7 @@ void scale(const TensorView& x, float alpha, const Stream& stream) {
   });
 }
 
-}  // namespace tfm::ops::cuda
+}  // namespace tfm::ops::impl
 
 // Storage types instantiated above, closed list: float, __nv_bfloat16, __half
 // (through with_storage_type); sum_rows' out f32, bf16 or f16 through

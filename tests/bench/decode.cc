@@ -77,7 +77,7 @@
 #include "libcore/model/model_io.h"
 #include "libcore/precision.h"
 #include "kernels/cpu/blas.h"
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_rows.h"
 #include "tests/bench/decode_reference.h"
 #include "tests/bench/reference.h"
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "kernels/cpu/blas.h"
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_rows.h"
 #include "kernels/ops.h"
 #include "libcore/app.h"
 #include "libcore/io/atomic_file.h"
@@ -187,7 +187,7 @@ void decoder_table(int repeats, double min_seconds) {
     ops::pack_panels(o.b, panels.data_as<float>());
     ops::GemmOptions packed = inv;
     packed.packed_b = panels.data_as<float>();
-    ops::detail::GemmShape shape;
+    ops::cpu::GemmShape shape;
     shape.m = s.m, shape.n = s.n, shape.k = s.k, shape.lda = s.k, shape.ldb = s.k, shape.ldc = s.n;
     const int64_t ld = ops::int8_ld(s.k);
     std::vector<int8_t> values(static_cast<size_t>(s.n * ld));

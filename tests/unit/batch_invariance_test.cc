@@ -21,7 +21,7 @@
 #include <cstring>
 #include <tuple>
 
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_rows.h"
 #include "kernels/ops.h"
 #include "libcore/decode/search.h"
 #include "libcore/model/int8.h"
@@ -109,7 +109,7 @@ TEST_CASE("row-invariant GEMM: the AVX-512, AVX2 and portable paths give the sam
                                                    {1.0f, 0.0f, true}, {1.0f, 0.0f, false}, {1.0f, 1.0f, false}}) {
         Tensor a = test::random({m, k}, DType::f32, ++seed), w = test::random({n, k}, DType::f32, ++seed);
         Tensor bias = test::random({n}, DType::f32, ++seed), c0 = test::random({m, n}, DType::f32, ++seed);
-        ops::detail::GemmShape s;
+        ops::cpu::GemmShape s;
         s.m = m, s.n = n, s.k = k, s.lda = k, s.ldb = k, s.ldc = n;
         ops::GemmOptions o;
         o.trans_b = true;

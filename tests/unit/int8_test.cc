@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/detail.h"
+#include "kernels/cpu/gemm_int8.h"
 #include "kernels/ops.h"
 #include "libcore/decode/incremental.h"
 #include "libcore/model/int8.h"
