@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/log.h"
+#include "libcore/base/log.h"
 #include "libcore/viz/render.h"
 
 namespace {

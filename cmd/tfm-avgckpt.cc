@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/model/average.h"
-#include "libcore/log.h"
-#include "libcore/progress.h"
+#include "libcore/base/log.h"
+#include "libcore/base/progress.h"
 
 namespace {
 

@@ -9,15 +9,15 @@
 #include <cstdio>
 #include <map>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/data/corpus.h"
 #include "libcore/data/piece_table.h"
 #include "libcore/data/text_pairs.h"
 #include "libcore/data/vocab.h"
-#include "libcore/error.h"
-#include "libcore/json.h"
-#include "libcore/log.h"
-#include "libcore/progress.h"
+#include "libcore/base/error.h"
+#include "libcore/base/json.h"
+#include "libcore/base/log.h"
+#include "libcore/base/progress.h"
 
 namespace {
 

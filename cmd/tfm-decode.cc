@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/decode/translate.h"
-#include "libcore/log.h"
+#include "libcore/base/log.h"
 #include "libcore/model/model_file.h"
-#include "libcore/precision.h"
-#include "libcore/progress.h"
+#include "libcore/base/precision.h"
+#include "libcore/base/progress.h"
 
 namespace {
 

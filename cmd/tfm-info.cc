@@ -5,8 +5,8 @@
 //   tfm-info --json          the same as one JSON object
 #include <cstdio>
 
-#include "libcore/app.h"
-#include "libcore/sysinfo.h"
+#include "libcore/app/app.h"
+#include "libcore/app/sysinfo.h"
 
 namespace {
 

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/eval/model_score.h"
 #include "libcore/eval/score.h"
-#include "libcore/progress.h"
+#include "libcore/base/progress.h"
 
 namespace {
 

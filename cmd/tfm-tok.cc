@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
-#include "libcore/progress.h"
+#include "libcore/base/progress.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 //   tfm-train plot -o curve.svg ckpt/log.json       the learning curves of --log
 #include <cstdio>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/train/trainer.h"
 #include "libcore/viz/curve.h"

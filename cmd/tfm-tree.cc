@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
-#include "libcore/log.h"
+#include "libcore/app/app.h"
+#include "libcore/base/log.h"
 #include "libcore/parse/tree_tool.h"
 
 namespace {

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "libcore/rng.h"
-#include "libcore/stream.h"
-#include "libcore/tensor.h"
+#include "libcore/base/rng.h"
+#include "libcore/base/stream.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::ops {
 

@@ -8,10 +8,10 @@
 #include <utility>
 
 #include "kernels/ops.h"
-#include "libcore/device.h"
-#include "libcore/error.h"
-#include "libcore/stream.h"
-#include "libcore/tensor.h"
+#include "libcore/base/device.h"
+#include "libcore/base/error.h"
+#include "libcore/base/stream.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::ops {
 

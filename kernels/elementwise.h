@@ -2,9 +2,9 @@
 // Part of the op catalogue: kernels/ops.h gives the contract every op keeps.
 #pragma once
 
-#include "libcore/rng.h"
-#include "libcore/stream.h"
-#include "libcore/tensor.h"
+#include "libcore/base/rng.h"
+#include "libcore/base/stream.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::ops {
 
@@ -41,7 +41,7 @@ void scatter_columns(const TensorView& x, int64_t col, const TensorView& index, 
 
 // out[i] = lo + (hi - lo) * u_i, u_i = uniform01(philox_bits(key, i)) in [0, 1)
 //                                             (out =; rounding may reach hi itself)
-// The same key gives the same numbers on every device (libcore/rng.h).
+// The same key gives the same numbers on every device (libcore/base/rng.h).
 void uniform(const TensorView& out, const RngKey& key, float lo, float hi, const Stream& stream);
 
 }  // namespace tfm::ops

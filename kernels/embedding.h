@@ -2,8 +2,8 @@
 // Part of the op catalogue: kernels/ops.h gives the contract every op keeps.
 #pragma once
 
-#include "libcore/stream.h"
-#include "libcore/tensor.h"
+#include "libcore/base/stream.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::ops {
 

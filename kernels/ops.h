@@ -3,7 +3,7 @@
 //
 // Contract for every op of the catalogue:
 // - Tensors are dense row-major TensorViews; shapes use the alphabet of
-//   libcore/tensor.h. All tensors of one call and its stream are on one
+//   libcore/base/tensor.h. All tensors of one call and its stream are on one
 //   device; a call that mixes devices, dtypes or shapes wrongly throws
 //   tfm::Error with a sentence naming the op and the offending tensor.
 // - Outputs marked `=` are written; outputs marked `+=` are accumulated.
@@ -32,7 +32,7 @@
 //   the host before they reach a GPU (the model does).
 #pragma once
 
-#include "libcore/tensor.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::ops {
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "kernels/ops.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::test {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "libcore/model/params.h"
-#include "libcore/stream.h"
-#include "libcore/tensor.h"
+#include "libcore/base/stream.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::test {
 

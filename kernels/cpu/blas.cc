@@ -13,7 +13,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 #ifndef TFM_OPENBLAS_OPENMP_PATH
 #define TFM_OPENBLAS_OPENMP_PATH "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0"

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "libcore/error.h"
-#include "libcore/tensor.h"
+#include "libcore/base/error.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::ops::cpu {
 

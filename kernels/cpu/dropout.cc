@@ -1,7 +1,7 @@
 // CPU dropout (dropout.h): keep_i = uniform01(philox_bits(key, i)) >= p, i the
 // flat element index, scaled by 1 / (1 - p) computed in float. The mask is
 // recomputed, never stored, and matches the CUDA one bit for bit because
-// both come from libcore/rng.h.
+// both come from libcore/base/rng.h.
 #include <algorithm>
 
 #include "kernels/cpu/common.h"

@@ -1,12 +1,12 @@
 // Checks for the op layer's CUDA code: every runtime call (TFM_CUDA_CHECK,
-// libcore/cuda_check.h), every cuBLAS call and every kernel launch. A
+// libcore/base/cuda_check.h), every cuBLAS call and every kernel launch. A
 // failure throws tfm::Error naming the expression, the library's error
 // string, file:line and the current device.
 #pragma once
 
 #include <cublas_api.h>
 
-#include "libcore/cuda_check.h"
+#include "libcore/base/cuda_check.h"
 
 namespace tfm::cuda {
 

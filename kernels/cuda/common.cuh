@@ -13,8 +13,8 @@
 #include <type_traits>
 
 #include "kernels/cuda/check.h"
-#include "libcore/stream.h"
-#include "libcore/tensor.h"
+#include "libcore/base/stream.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::ops::cuda {
 

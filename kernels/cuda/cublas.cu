@@ -6,8 +6,8 @@
 #include <string>
 #include <type_traits>
 
-#include "libcore/error.h"
-#include "libcore/shared_library.h"
+#include "libcore/base/error.h"
+#include "libcore/base/shared_library.h"
 
 #ifndef TFM_CUDA_LIBRARY_DIR
 #define TFM_CUDA_LIBRARY_DIR "/usr/local/cuda/lib64"

@@ -6,7 +6,7 @@
 // the kept values are the CPU's bits. Storage f32, bf16 or f16, math in f32.
 #include "kernels/cuda/common.cuh"
 #include "kernels/dropout.h"
-#include "libcore/rng.h"
+#include "libcore/base/rng.h"
 
 namespace tfm::ops::cuda {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/elementwise.h"
-#include "libcore/rng.h"
+#include "libcore/base/rng.h"
 
 namespace tfm::ops::cuda {
 namespace {

@@ -9,7 +9,7 @@
 // row pass, because dx may overwrite dy.
 #include "kernels/cuda/common.cuh"
 #include "kernels/layernorm.h"
-#include "libcore/rng.h"
+#include "libcore/base/rng.h"
 
 namespace tfm::ops::cuda {
 namespace {

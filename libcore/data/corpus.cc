@@ -17,8 +17,8 @@
 
 #include "libcore/data/corpus_format.h"
 #include "libcore/data/pipeline.h"
-#include "libcore/progress.h"
-#include "libcore/error.h"
+#include "libcore/base/progress.h"
+#include "libcore/base/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/io/checkpoint_format.h"
 #include "libcore/io/read_file.h"

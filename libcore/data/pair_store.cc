@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm {
 

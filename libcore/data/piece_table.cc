@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "libcore/data/vocab.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm {
 

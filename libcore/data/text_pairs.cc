@@ -12,8 +12,8 @@
 
 #include "libcore/data/line_reader.h"
 #include "libcore/data/pipeline.h"
-#include "libcore/progress.h"
-#include "libcore/error.h"
+#include "libcore/base/progress.h"
+#include "libcore/base/error.h"
 
 namespace tfm {
 

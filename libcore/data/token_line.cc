@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include "libcore/data/vocab.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm {
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/io/read_file.h"
 

@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "libcore/memory.h"
+#include "libcore/base/memory.h"
 #include "libcore/model/batch.h"
 #include "libcore/model/weights.h"
 

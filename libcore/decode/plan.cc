@@ -4,7 +4,7 @@
 #include <string>
 
 #include "kernels/ops.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm {
 

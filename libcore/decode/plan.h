@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "libcore/decode/incremental.h"
-#include "libcore/memory.h"
+#include "libcore/base/memory.h"
 
 namespace tfm {
 

@@ -10,7 +10,7 @@
 #include <numeric>
 #include <utility>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/model/batch.h"
 
 namespace tfm {

@@ -14,9 +14,9 @@
 
 #include "libcore/data/line_reader.h"
 #include "libcore/data/token_line.h"
-#include "libcore/json.h"
-#include "libcore/log.h"
-#include "libcore/progress.h"
+#include "libcore/base/json.h"
+#include "libcore/base/log.h"
+#include "libcore/base/progress.h"
 
 namespace tfm {
 

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <thread>
 
-#include "libcore/device.h"
+#include "libcore/base/device.h"
 #include "libcore/dist/nccl.h"
-#include "libcore/error.h"
-#include "libcore/log.h"
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
 
 #ifdef TFM_WITH_MPI
 #include <mpi.h>

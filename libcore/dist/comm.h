@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "libcore/dtype.h"
+#include "libcore/base/dtype.h"
 
 namespace tfm::dist {
 

@@ -2,15 +2,15 @@
 
 #include <cstring>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 #ifdef TFM_WITH_NCCL
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include "libcore/cuda_check.h"
-#include "libcore/shared_library.h"
+#include "libcore/base/cuda_check.h"
+#include "libcore/base/shared_library.h"
 #endif
 
 #ifndef TFM_NCCL_LIBRARY_DIR

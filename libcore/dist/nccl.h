@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <string>
 
-#include "libcore/device.h"
+#include "libcore/base/device.h"
 #include "libcore/dist/comm.h"
-#include "libcore/dtype.h"
-#include "libcore/stream.h"
+#include "libcore/base/dtype.h"
+#include "libcore/base/stream.h"
 
 namespace tfm::dist {
 

@@ -6,7 +6,7 @@
 #include <exception>
 #include <mutex>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/eval/ngram.h"
 #include "libcore/eval/unicode.h"
 

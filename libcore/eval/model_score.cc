@@ -7,11 +7,11 @@
 #include <optional>
 
 #include "libcore/data/line_reader.h"
-#include "libcore/error.h"
-#include "libcore/json.h"
-#include "libcore/log.h"
+#include "libcore/base/error.h"
+#include "libcore/base/json.h"
+#include "libcore/base/log.h"
 #include "libcore/data/token_line.h"
-#include "libcore/progress.h"
+#include "libcore/base/progress.h"
 
 namespace tfm::eval {
 

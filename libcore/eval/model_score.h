@@ -17,7 +17,7 @@
 #include "libcore/eval/score.h"
 #include "libcore/model/model_file.h"
 #include "libcore/model/transformer.h"
-#include "libcore/precision.h"
+#include "libcore/base/precision.h"
 
 namespace tfm {
 class Progress;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <array>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/parse/linearize.h"
 #include "libcore/parse/tree.h"
 

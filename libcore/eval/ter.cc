@@ -6,7 +6,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/eval/bleu.h"
 #include "libcore/eval/unicode.h"
 

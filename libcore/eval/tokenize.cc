@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/eval/unicode.h"
 
 namespace tfm::eval {

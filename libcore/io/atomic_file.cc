@@ -13,7 +13,7 @@
 #include <cstring>
 #include <utility>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::io {
 

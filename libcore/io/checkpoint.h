@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "libcore/dtype.h"
-#include "libcore/tensor.h"
+#include "libcore/base/dtype.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::io {
 

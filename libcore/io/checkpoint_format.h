@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "libcore/dtype.h"
+#include "libcore/base/dtype.h"
 #include "libcore/io/crc32.h"
 #include "libcore/io/checkpoint.h"
 

@@ -19,7 +19,7 @@
 #include <optional>
 #include <set>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/io/checkpoint_format.h"
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <set>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/io/checkpoint_format.h"

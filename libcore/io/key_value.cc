@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "libcore/error.h"
-#include "libcore/range.h"
+#include "libcore/base/error.h"
+#include "libcore/base/range.h"
 
 namespace tfm::io {
 

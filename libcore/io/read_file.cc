@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::io {
 

@@ -7,10 +7,10 @@
 #include <map>
 #include <unordered_map>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/key_value.h"
-#include "libcore/log.h"
-#include "libcore/progress.h"
+#include "libcore/base/log.h"
+#include "libcore/base/progress.h"
 #include "libcore/model/model_check.h"
 #include "libcore/model/model_file.h"
 

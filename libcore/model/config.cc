@@ -1,8 +1,8 @@
 #include "libcore/model/config.h"
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/key_value.h"
-#include "libcore/range.h"
+#include "libcore/base/range.h"
 
 namespace tfm {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/model/packed.h"
 
 namespace tfm::model {

@@ -17,7 +17,7 @@
 
 #include "kernels/ops.h"
 #include "libcore/model/params.h"
-#include "libcore/tensor.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::model {
 

@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "libcore/data/vocab.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/model/params.h"
 
 namespace tfm {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "kernels/ops.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::model {
 

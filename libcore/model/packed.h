@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "libcore/model/params.h"
-#include "libcore/tensor.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm::model {
 

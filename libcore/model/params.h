@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "libcore/model/config.h"
-#include "libcore/rng.h"
-#include "libcore/tensor.h"
+#include "libcore/base/rng.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "libcore/memory.h"
+#include "libcore/base/memory.h"
 #include "libcore/model/transformer.h"
 
 namespace tfm {

@@ -8,7 +8,7 @@
 #include "libcore/model/int8.h"
 #include "libcore/model/layers.h"
 #include "libcore/model/plan.h"
-#include "libcore/phases.h"
+#include "libcore/base/phases.h"
 
 namespace tfm {
 
@@ -24,7 +24,7 @@ using model::rows;
 namespace {
 
 // Where dropout draws a mask: each site is one RNG stream (its key's id,
-// libcore/rng.h), so no two draw the same mask. The numbers are part of a
+// libcore/base/rng.h), so no two draw the same mask. The numbers are part of a
 // run's randomness (a resumed run draws what the first would have): keep
 // them. A site of the decoder may share its number with one of the encoder;
 // the stack tells them apart.

@@ -20,12 +20,12 @@
 #include <utility>
 #include <vector>
 
-#include "libcore/memory.h"
+#include "libcore/base/memory.h"
 #include "libcore/model/batch.h"
 #include "libcore/model/config.h"
 #include "libcore/model/params.h"
 #include "libcore/model/weights.h"
-#include "libcore/stream.h"
+#include "libcore/base/stream.h"
 
 namespace tfm {
 

@@ -55,7 +55,7 @@ void Transformer::upload(const HostBatch& b) {
     for (int64_t t = 0; t < b.tgt_lengths[static_cast<size_t>(i)]; ++t)
       tgt_out.push_back(b.tgt_out[static_cast<size_t>(i * T_ + t)]);
   // One staged upload: the host does not wait for the step in flight,
-  // which may still read the previous batch's ids (libcore/memory.h).
+  // which may still read the previous batch's ids (libcore/base/memory.h).
   const auto part = [&](int id, const std::vector<int32_t>& v) {
     return HostStaging::Part{prefix(memory_->view(id), {static_cast<int64_t>(v.size())}), v};
   };

@@ -1,7 +1,7 @@
 #include "libcore/model/weights.h"
 
 #include "kernels/ops.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/model/int8.h"
 #include "libcore/model/packed.h"
 

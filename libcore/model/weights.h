@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "libcore/memory.h"
+#include "libcore/base/memory.h"
 #include "libcore/model/config.h"
 #include "libcore/model/params.h"
-#include "libcore/stream.h"
+#include "libcore/base/stream.h"
 
 namespace tfm {
 

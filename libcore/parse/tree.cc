@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "libcore/data/line_reader.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::parse {
 

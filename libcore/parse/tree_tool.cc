@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "libcore/data/line_reader.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::parse {
 

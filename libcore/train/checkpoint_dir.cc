@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/io/read_file.h"
-#include "libcore/log.h"
+#include "libcore/base/log.h"
 #include "libcore/train/state.h"
 
 namespace tfm::train {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "libcore/error.h"
-#include "libcore/rng.h"
+#include "libcore/base/error.h"
+#include "libcore/base/rng.h"
 
 namespace tfm::train {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "libcore/stream.h"
+#include "libcore/base/stream.h"
 
 namespace tfm {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "kernels/ops.h"
-#include "libcore/tensor.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm {
 

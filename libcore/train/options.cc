@@ -8,9 +8,9 @@
 #include <map>
 #include <variant>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/key_value.h"
-#include "libcore/range.h"
+#include "libcore/base/range.h"
 
 namespace tfm::train {
 namespace {

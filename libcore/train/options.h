@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "libcore/model/config.h"
-#include "libcore/precision.h"
+#include "libcore/base/precision.h"
 
 namespace CLI {
 class App;
@@ -25,7 +25,7 @@ class App;
 
 namespace tfm::train {
 
-// --precision (libcore/precision.h, kTrainPrecision): auto (the default) is
+// --precision (libcore/base/precision.h, kTrainPrecision): auto (the default) is
 // decided where the run runs (a resumed run follows its new device); fp16
 // trains with dynamic loss scaling. Master weights and Adam's moments are
 // f32 in every case.

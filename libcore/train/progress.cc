@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "libcore/error.h"
-#include "libcore/log.h"
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
 
 namespace tfm::train {
 

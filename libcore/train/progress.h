@@ -1,12 +1,12 @@
 // How tfm-train reports: the live line or plain periodic lines of every
-// program (libcore/progress.h), and --log FILE, one JSON object a line,
+// program (libcore/base/progress.h), and --log FILE, one JSON object a line,
 // appended, for plots (tfm-train plot).
 #pragma once
 
 #include <string>
 
-#include "libcore/json.h"
-#include "libcore/progress.h"
+#include "libcore/base/json.h"
+#include "libcore/base/progress.h"
 
 namespace tfm::train {
 

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "libcore/error.h"
-#include "libcore/process.h"
+#include "libcore/base/error.h"
+#include "libcore/base/process.h"
 
 namespace tfm::train {
 namespace {

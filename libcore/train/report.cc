@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "libcore/memory.h"
+#include "libcore/base/memory.h"
 
 namespace tfm::train {
 namespace {

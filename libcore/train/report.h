@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "libcore/progress.h"
+#include "libcore/base/progress.h"
 #include "libcore/train/setup.h"
 #include "libcore/train/trainer.h"
 

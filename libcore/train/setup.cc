@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "libcore/data/vocab.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
-#include "libcore/log.h"
+#include "libcore/base/log.h"
 #include "libcore/model/model_file.h"
 #include "libcore/train/ranks.h"
 

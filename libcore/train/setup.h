@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "libcore/device.h"
+#include "libcore/base/device.h"
 #include "libcore/dist/comm.h"
 #include "libcore/model/config.h"
 #include "libcore/train/checkpoint_dir.h"

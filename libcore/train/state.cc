@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/io/key_value.h"
 #include "libcore/model/model_io.h"

@@ -11,7 +11,7 @@
 //                   the gaps are zero. (The flat buffer in memory joins some
 //                   tensors without gaps, ParamLayout; they map by name.)
 // Dropout masks and the batch order are pure functions of (seed, counter)
-// (libcore/rng.h), so the counters are the whole random state.
+// (libcore/base/rng.h), so the counters are the whole random state.
 #pragma once
 
 #include <cstdint>

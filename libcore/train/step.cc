@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "libcore/phases.h"
+#include "libcore/base/phases.h"
 #include "libcore/train/data_parallel.h"
 
 namespace tfm::train {

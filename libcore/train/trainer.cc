@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "libcore/dist/comm.h"
-#include "libcore/error.h"
-#include "libcore/log.h"
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
 #include "libcore/train/data_parallel.h"
 #include "libcore/train/ranks.h"
 #include "libcore/train/report.h"

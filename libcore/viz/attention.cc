@@ -7,9 +7,9 @@
 #include "libcore/data/line_reader.h"
 #include "libcore/data/token_line.h"
 #include "libcore/decode/translate.h"
-#include "libcore/error.h"
-#include "libcore/log.h"
-#include "libcore/stream.h"
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
+#include "libcore/base/stream.h"
 
 namespace tfm::viz {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "libcore/data/line_reader.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/viz/render.h"
 
 namespace tfm::viz {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "libcore/error.h"
-#include "libcore/json.h"
+#include "libcore/base/error.h"
+#include "libcore/base/json.h"
 
 namespace tfm::viz {
 

@@ -65,17 +65,17 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/data/line_reader.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
 #include "libcore/decode/translate.h"
 #include "libcore/eval/bleu.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/log.h"
+#include "libcore/base/log.h"
 #include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
-#include "libcore/precision.h"
+#include "libcore/base/precision.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/gemm_rows.h"
 #include "tests/bench/decode_reference.h"
@@ -520,7 +520,7 @@ int main(int argc, char** argv) {
     std::string kernel;
     if (device.is_cpu()) {
       // The decoder's products run tfm's row-invariant GEMM, the encoder's
-      // OpenBLAS; and the threads' wait policy (libcore/app.h), which moves
+      // OpenBLAS; and the threads' wait policy (libcore/app/app.h), which moves
       // a small model's figure by ~1.5x and the CTranslate2 child inherits.
       const char* policy = std::getenv("OMP_WAIT_POLICY");
       kernel = fmt::format(", decoder GEMMs tfm's row-invariant {}, encoder OpenBLAS {} ({}), OpenMP wait policy {}",

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::bench {
 

@@ -34,7 +34,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/gemm_rows.h"
 #include "kernels/ops.h"
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/io/atomic_file.h"
 
 using namespace tfm;

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/model/transformer.h"
 #include "tests/bench/reference.h"

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <map>
 
-#include "libcore/device.h"
-#include "libcore/error.h"
+#include "libcore/base/device.h"
+#include "libcore/base/error.h"
 #include "libcore/io/atomic_file.h"
 
 #ifdef TFM_WITH_CUDA

@@ -12,8 +12,8 @@
 #include <tuple>
 
 #include "kernels/cpu/blas.h"
-#include "libcore/app.h"
-#include "libcore/device.h"
+#include "libcore/app/app.h"
+#include "libcore/base/device.h"
 #include "libcore/model/batch.h"
 #include "libcore/model/config.h"
 

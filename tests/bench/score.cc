@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
-#include "libcore/error.h"
+#include "libcore/app/app.h"
+#include "libcore/base/error.h"
 #include "libcore/eval/score.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/sysinfo.h"
+#include "libcore/app/sysinfo.h"
 
 #ifndef TFM_BENCH_SOURCE_DIR
 #define TFM_BENCH_SOURCE_DIR "tests/bench"

@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/memory.h"
-#include "libcore/phases.h"
+#include "libcore/base/memory.h"
+#include "libcore/base/phases.h"
 #include "libcore/train/options.h"
 #include "libcore/train/step.h"
 #include "tests/bench/reference.h"

@@ -1,4 +1,4 @@
-# Progress of every long job (libcore/progress.h, man tfm(7) "PROGRESS"):
+# Progress of every long job (libcore/base/progress.h, man tfm(7) "PROGRESS"):
 # tfm-tok train and encode, tfm-batch, tfm-decode, tfm-avgckpt, tfm-score -m.
 #   -q                          nothing at all on stderr
 #   no terminal, default cadence (a plain line every 30 s): none in a run this

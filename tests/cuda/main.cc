@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "libcore/device.h"
+#include "libcore/base/device.h"
 #include "tests/support.h"
 
 namespace tfm::test {

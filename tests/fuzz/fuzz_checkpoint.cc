@@ -5,7 +5,7 @@
 // or undefined behaviour is a finding.
 #include <cstdint>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/model/model_check.h"
 #include "tests/fuzz/memfile.h"

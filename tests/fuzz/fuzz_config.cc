@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/key_value.h"
 #include "libcore/model/config.h"
 #include "libcore/train/options.h"

@@ -11,7 +11,7 @@
 #include "libcore/data/piece_table.h"
 #include "libcore/data/text_pairs.h"
 #include "libcore/data/vocab.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "tests/fuzz/memfile.h"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "libcore/data/corpus.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "tests/fuzz/memfile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 
 using namespace tfm;

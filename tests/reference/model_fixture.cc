@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/model/model_io.h"
 #include "libcore/model/transformer.h"

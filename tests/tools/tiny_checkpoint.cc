@@ -30,7 +30,7 @@
 #include <string>
 
 #include "libcore/data/vocab.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/model/average.h"
 #include "libcore/model/model_io.h"
 

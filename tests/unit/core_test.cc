@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "kernels/ops.h"
-#include "libcore/memory.h"
-#include "libcore/phases.h"
+#include "libcore/base/memory.h"
+#include "libcore/base/phases.h"
 #include "tests/support.h"
 
 using namespace tfm;

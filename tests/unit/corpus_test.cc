@@ -14,7 +14,7 @@
 #include <set>
 
 #include "libcore/data/corpus.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint_format.h"
 
 #include "tests/support.h"

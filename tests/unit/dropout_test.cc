@@ -1,4 +1,4 @@
-// CPU dropout against its definition (libcore/rng.h), its mask properties
+// CPU dropout against its definition (libcore/base/rng.h), its mask properties
 // (determinism, rate, forward/backward agreement, p = 0), the pre-norm
 // residual add, finite differences in double, and bad arguments.
 #include <catch2/catch.hpp>

@@ -10,11 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 #include "libcore/data/token_line.h"
-#include "libcore/error.h"
-#include "libcore/json.h"
-#include "libcore/range.h"
+#include "libcore/base/error.h"
+#include "libcore/base/json.h"
+#include "libcore/base/range.h"
 
 using namespace tfm;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/eval/parseval.h"
 #include "libcore/eval/score.h"
 

@@ -1,4 +1,4 @@
-// The progress facility every long job shares (libcore/progress.h): the
+// The progress facility every long job shares (libcore/base/progress.h): the
 // cadence of the plain lines, silence with -q, the live line drawn and
 // erased, and the texts' numbers; tfm-train plot's curves (libcore/viz/curve.h).
 #include <catch2/catch.hpp>
@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/log.h"
-#include "libcore/progress.h"
+#include "libcore/base/log.h"
+#include "libcore/base/progress.h"
 #include "libcore/viz/curve.h"
 #include "tests/support.h"
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "kernels/ops.h"
-#include "libcore/rng.h"
+#include "libcore/base/rng.h"
 #include "tests/support.h"
 
 using namespace tfm;

@@ -10,7 +10,7 @@
 #include <memory>
 #include <sstream>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/eval/paper_bleu.h"
 #include "libcore/eval/score.h"
 #include "libcore/eval/unicode.h"

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "libcore/decode/search.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
 #include "libcore/train/optimizer.h"

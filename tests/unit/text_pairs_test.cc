@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "libcore/data/text_pairs.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 #include "tests/support.h"
 

@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/key_value.h"
 #include "libcore/train/options.h"
 #include "tests/support.h"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <set>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/train/data.h"
 #include "libcore/train/step.h"
 #include "tests/support.h"

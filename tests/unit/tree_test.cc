@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/parse/linearize.h"
 #include "libcore/parse/tree.h"
 #include "libcore/parse/tree_tool.h"

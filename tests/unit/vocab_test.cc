@@ -15,7 +15,7 @@
 #include "libcore/data/piece_table.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 
 #include "tests/support.h"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "libcore/device.h"
+#include "libcore/base/device.h"
 
 namespace tfm {
 

@@ -1,4 +1,4 @@
-#include "libcore/json.h"
+#include "libcore/base/json.h"
 
 namespace tfm {
 

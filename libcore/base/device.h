@@ -89,7 +89,7 @@ void* device_alloc_zeroed(Device device, size_t bytes, const Stream& stream);
 void device_free(Device device, void* ptr) noexcept;
 
 // Raw copies and fills, each ordered on `stream` (a tfm::Stream on the
-// device that owns the device memory; libcore/stream.h). Nothing in tfm runs
+// device that owns the device memory; libcore/base/stream.h). Nothing in tfm runs
 // on CUDA's legacy default stream: tfm's streams are non-blocking, so work
 // there would be unordered against theirs. What returns when:
 //   device -> CPU   complete on return (the stream is waited for);

@@ -22,7 +22,7 @@ bool enabled(Level level);
 // and drawn again below the message, in the same write.
 void write(Level level, std::string_view message);
 
-// The live status line of a long job on a terminal (libcore/progress.h):
+// The live status line of a long job on a terminal (libcore/base/progress.h):
 // "\rPROGRAM: TEXT" drawn in place, kept below what write() prints, until
 // clear_live() erases it.
 void show_live(std::string_view text);

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "libcore/device.h"
-#include "libcore/dtype.h"
+#include "libcore/base/device.h"
+#include "libcore/base/dtype.h"
 
 namespace tfm {
 

@@ -4,14 +4,14 @@
 //
 // A failure throws tfm::Error naming the expression, CUDA's error string,
 // file:line and the current device, e.g.
-//   CUDA call cudaMalloc(&p, n) failed on cuda:0: out of memory (libcore/memory.cc:88)
+//   CUDA call cudaMalloc(&p, n) failed on cuda:0: out of memory (libcore/base/memory.cc:88)
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::cuda {
 

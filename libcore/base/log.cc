@@ -1,4 +1,4 @@
-#include "libcore/log.h"
+#include "libcore/base/log.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "libcore/progress.h"
+#include "libcore/base/progress.h"
 
 #include <unistd.h>
 
@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "libcore/error.h"
-#include "libcore/log.h"
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
 
 namespace tfm {
 

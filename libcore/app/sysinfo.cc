@@ -1,10 +1,10 @@
-#include "libcore/sysinfo.h"
+#include "libcore/app/sysinfo.h"
 
 #include "kernels/cpu/blas.h"
 #include "libcore/dist/comm.h"
-#include "libcore/json.h"
-#include "libcore/memory.h"
-#include "libcore/process.h"
+#include "libcore/base/json.h"
+#include "libcore/base/memory.h"
+#include "libcore/base/process.h"
 
 namespace tfm {
 

@@ -17,9 +17,9 @@
 #include <limits>
 #include <string>
 
-#include "libcore/device.h"
-#include "libcore/process.h"
-#include "libcore/range.h"
+#include "libcore/base/device.h"
+#include "libcore/base/process.h"
+#include "libcore/base/range.h"
 
 namespace tfm {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <utility>
 
-#include "libcore/device.h"
-#include "libcore/dtype.h"
-#include "libcore/error.h"
+#include "libcore/base/device.h"
+#include "libcore/base/dtype.h"
+#include "libcore/base/error.h"
 
 namespace tfm {
 

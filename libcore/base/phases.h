@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "libcore/stream.h"
+#include "libcore/base/stream.h"
 
 namespace tfm::phases {
 

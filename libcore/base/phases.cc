@@ -1,14 +1,14 @@
-#include "libcore/phases.h"
+#include "libcore/base/phases.h"
 
 #include <chrono>
 
 #ifdef TFM_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "libcore/cuda_check.h"
+#include "libcore/base/cuda_check.h"
 #endif
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm::phases {
 

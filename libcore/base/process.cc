@@ -1,4 +1,4 @@
-#include "libcore/process.h"
+#include "libcore/base/process.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "libcore/device.h"
+#include "libcore/base/device.h"
 
 #ifndef TFM_VERSION
 #define TFM_VERSION "0.0.0"

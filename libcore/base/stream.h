@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "libcore/device.h"
+#include "libcore/base/device.h"
 
 namespace tfm {
 

@@ -1,6 +1,6 @@
-#include "libcore/tensor.h"
+#include "libcore/base/tensor.h"
 
-#include "libcore/stream.h"
+#include "libcore/base/stream.h"
 
 namespace tfm {
 

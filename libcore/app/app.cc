@@ -1,4 +1,4 @@
-#include "libcore/app.h"
+#include "libcore/app/app.h"
 
 #include <unistd.h>
 
@@ -8,9 +8,9 @@
 #include <cstring>
 #include <new>
 
-#include "libcore/device.h"
-#include "libcore/error.h"
-#include "libcore/log.h"
+#include "libcore/base/device.h"
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
 
 namespace tfm {
 

@@ -1,4 +1,4 @@
-#include "libcore/device.h"
+#include "libcore/base/device.h"
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -15,14 +15,14 @@
 #include <utility>
 #include <vector>
 
-#include "libcore/error.h"
-#include "libcore/log.h"
-#include "libcore/stream.h"
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
+#include "libcore/base/stream.h"
 
 #ifdef TFM_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "libcore/cuda_check.h"
+#include "libcore/base/cuda_check.h"
 #endif
 
 namespace tfm {

@@ -1,4 +1,4 @@
-#include "libcore/stream.h"
+#include "libcore/base/stream.h"
 
 #ifdef TFM_WITH_CUDA
 #include <cuda_runtime.h>
@@ -8,11 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "libcore/cuda_check.h"
+#include "libcore/base/cuda_check.h"
 #endif
 
-#include "libcore/error.h"
-#include "libcore/log.h"
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
 
 namespace tfm {
 

@@ -1,8 +1,8 @@
-#include "libcore/precision.h"
+#include "libcore/base/precision.h"
 
 #include <algorithm>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 namespace tfm {
 namespace {

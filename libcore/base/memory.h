@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "libcore/stream.h"
-#include "libcore/tensor.h"
+#include "libcore/base/stream.h"
+#include "libcore/base/tensor.h"
 
 namespace tfm {
 

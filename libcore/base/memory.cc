@@ -1,9 +1,9 @@
-#include "libcore/memory.h"
+#include "libcore/base/memory.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "libcore/stream.h"
+#include "libcore/base/stream.h"
 
 namespace tfm {
 

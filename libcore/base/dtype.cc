@@ -1,4 +1,4 @@
-#include "libcore/dtype.h"
+#include "libcore/base/dtype.h"
 
 #include <cmath>
 
