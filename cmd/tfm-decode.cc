@@ -37,8 +37,7 @@ void decode(Options& o) {
   const tfm::Precision precision =
       tfm::kDecodePrecision.resolve(tfm::kDecodePrecision.parse("--precision", o.precision), device);
   const tfm::ModelFile file(o.model);
-  auto model = file.load_weights(device, tfm::compute_dtype(precision));
-  if (precision == tfm::Precision::int8) model->quantize_int8();
+  auto model = file.load_weights(device, precision);
   model->pack_weights();  // on the CPU (f32, int8): the decoder's GEMMs read their weights' panels
   tfm::TranslateOptions& t = o.translate;
   if (o.attention) {

@@ -165,8 +165,7 @@ ModelScores score_with_model(const ModelFile& checkpoint, const ModelScoreOption
   log::debug("{} pairs in {} batches, at most {} tokens a side, {} a sentence, on {}",
              pairs.src.size(), plan.batches.size(), plan.limits.max_tokens, plan.limits.max_len,
              o.device.str());
-  const std::unique_ptr<Transformer> model = checkpoint.load_model(plan.limits, o.device);
-  if (o.precision == Precision::int8) model->quantize_int8();
+  const std::unique_ptr<Transformer> model = checkpoint.load_model(plan.limits, o.device, o.precision);
   return score_pairs(*model, pairs, plan, o.progress);
 }
 

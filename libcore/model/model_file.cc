@@ -31,18 +31,27 @@ void ModelFile::load_parameters(ModelWeights& model) const {
   if (!model.device().is_cpu()) copy(model.params(), flat, model.stream());
 }
 
+namespace {
+
+// The parameters read, and the copy `precision` computes from made.
+void load_for(const ModelFile& file, ModelWeights& model, Precision precision) {
+  file.load_parameters(model);
+  model.refresh_weights();
+  if (precision == Precision::int8) model.quantize_int8();
+}
+
+}  // namespace
+
 std::unique_ptr<Transformer> ModelFile::load_model(const ModelLimits& limits, Device device,
-                                                   DType dtype) const {
-  auto model = std::make_unique<Transformer>(config_, limits, device, dtype);
-  load_parameters(*model);
-  model->refresh_weights();
+                                                   Precision precision) const {
+  auto model = std::make_unique<Transformer>(config_, limits, device, compute_dtype(precision));
+  load_for(*this, *model, precision);
   return model;
 }
 
-std::unique_ptr<ModelWeights> ModelFile::load_weights(Device device, DType dtype) const {
-  auto weights = std::make_unique<ModelWeights>(config_, device, dtype);
-  load_parameters(*weights);
-  weights->refresh_weights();
+std::unique_ptr<ModelWeights> ModelFile::load_weights(Device device, Precision precision) const {
+  auto weights = std::make_unique<ModelWeights>(config_, device, compute_dtype(precision));
+  load_for(*this, *weights, precision);
   return weights;
 }
 

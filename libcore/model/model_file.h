@@ -12,6 +12,7 @@
 #include "libcore/data/vocab.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/model/config.h"
+#include "libcore/base/precision.h"
 #include "libcore/model/transformer.h"
 
 namespace tfm {
@@ -33,13 +34,14 @@ class ModelFile {
 
   // Reads the parameters into a model (or weights) of this configuration.
   void load_parameters(ModelWeights& model) const;
-  // The model this checkpoint describes, with `limits` on `device` computing
-  // in `dtype` (Transformer), its parameters loaded (and the 16-bit copy).
+  // The model this checkpoint describes, with `limits` on `device`
+  // computing in `precision`, resolved for it (precision.h): its
+  // parameters loaded, and their 16-bit or 8-bit copy made.
   std::unique_ptr<Transformer> load_model(const ModelLimits& limits, Device device,
-                                          DType dtype = DType::f32) const;
+                                          Precision precision = Precision::fp32) const;
   // The weights alone, for decoding (ModelWeights: no training or scoring
-  // memory), loaded and their compute copy refreshed.
-  std::unique_ptr<ModelWeights> load_weights(Device device, DType dtype = DType::f32) const;
+  // memory), loaded likewise.
+  std::unique_ptr<ModelWeights> load_weights(Device device, Precision precision = Precision::fp32) const;
 
  private:
   io::CheckpointReader reader_;

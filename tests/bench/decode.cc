@@ -456,7 +456,8 @@ int main(int argc, char** argv) {
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
-    const DType dtype = compute_dtype(kDecodePrecision.parse("--precision", o.precision));
+    const Precision precision = kDecodePrecision.resolve(kDecodePrecision.parse("--precision", o.precision), device);
+    const DType dtype = compute_dtype(precision);
     TFM_REQUIRE(o.model.empty() == o.input.empty(), "--model and --input go together");
     std::vector<SearchRequest> requests;
     int64_t src_tokens = 0;
@@ -465,7 +466,7 @@ int main(int argc, char** argv) {
     std::optional<ModelFile> file;  // its SentencePiece model serves --reference
     if (!o.model.empty()) {
       file.emplace(o.model);
-      model = file->load_weights(device, dtype);
+      model = file->load_weights(device, precision);
       config = model->config();
       for (const std::string& line : read_lines(o.input, o.sentences)) {
         SearchRequest r;
@@ -508,12 +509,12 @@ int main(int argc, char** argv) {
     std::unique_ptr<ModelWeights> model8;
     if (!o.no_int8 && device.is_cpu() && dtype == DType::f32) {
       if (!o.model.empty()) {
-        model8 = file->load_weights(device, dtype);
+        model8 = file->load_weights(device, Precision::int8);
       } else {
         model8 = std::make_unique<ModelWeights>(config, device, dtype);
         model8->init(1);
+        model8->quantize_int8();
       }
-      model8->quantize_int8();
       if (!o.unpacked) model8->pack_weights();
     }
     const std::string name = o.model.empty() ? o.preset : fs::path(o.model).filename().string();
