@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "libcore/app/app.h"
-#include "libcore/io/atomic_file.h"
 #include "libcore/base/log.h"
+#include "libcore/io/atomic_file.h"
 #include "libcore/viz/render.h"
 
 namespace {

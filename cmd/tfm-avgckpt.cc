@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "libcore/app/app.h"
-#include "libcore/model/average.h"
 #include "libcore/base/log.h"
 #include "libcore/base/progress.h"
+#include "libcore/model/average.h"
 
 namespace {
 

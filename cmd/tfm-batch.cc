@@ -10,14 +10,14 @@
 #include <map>
 
 #include "libcore/app/app.h"
-#include "libcore/data/corpus.h"
-#include "libcore/data/piece_table.h"
-#include "libcore/data/text_pairs.h"
-#include "libcore/data/vocab.h"
 #include "libcore/base/error.h"
 #include "libcore/base/json.h"
 #include "libcore/base/log.h"
 #include "libcore/base/progress.h"
+#include "libcore/data/corpus.h"
+#include "libcore/data/piece_table.h"
+#include "libcore/data/text_pairs.h"
+#include "libcore/data/vocab.h"
 
 namespace {
 

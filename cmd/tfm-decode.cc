@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "libcore/app/app.h"
-#include "libcore/decode/translate.h"
 #include "libcore/base/log.h"
-#include "libcore/model/model_file.h"
 #include "libcore/base/precision.h"
 #include "libcore/base/progress.h"
+#include "libcore/decode/translate.h"
+#include "libcore/model/model_file.h"
 
 namespace {
 

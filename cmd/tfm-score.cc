@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "libcore/app/app.h"
+#include "libcore/base/progress.h"
 #include "libcore/eval/model_score.h"
 #include "libcore/eval/score.h"
-#include "libcore/base/progress.h"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "libcore/app/app.h"
+#include "libcore/base/progress.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
-#include "libcore/base/progress.h"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "libcore/model/params.h"
 #include "libcore/base/stream.h"
 #include "libcore/base/tensor.h"
+#include "libcore/model/params.h"
 
 namespace tfm::test {
 

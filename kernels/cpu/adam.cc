@@ -4,8 +4,8 @@
 // or come with update_control's decision, which is made here too.
 #include <cmath>
 
-#include "kernels/cpu/common.h"
 #include "kernels/adam.h"
+#include "kernels/cpu/common.h"
 
 namespace tfm::ops::cpu {
 namespace {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/attention.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/vector.h"
-#include "kernels/attention.h"
 
 namespace tfm::ops::cpu {
 namespace {

@@ -36,8 +36,8 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/cpu/panel.h"
 #include "kernels/cpu/gemm_int8.h"
+#include "kernels/cpu/panel.h"
 
 namespace tfm::ops::cpu {
 namespace {

@@ -38,8 +38,8 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/cpu/panel.h"
 #include "kernels/cpu/gemm_rows.h"
+#include "kernels/cpu/panel.h"
 
 namespace tfm::ops::cpu {
 namespace {

@@ -4,8 +4,8 @@
 // update_control's one-thread kernel picks them on the device.
 #include <cmath>
 
-#include "kernels/cuda/common.cuh"
 #include "kernels/adam.h"
+#include "kernels/cuda/common.cuh"
 
 namespace tfm::ops::cuda {
 namespace {

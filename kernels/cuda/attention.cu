@@ -3,8 +3,8 @@
 // statistics in f32. A softmax row (one query) belongs to one warp (Tk <=
 // kWarpRowMax) or one block; the mask comes from k_lengths and causality,
 // never from a mask tensor.
-#include "kernels/cuda/common.cuh"
 #include "kernels/attention.h"
+#include "kernels/cuda/common.cuh"
 
 namespace tfm::ops::cuda {
 namespace {

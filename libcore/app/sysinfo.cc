@@ -1,10 +1,10 @@
 #include "libcore/app/sysinfo.h"
 
 #include "kernels/cpu/blas.h"
-#include "libcore/dist/comm.h"
 #include "libcore/base/json.h"
 #include "libcore/base/memory.h"
 #include "libcore/base/process.h"
+#include "libcore/dist/comm.h"
 
 namespace tfm {
 

@@ -15,10 +15,10 @@
 #include <fstream>
 #include <memory>
 
+#include "libcore/base/error.h"
+#include "libcore/base/progress.h"
 #include "libcore/data/corpus_format.h"
 #include "libcore/data/pipeline.h"
-#include "libcore/base/progress.h"
-#include "libcore/base/error.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/io/checkpoint_format.h"
 #include "libcore/io/read_file.h"

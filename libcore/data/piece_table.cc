@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "libcore/data/vocab.h"
 #include "libcore/base/error.h"
+#include "libcore/data/vocab.h"
 
 namespace tfm {
 

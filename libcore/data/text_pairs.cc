@@ -10,10 +10,10 @@
 #endif
 #include <string_view>
 
+#include "libcore/base/error.h"
+#include "libcore/base/progress.h"
 #include "libcore/data/line_reader.h"
 #include "libcore/data/pipeline.h"
-#include "libcore/base/progress.h"
-#include "libcore/base/error.h"
 
 namespace tfm {
 

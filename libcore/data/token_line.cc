@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "libcore/data/vocab.h"
 #include "libcore/base/error.h"
+#include "libcore/data/vocab.h"
 
 namespace tfm {
 

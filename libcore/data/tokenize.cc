@@ -15,13 +15,13 @@
 #include <thread>
 #include <unordered_map>
 
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
+#include "libcore/base/progress.h"
 #include "libcore/data/line_reader.h"
 #include "libcore/data/pipeline.h"
 #include "libcore/data/token_line.h"
-#include "libcore/base/error.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/base/log.h"
-#include "libcore/base/progress.h"
 
 // Exported by libsentencepiece but not declared in its public headers:
 // 0 info, 1 warning, 2 error.

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "libcore/decode/incremental.h"
 #include "libcore/base/memory.h"
+#include "libcore/decode/incremental.h"
 
 namespace tfm {
 

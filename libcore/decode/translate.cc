@@ -12,11 +12,11 @@
 #include <optional>
 #include <string_view>
 
-#include "libcore/data/line_reader.h"
-#include "libcore/data/token_line.h"
 #include "libcore/base/json.h"
 #include "libcore/base/log.h"
 #include "libcore/base/progress.h"
+#include "libcore/data/line_reader.h"
+#include "libcore/data/token_line.h"
 
 namespace tfm {
 

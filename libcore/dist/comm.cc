@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "libcore/base/device.h"
-#include "libcore/dist/nccl.h"
 #include "libcore/base/error.h"
 #include "libcore/base/log.h"
+#include "libcore/dist/nccl.h"
 
 #ifdef TFM_WITH_MPI
 #include <mpi.h>

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "libcore/base/device.h"
-#include "libcore/dist/comm.h"
 #include "libcore/base/dtype.h"
 #include "libcore/base/stream.h"
+#include "libcore/dist/comm.h"
 
 namespace tfm::dist {
 

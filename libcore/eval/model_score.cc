@@ -6,12 +6,12 @@
 #include <numeric>
 #include <optional>
 
-#include "libcore/data/line_reader.h"
 #include "libcore/base/error.h"
 #include "libcore/base/json.h"
 #include "libcore/base/log.h"
-#include "libcore/data/token_line.h"
 #include "libcore/base/progress.h"
+#include "libcore/data/line_reader.h"
+#include "libcore/data/token_line.h"
 
 namespace tfm::eval {
 

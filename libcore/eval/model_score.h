@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "libcore/base/precision.h"
 #include "libcore/data/vocab.h"
 #include "libcore/eval/score.h"
 #include "libcore/model/model_file.h"
 #include "libcore/model/transformer.h"
-#include "libcore/base/precision.h"
 
 namespace tfm {
 class Progress;

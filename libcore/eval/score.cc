@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
-#include "libcore/data/line_reader.h"
 #include "libcore/base/error.h"
-#include "libcore/eval/paper_bleu.h"
-#include "libcore/eval/unicode.h"
 #include "libcore/base/json.h"
 #include "libcore/base/log.h"
+#include "libcore/data/line_reader.h"
+#include "libcore/eval/paper_bleu.h"
+#include "libcore/eval/unicode.h"
 
 #ifndef TFM_VERSION
 #define TFM_VERSION "0.0.0"

@@ -13,8 +13,8 @@
 #include <string_view>
 
 #include "libcore/base/dtype.h"
-#include "libcore/io/crc32.h"
 #include "libcore/io/checkpoint.h"
+#include "libcore/io/crc32.h"
 
 namespace tfm::io::detail {
 

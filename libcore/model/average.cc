@@ -8,9 +8,9 @@
 #include <unordered_map>
 
 #include "libcore/base/error.h"
-#include "libcore/io/key_value.h"
 #include "libcore/base/log.h"
 #include "libcore/base/progress.h"
+#include "libcore/io/key_value.h"
 #include "libcore/model/model_check.h"
 #include "libcore/model/model_file.h"
 
@@ -58,9 +58,10 @@ bool has_section(const CheckpointInfo& info, std::string_view name) {
   });
 }
 
-std::optional<int64_t> step_of(const std::string& path, const CheckpointInfo& info) {
-  if (has_section(info, kTrainingStateSection))
-    return step_of_state(read_checkpoint_section(path, kTrainingStateSection), path);
+std::optional<int64_t> step_of(const CheckpointReader& checkpoint) {
+  const std::string& path = checkpoint.path();
+  if (has_section(checkpoint.info(), kTrainingStateSection))
+    return step_of_state(checkpoint.section(kTrainingStateSection), path);
   return step_of_name(path);
 }
 
@@ -188,7 +189,7 @@ class Summer {
 }  // namespace
 
 std::optional<int64_t> checkpoint_step(const std::string& path) {
-  return step_of(path, read_checkpoint_info(path));
+  return step_of(CheckpointReader(path));
 }
 
 std::vector<std::string> newest_checkpoints(const std::string& dir, int64_t n) {
@@ -295,7 +296,7 @@ AverageReport average_checkpoints(const std::vector<std::string>& inputs,
     size_t newest = 0;
     int64_t newest_step = -1;
     for (size_t k = 0; k < inputs.size(); ++k) {
-      const int64_t step = step_of(inputs[k], readers[k].info()).value_or(-1);
+      const int64_t step = step_of(readers[k]).value_or(-1);
       if (step >= newest_step) newest = k, newest_step = step;
     }
     report.newest = inputs[newest];

@@ -1,8 +1,8 @@
 #include "libcore/model/config.h"
 
 #include "libcore/base/error.h"
-#include "libcore/io/key_value.h"
 #include "libcore/base/range.h"
+#include "libcore/io/key_value.h"
 
 namespace tfm {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "kernels/ops.h"
-#include "libcore/model/params.h"
 #include "libcore/base/tensor.h"
+#include "libcore/model/params.h"
 
 namespace tfm::model {
 

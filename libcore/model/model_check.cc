@@ -3,8 +3,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "libcore/data/vocab.h"
 #include "libcore/base/error.h"
+#include "libcore/data/vocab.h"
 #include "libcore/model/params.h"
 
 namespace tfm {

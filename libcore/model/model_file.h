@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
+#include "libcore/base/precision.h"
 #include "libcore/data/vocab.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/model/config.h"
-#include "libcore/base/precision.h"
 #include "libcore/model/transformer.h"
 
 namespace tfm {

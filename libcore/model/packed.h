@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "libcore/model/params.h"
 #include "libcore/base/tensor.h"
+#include "libcore/model/params.h"
 
 namespace tfm::model {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "libcore/model/config.h"
 #include "libcore/base/rng.h"
 #include "libcore/base/tensor.h"
+#include "libcore/model/config.h"
 
 namespace tfm {
 

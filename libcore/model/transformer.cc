@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "kernels/ops.h"
+#include "libcore/base/phases.h"
 #include "libcore/model/int8.h"
 #include "libcore/model/layers.h"
 #include "libcore/model/plan.h"
-#include "libcore/base/phases.h"
 
 namespace tfm {
 

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "libcore/base/memory.h"
+#include "libcore/base/stream.h"
 #include "libcore/model/batch.h"
 #include "libcore/model/config.h"
 #include "libcore/model/params.h"
 #include "libcore/model/weights.h"
-#include "libcore/base/stream.h"
 
 namespace tfm {
 

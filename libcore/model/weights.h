@@ -10,9 +10,9 @@
 #include <string>
 
 #include "libcore/base/memory.h"
+#include "libcore/base/stream.h"
 #include "libcore/model/config.h"
 #include "libcore/model/params.h"
-#include "libcore/base/stream.h"
 
 namespace tfm {
 

@@ -3,8 +3,8 @@
 #include <deque>
 #include <utility>
 
-#include "libcore/data/line_reader.h"
 #include "libcore/base/error.h"
+#include "libcore/data/line_reader.h"
 
 namespace tfm::parse {
 

@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "libcore/data/line_reader.h"
 #include "libcore/base/error.h"
+#include "libcore/data/line_reader.h"
 
 namespace tfm::parse {
 

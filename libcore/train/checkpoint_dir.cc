@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "libcore/base/error.h"
+#include "libcore/base/log.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/io/read_file.h"
-#include "libcore/base/log.h"
 #include "libcore/train/state.h"
 
 namespace tfm::train {

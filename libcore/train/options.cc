@@ -9,8 +9,8 @@
 #include <variant>
 
 #include "libcore/base/error.h"
-#include "libcore/io/key_value.h"
 #include "libcore/base/range.h"
+#include "libcore/io/key_value.h"
 
 namespace tfm::train {
 namespace {

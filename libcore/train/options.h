@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "libcore/model/config.h"
 #include "libcore/base/precision.h"
+#include "libcore/model/config.h"
 
 namespace CLI {
 class App;

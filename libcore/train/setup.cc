@@ -4,10 +4,10 @@
 #include <optional>
 #include <string_view>
 
-#include "libcore/data/vocab.h"
 #include "libcore/base/error.h"
-#include "libcore/io/checkpoint.h"
 #include "libcore/base/log.h"
+#include "libcore/data/vocab.h"
+#include "libcore/io/checkpoint.h"
 #include "libcore/model/model_file.h"
 #include "libcore/train/ranks.h"
 

@@ -12,9 +12,9 @@
 #include <optional>
 #include <vector>
 
-#include "libcore/dist/comm.h"
 #include "libcore/base/error.h"
 #include "libcore/base/log.h"
+#include "libcore/dist/comm.h"
 #include "libcore/train/data_parallel.h"
 #include "libcore/train/ranks.h"
 #include "libcore/train/report.h"

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "libcore/data/line_reader.h"
-#include "libcore/data/token_line.h"
-#include "libcore/decode/translate.h"
 #include "libcore/base/error.h"
 #include "libcore/base/log.h"
 #include "libcore/base/stream.h"
+#include "libcore/data/line_reader.h"
+#include "libcore/data/token_line.h"
+#include "libcore/decode/translate.h"
 
 namespace tfm::viz {
 

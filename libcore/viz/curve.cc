@@ -6,8 +6,8 @@
 #include <optional>
 #include <string_view>
 
-#include "libcore/data/line_reader.h"
 #include "libcore/base/error.h"
+#include "libcore/data/line_reader.h"
 #include "libcore/viz/render.h"
 
 namespace tfm::viz {

@@ -34,11 +34,11 @@
 #include <vector>
 
 #include "libcore/app/app.h"
+#include "libcore/base/error.h"
 #include "libcore/data/corpus.h"
 #include "libcore/data/line_reader.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
-#include "libcore/base/error.h"
 #include "libcore/io/atomic_file.h"
 
 #ifndef TFM_BENCH_SOURCE_DIR

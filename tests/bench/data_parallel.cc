@@ -25,10 +25,10 @@
 
 #include "kernels/cpu/blas.h"
 #include "libcore/app/app.h"
+#include "libcore/base/precision.h"
 #include "libcore/dist/comm.h"
 #include "libcore/dist/nccl.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/base/precision.h"
 #include "libcore/train/data_parallel.h"
 #include "libcore/train/options.h"
 #include "libcore/train/step.h"

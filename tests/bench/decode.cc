@@ -65,19 +65,19 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/blas.h"
+#include "kernels/cpu/gemm_rows.h"
 #include "libcore/app/app.h"
+#include "libcore/base/log.h"
+#include "libcore/base/precision.h"
 #include "libcore/data/line_reader.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
 #include "libcore/decode/translate.h"
 #include "libcore/eval/bleu.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/base/log.h"
 #include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
-#include "libcore/base/precision.h"
-#include "kernels/cpu/blas.h"
-#include "kernels/cpu/gemm_rows.h"
 #include "tests/bench/decode_reference.h"
 #include "tests/bench/reference.h"
 

@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "libcore/app/app.h"
+#include "libcore/app/sysinfo.h"
 #include "libcore/base/error.h"
 #include "libcore/eval/score.h"
 #include "libcore/io/atomic_file.h"
-#include "libcore/app/sysinfo.h"
 
 #ifndef TFM_BENCH_SOURCE_DIR
 #define TFM_BENCH_SOURCE_DIR "tests/bench"

@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "libcore/app/app.h"
-#include "libcore/io/atomic_file.h"
 #include "libcore/base/memory.h"
 #include "libcore/base/phases.h"
+#include "libcore/io/atomic_file.h"
 #include "libcore/train/options.h"
 #include "libcore/train/step.h"
 #include "tests/bench/reference.h"

@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <memory>
 
+#include "libcore/base/error.h"
 #include "libcore/data/piece_table.h"
 #include "libcore/data/text_pairs.h"
 #include "libcore/data/vocab.h"
-#include "libcore/base/error.h"
 #include "tests/fuzz/memfile.h"
 
 namespace {

@@ -3,8 +3,8 @@
 // batch lies where the reader promised.
 #include <cstdint>
 
-#include "libcore/data/corpus.h"
 #include "libcore/base/error.h"
+#include "libcore/data/corpus.h"
 #include "tests/fuzz/memfile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

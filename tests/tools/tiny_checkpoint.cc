@@ -29,8 +29,8 @@
 #include <cstring>
 #include <string>
 
-#include "libcore/data/vocab.h"
 #include "libcore/base/error.h"
+#include "libcore/data/vocab.h"
 #include "libcore/model/average.h"
 #include "libcore/model/model_io.h"
 

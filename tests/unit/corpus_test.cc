@@ -13,8 +13,8 @@
 #include <random>
 #include <set>
 
-#include "libcore/data/corpus.h"
 #include "libcore/base/error.h"
+#include "libcore/data/corpus.h"
 #include "libcore/io/checkpoint_format.h"
 
 #include "tests/support.h"

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "libcore/app/app.h"
-#include "libcore/data/token_line.h"
 #include "libcore/base/error.h"
 #include "libcore/base/json.h"
 #include "libcore/base/range.h"
+#include "libcore/data/token_line.h"
 
 using namespace tfm;
 

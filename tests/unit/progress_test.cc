@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "libcore/base/error.h"
-#include "libcore/io/atomic_file.h"
 #include "libcore/base/log.h"
 #include "libcore/base/progress.h"
+#include "libcore/io/atomic_file.h"
 #include "libcore/viz/curve.h"
 #include "tests/support.h"
 

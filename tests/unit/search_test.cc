@@ -12,8 +12,8 @@
 #include <memory>
 #include <set>
 
-#include "libcore/decode/search.h"
 #include "libcore/base/error.h"
+#include "libcore/decode/search.h"
 #include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
 #include "libcore/train/optimizer.h"

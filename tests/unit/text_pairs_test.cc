@@ -7,8 +7,8 @@
 
 #include <fstream>
 
-#include "libcore/data/text_pairs.h"
 #include "libcore/base/error.h"
+#include "libcore/data/text_pairs.h"
 
 #include "tests/support.h"
 

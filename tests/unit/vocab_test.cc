@@ -11,11 +11,11 @@
 #include <fstream>
 #include <map>
 
+#include "libcore/base/error.h"
 #include "libcore/data/line_reader.h"
 #include "libcore/data/piece_table.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
-#include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
 
 #include "tests/support.h"
