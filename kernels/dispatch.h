@@ -31,7 +31,7 @@ void on_device(const Stream& stream, Run&& run) {
       activate(stream.device());
       return run.template operator()<DeviceType::cuda>();
 #else
-      fail("unsupported device: cuda (built without CUDA)");
+      fail_without_cuda();
 #endif
   }
 }

@@ -91,7 +91,7 @@ Device select_device(const DeviceRequest& request) {
     }
     case Kind::cuda: {
       const int index = request.index < 0 ? 0 : request.index;
-      if (!cuda.compiled) fail("unsupported device: cuda (built without CUDA)");
+      if (!cuda.compiled) fail_without_cuda();
       if (cuda.devices.empty()) fail("device cuda:{} is not usable: {}", index, cuda.why_none);
       if (index >= static_cast<int>(cuda.devices.size()))
         fail("device cuda:{} does not exist: this machine has {} GPU{} (cuda:0..cuda:{})", index,
@@ -129,18 +129,14 @@ int cpu_threads() {
   return available_cpus();
 }
 
-#ifndef TFM_WITH_CUDA
-namespace {
-[[noreturn]] void no_cuda() { fail("unsupported device: cuda (built without CUDA)"); }
-}  // namespace
-#endif
+void fail_without_cuda() { fail("unsupported device: cuda (built without CUDA)"); }
 
 void activate(Device device) {
   if (device.is_cpu()) return;
 #ifdef TFM_WITH_CUDA
   TFM_CUDA_CHECK(cudaSetDevice(device.index));
 #else
-  no_cuda();
+  fail_without_cuda();
 #endif
 }
 
@@ -224,7 +220,7 @@ void* device_alloc(Device device, size_t bytes) {
   }
   return p;
 #else
-  no_cuda();
+  fail_without_cuda();
 #endif
 }
 
@@ -280,7 +276,7 @@ void device_copy(void* dst, Device dst_device, const void* src, Device src_devic
   if (dst_device.is_cpu()) TFM_CUDA_CHECK(cudaStreamSynchronize(s));
 #else
   (void)stream;
-  no_cuda();
+  fail_without_cuda();
 #endif
 }
 
@@ -297,7 +293,7 @@ void device_download_async(void* pinned_dst, const void* src, Device src_device,
   TFM_CUDA_CHECK(cudaMemcpyAsync(pinned_dst, src, bytes, cudaMemcpyDeviceToHost, s));
 #else
   (void)stream;
-  no_cuda();
+  fail_without_cuda();
 #endif
 }
 
@@ -313,7 +309,7 @@ void device_memset_zero(void* dst, Device device, size_t bytes, const Stream& st
   TFM_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, s));
 #else
   (void)stream;
-  no_cuda();
+  fail_without_cuda();
 #endif
 }
 
@@ -323,7 +319,7 @@ void device_synchronize(Device device) {
   activate(device);
   TFM_CUDA_CHECK(cudaDeviceSynchronize());
 #else
-  no_cuda();
+  fail_without_cuda();
 #endif
 }
 

@@ -78,6 +78,10 @@ int cpu_threads();
 // the CPU.
 void activate(Device device);
 
+// The one answer of a build without CUDA to a CUDA device:
+// "unsupported device: cuda (built without CUDA)".
+[[noreturn]] void fail_without_cuda();
+
 // Raw memory. CPU memory is 64-byte aligned; CUDA memory comes from
 // cudaMalloc. Sizes of 0 return nullptr. Out of memory throws Error naming
 // the device and the size.

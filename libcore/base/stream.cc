@@ -47,7 +47,7 @@ Stream::Stream(Device device) : device_(device) {
   TFM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   native_ = s;
 #else
-  fail("unsupported device: cuda (built without CUDA)");
+  fail_without_cuda();
 #endif
 }
 
@@ -80,7 +80,7 @@ Event::Event(Device device) : device_(device) {
   TFM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   native_ = e;
 #else
-  fail("unsupported device: cuda (built without CUDA)");
+  fail_without_cuda();
 #endif
 }
 

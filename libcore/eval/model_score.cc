@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
-#include <optional>
 
 #include "libcore/base/error.h"
 #include "libcore/base/json.h"

@@ -90,7 +90,8 @@ bool training_only(std::string_view line) {
 // (but its training-only keys, a note where they differ), tokenizer, and
 // every tensor's name, dtype and shape.
 void check_same_model(const std::string& ref_path, const CheckpointInfo& ref,
-                      const std::string& ref_tokenizer, const CheckpointReader& reader) {
+                      const std::string& ref_tokenizer, const CheckpointReader& reader,
+                      const std::string& tokenizer) {
   const std::string& path = reader.path();
   const CheckpointInfo& info = reader.info();
   if (info.config != ref.config) {
@@ -109,7 +110,7 @@ void check_same_model(const std::string& ref_path, const CheckpointInfo& ref,
     for (const std::string& note : notes)
       log::info("{}: {}: a training setting, not the weights'; the average keeps the first's", path, note);
   }
-  if (reader.tokenizer() != ref_tokenizer)
+  if (tokenizer != ref_tokenizer)
     fail("{} holds another vocabulary (embedded tokenizer) than {}", path, ref_path);
   for (const TensorInfo& r : ref.tensors) {
     const TensorInfo* t = info.find(r.name);
@@ -228,18 +229,20 @@ std::vector<std::string> newest_checkpoints(const std::string& dir, int64_t n) {
 AverageReport average_checkpoints(const std::vector<std::string>& inputs,
                                   const std::string& output, const AverageOptions& options) {
   TFM_REQUIRE(!inputs.empty(), "no checkpoints to average");
-  // Every input opened once, held open to the end (its tensors, its sections).
+  // Every input opened once, held open to the end (its tensors, its
+  // sections), its tokenizer read once.
   std::vector<CheckpointReader> readers;
+  std::vector<std::string> tokenizers;
   for (const std::string& path : inputs) {
-    readers.emplace_back(path);
-    if (options.check_model)
-      checked_model_vocab(readers.back(), checked_model_config(path, readers.back().info()));
+    const CheckpointReader& r = readers.emplace_back(path);
+    tokenizers.push_back(r.tokenizer());
+    if (options.check_model) checked_model_vocab(path, tokenizers.back(), checked_model_config(path, r.info()));
   }
   const std::string& ref_path = inputs[0];
   const CheckpointInfo& ref = readers[0].info();
-  const std::string tokenizer = readers[0].tokenizer();
+  const std::string& tokenizer = tokenizers[0];
   for (size_t i = 1; i < inputs.size(); ++i)
-    check_same_model(ref_path, ref, tokenizer, readers[i]);
+    check_same_model(ref_path, ref, tokenizer, readers[i], tokenizers[i]);
 
   // Each tensor's place in the accumulator, in the first input's order.
   AverageReport report;

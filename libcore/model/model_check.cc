@@ -42,10 +42,9 @@ ModelConfig checked_model_config(const std::string& path, const io::CheckpointIn
   return c;
 }
 
-std::unique_ptr<Vocab> checked_model_vocab(const io::CheckpointReader& reader, const ModelConfig& config) {
-  std::string tokenizer = reader.tokenizer();
+std::unique_ptr<Vocab> checked_model_vocab(const std::string& path, std::string tokenizer,
+                                           const ModelConfig& config) {
   if (tokenizer.empty()) return nullptr;
-  const std::string& path = reader.path();
   auto vocab = std::make_unique<Vocab>(Vocab::from_bytes(std::move(tokenizer), path + " (its embedded vocabulary)"));
   TFM_REQUIRE(vocab->size() == config.vocab_size,
               "vocabulary mismatch: {} embeds a SentencePiece model of {} pieces ({}), but its "

@@ -21,9 +21,10 @@ namespace tfm {
 // otherwise.
 ModelConfig checked_model_config(const std::string& path, const io::CheckpointInfo& info);
 
-// The embedded vocabulary, when the checkpoint has one: a SentencePiece
-// model of `config`'s vocab_size pieces. Returns it, parsed (null when
-// there is none).
-std::unique_ptr<Vocab> checked_model_vocab(const io::CheckpointReader& reader, const ModelConfig& config);
+// The embedded vocabulary, `tokenizer` (the checkpoint's bytes, empty when
+// it has none): a SentencePiece model of `config`'s vocab_size pieces.
+// Returns it, parsed (null when there is none).
+std::unique_ptr<Vocab> checked_model_vocab(const std::string& path, std::string tokenizer,
+                                           const ModelConfig& config);
 
 }  // namespace tfm

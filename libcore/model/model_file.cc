@@ -7,7 +7,7 @@ namespace tfm {
 ModelFile::ModelFile(io::CheckpointReader reader)
     : reader_(std::move(reader)),
       config_(checked_model_config(reader_.path(), reader_.info())),
-      vocab_(checked_model_vocab(reader_, config_)) {}
+      vocab_(checked_model_vocab(reader_.path(), reader_.tokenizer(), config_)) {}
 
 void ModelFile::load_parameters(ModelWeights& model) const {
   TFM_REQUIRE(config_ == model.config(),

@@ -3,7 +3,6 @@
 // ModelFile's (model_file.h).
 #pragma once
 
-#include <memory>
 #include <span>
 #include <string>
 

@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const tfm::fuzz::MemFile file(data, size);
   try {
     const tfm::io::CheckpointReader reader(file.path());
-    tfm::checked_model_vocab(reader, tfm::checked_model_config(file.path(), reader.info()));
+    tfm::checked_model_vocab(file.path(), reader.tokenizer(),
+                             tfm::checked_model_config(file.path(), reader.info()));
   } catch (const tfm::Error&) {
   }
   try {
