@@ -73,12 +73,12 @@ void attnviz(Options& o) {
 
   viz::View view;
   view.stack = viz::parse_stack(o.stack);
-  view.layer = o.layer > 0 ? o.layer - 1 : c.layers - 1;
+  view.layer = o.layer > 0 ? o.layer - 1 : c.decoder_layers - 1;
   for (int64_t h : o.heads) view.heads.push_back(h - 1);
   view.mode = o.mode;
   view.sentence = o.sentence_number - 1;
   // Before any work: a layer, head or sentence that is not there.
-  viz::check_view(view, c.layers, c.heads, static_cast<int64_t>(src.text.size()));
+  viz::check_view(view, c.decoder_layers, c.heads, static_cast<int64_t>(src.text.size()));
 
   const std::vector<viz::SentenceAttention> sentences = model.run(src.text, targets, src.names);
   std::string out;
@@ -91,7 +91,7 @@ void attnviz(Options& o) {
   }
   write_output(o.output, out);
   tfm::log::info("{} sentence{}, {} layers x {} heads, on {}: {} ({} bytes)", sentences.size(),
-                 sentences.size() == 1 ? "" : "s", c.layers, c.heads, o.attention.device.str(),
+                 sentences.size() == 1 ? "" : "s", c.decoder_layers, c.heads, o.attention.device.str(),
                  o.output == "-" ? "stdout" : o.output, out.size());
 }
 

@@ -41,9 +41,9 @@ void decode(Options& o) {
   model->pack_weights();  // on the CPU (f32, int8): the decoder's GEMMs read their weights' panels
   tfm::TranslateOptions& t = o.translate;
   if (o.attention) {
-    const int64_t layers = model->config().layers;
+    const int64_t layers = model->config().decoder_layers;
     if (o.attention_layer > layers)
-      throw tfm::UsageError(fmt::format("--attention-layer {} is past the model's {} layers",
+      throw tfm::UsageError(fmt::format("--attention-layer {} is past the model's {} decoder layers",
                                         o.attention_layer, layers));
     t.search.attention_layer = static_cast<int>(o.attention_layer > 0 ? o.attention_layer - 1 : layers - 1);
   }

@@ -29,6 +29,22 @@ void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& 
   on_device(stream, [&]<DeviceType D> { impl::relu_backward<D>(y, dy, dx, stream); });
 }
 
+void activation_forward(const TensorView& x, Activation act, const TensorView& y, const Stream& stream) {
+  require_device("activation_forward", stream, {{"x", &x}, {"y", &y}});
+  require_float("activation_forward", x, "x");
+  require_same("activation_forward", x, "x", y, "y");
+  on_device(stream, [&]<DeviceType D> { impl::activation_forward<D>(x, act, y, stream); });
+}
+
+void activation_backward(const TensorView& x, const TensorView& dy, Activation act, const TensorView& dx,
+                         const Stream& stream) {
+  require_device("activation_backward", stream, {{"x", &x}, {"dy", &dy}, {"dx", &dx}});
+  require_float("activation_backward", x, "x");
+  require_same("activation_backward", x, "x", dy, "dy");
+  require_same("activation_backward", x, "x", dx, "dx");
+  on_device(stream, [&]<DeviceType D> { impl::activation_backward<D>(x, dy, act, dx, stream); });
+}
+
 void cast(const TensorView& x, const TensorView& y, const Stream& stream) {
   require_device("cast", stream, {{"x", &x}, {"y", &y}});
   for (const auto& [t, name] : {std::pair{&x, "x"}, std::pair{&y, "y"}}) {

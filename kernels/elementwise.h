@@ -1,4 +1,5 @@
-// Elementwise ops: add, ReLU, casts, column copies, uniform numbers.
+// Elementwise ops: add, ReLU and the other feed-forward activations, casts,
+// column copies, uniform numbers.
 // Part of the op catalogue: kernels/ops.h gives the contract every op keeps.
 #pragma once
 
@@ -19,6 +20,21 @@ void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream
 // dx = dy * (y > 0)                            (dx =; dx may be dy)
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx,
                    const Stream& stream);
+
+// The feed-forward's activations (ModelConfig::activation):
+//   relu  max(0, x)
+//   gelu  x Phi(x) = x (1 + erf(x / sqrt 2)) / 2   (exact, not the tanh form)
+//   silu  x sigmoid(x) = x / (1 + exp(-x))         (swish with beta 1)
+enum class Activation : uint8_t { relu, gelu, silu };
+
+// y = act(x)                                   (same shape; y =; y may be x)
+// Computed in f32 (f64 for f64 tensors), stored in x's dtype.
+void activation_forward(const TensorView& x, Activation act, const TensorView& y, const Stream& stream);
+
+// dx = dy * act'(x), x the forward's input     (same shape; dx =; dx may be dy)
+// relu's derivative at 0 is 0, as relu_backward's.
+void activation_backward(const TensorView& x, const TensorView& dy, Activation act, const TensorView& dx,
+                         const Stream& stream);
 
 // y = x converted to y's dtype, rounding to nearest even   (same shape; y =)
 // Any float dtypes, on the CPU too (f32 <-> bf16 / f16 / f64): the bridge
@@ -58,6 +74,11 @@ void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream
 template <DeviceType D>
 void relu_backward(const TensorView& y, const TensorView& dy, const TensorView& dx,
                    const Stream& stream);
+template <DeviceType D>
+void activation_forward(const TensorView& x, Activation act, const TensorView& y, const Stream& stream);
+template <DeviceType D>
+void activation_backward(const TensorView& x, const TensorView& dy, Activation act, const TensorView& dx,
+                         const Stream& stream);
 template <DeviceType D>
 void cast(const TensorView& x, const TensorView& y, const Stream& stream);
 template <DeviceType D>

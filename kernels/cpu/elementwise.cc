@@ -1,6 +1,8 @@
-// CPU elementwise ops (elementwise.h): add, ReLU forward/backward, Philox uniform.
+// CPU elementwise ops (elementwise.h): add, ReLU and the activations
+// forward/backward, Philox uniform.
 // One templated loop each, run in f32 or f64; OpenMP splits large tensors.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/common.h"
@@ -28,6 +30,33 @@ template <typename T>
 TFM_CPU_CLONES void relu_backward_span(const T* y, const T* dy, T* dx, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+}
+
+// act(x) and act'(x) in T (float or double): the formulas of elementwise.h.
+template <typename T>
+T activation(Activation act, T x) {
+  switch (act) {
+    case Activation::relu: return x < T(0) ? T(0) : x;
+    case Activation::gelu: return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    case Activation::silu: return x / (T(1) + std::exp(-x));
+  }
+  return x;
+}
+template <typename T>
+T activation_slope(Activation act, T x) {
+  switch (act) {
+    case Activation::relu: return x > T(0) ? T(1) : T(0);
+    case Activation::gelu: {
+      const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+      const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);  // 1 / sqrt(2 pi)
+      return cdf + x * pdf;
+    }
+    case Activation::silu: {
+      const T s = T(1) / (T(1) + std::exp(-x));
+      return s * (T(1) + x * (T(1) - s));
+    }
+  }
+  return T(1);
 }
 
 // Every float dtype as double and back (tfm::bf16 / f16 round to nearest even).
@@ -91,6 +120,31 @@ void relu_backward<DeviceType::cpu>(const TensorView& y, const TensorView& dy, c
     const T* pdy = dy.data_as<T>();
     parallel_chunks(dx.numel(), kChunk, [&](int64_t i0, int64_t i1) {
       relu_backward_span<T>(py + i0, pdy + i0, pdx + i0, i1 - i0);
+    });
+  });
+}
+
+template <>
+void activation_forward<DeviceType::cpu>(const TensorView& x, Activation act, const TensorView& y,
+                                         const Stream&) {
+  with_float(y, "activation_forward", [&](auto* py) {
+    using T = std::remove_pointer_t<decltype(py)>;
+    const T* px = x.data_as<T>();
+    parallel_chunks(y.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) py[i] = activation(act, px[i]);
+    });
+  });
+}
+
+template <>
+void activation_backward<DeviceType::cpu>(const TensorView& x, const TensorView& dy, Activation act,
+                                          const TensorView& dx, const Stream&) {
+  with_float(dx, "activation_backward", [&](auto* pdx) {
+    using T = std::remove_pointer_t<decltype(pdx)>;
+    const T* px = x.data_as<T>();
+    const T* pdy = dy.data_as<T>();
+    parallel_chunks(dx.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) pdx[i] = pdy[i] * activation_slope(act, px[i]);
     });
   });
 }

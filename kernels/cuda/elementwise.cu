@@ -1,4 +1,5 @@
-// CUDA elementwise ops (elementwise.h): add, ReLU forward/backward, Philox uniform,
+// CUDA elementwise ops (elementwise.h): add, ReLU and the activations
+// forward/backward, Philox uniform,
 // and the GEMM's bias/ReLU epilogue for when cuBLASLt cannot fuse it.
 // Storage is f32, bf16 or f16; arithmetic is f32. add, ReLU and cast move
 // 16-byte packs where the tensors allow (common.cuh).
@@ -52,6 +53,42 @@ struct ReluOp {
 template <typename T>
 struct ReluBackwardOp {
   __device__ T operator()(T y, T dy) const { return to_float(y) > 0.0f ? dy : from_float<T>(0.0f); }
+};
+
+// act(x) and act'(x) in f32: the formulas of elementwise.h, as the CPU's.
+__device__ float activation(Activation act, float x) {
+  switch (act) {
+    case Activation::relu: return fmaxf(x, 0.0f);
+    case Activation::gelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case Activation::silu: return x / (1.0f + expf(-x));
+  }
+  return x;
+}
+__device__ float activation_slope(Activation act, float x) {
+  switch (act) {
+    case Activation::relu: return x > 0.0f ? 1.0f : 0.0f;
+    case Activation::gelu:
+      return 0.5f * (1.0f + erff(x * 0.70710678118654752440f)) +
+             x * expf(-0.5f * x * x) * 0.39894228040143267794f;
+    case Activation::silu: {
+      const float s = 1.0f / (1.0f + expf(-x));
+      return s * (1.0f + x * (1.0f - s));
+    }
+  }
+  return 1.0f;
+}
+template <typename T>
+struct ActivationOp {
+  Activation act;
+  __device__ T operator()(T x, T) const { return from_float<T>(activation(act, to_float(x))); }
+};
+// (x, dy) -> dx = dy act'(x)
+template <typename T>
+struct ActivationBackwardOp {
+  Activation act;
+  __device__ T operator()(T x, T dy) const {
+    return from_float<T>(to_float(dy) * activation_slope(act, to_float(x)));
+  }
 };
 
 // One thread per Philox block of four elements.
@@ -171,6 +208,30 @@ void relu_backward<DeviceType::cuda>(const TensorView& y, const TensorView& dy,
     using T = decltype(t);
     map2(static_cast<const T*>(y.data()), static_cast<const T*>(dy.data()),
          static_cast<T*>(dx.data()), n, ReluBackwardOp<T>{}, native(stream));
+  });
+}
+
+template <>
+void activation_forward<DeviceType::cuda>(const TensorView& x, Activation act, const TensorView& y,
+                                          const Stream& stream) {
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  with_storage_type(y.dtype(), "activation_forward", [&](auto t) {
+    using T = decltype(t);
+    const T* in = static_cast<const T*>(x.data());
+    map2(in, in, static_cast<T*>(y.data()), n, ActivationOp<T>{act}, native(stream));
+  });
+}
+
+template <>
+void activation_backward<DeviceType::cuda>(const TensorView& x, const TensorView& dy, Activation act,
+                                           const TensorView& dx, const Stream& stream) {
+  const int64_t n = dx.numel();
+  if (n == 0) return;
+  with_storage_type(dx.dtype(), "activation_backward", [&](auto t) {
+    using T = decltype(t);
+    map2(static_cast<const T*>(x.data()), static_cast<const T*>(dy.data()), static_cast<T*>(dx.data()), n,
+         ActivationBackwardOp<T>{act}, native(stream));
   });
 }
 

@@ -97,7 +97,7 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   graph_ = std::make_unique<StreamGraph>(model.stream(), l.cuda_graph);
   readback_ = std::make_unique<HostReadback>(view(i.top).bytes(), 1, model.stream());
   if (!c.learned_positions) {
-    Tensor table = sinusoid_table(std::max(l.steps, l.src_len), c.d_model, model.param_dtype());
+    Tensor table = sinusoid_table(c, std::max(l.steps, l.src_len), model.param_dtype());
     positions_ = Tensor(table.shape(), model.param_dtype(), model.device());
     copy(positions_, table, model.stream());
   }
@@ -321,14 +321,14 @@ void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1, int64_t B, int64_t 
   const TensorView enc_lengths = prefix(view(i.enc_lengths), {B});
 
   const TensorView x = gemm_view(i.x, r, D);
-  ops::embedding_forward(slice(view(i.src), r.first, r.count), model_.param(L.src_embed),
-                         static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
+  ops::embedding_forward(slice(view(i.src), r.first, r.count), model_.param(L.src_embed), embedding_scale(c), x,
+                         st);
   ops::position_add(x.reshape({b1 - b0, S, D}),
                     c.learned_positions ? model_.param(L.src_pos) : positions_.view(), 0, st);
   const model::Blocks m = blocks();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
   TensorView y = x;
-  for (int64_t layer = 0; layer < c.layers; ++layer) {
+  for (int64_t layer = 0; layer < c.encoder_layers; ++layer) {
     const EncoderLayerIds& w = L.encoder[static_cast<size_t>(layer)];
     TensorView in = sublayer_input(w.self_attn_norm, y, r);
     const TensorView qkv = gemm_view(i.qkv, r, 2 * HK + HE);
@@ -347,7 +347,7 @@ void IncrementalDecoder::encode_rows(int64_t b0, int64_t b1, int64_t B, int64_t 
     y = feed_forward(w.ffn, w.ffn_norm, y_a, r);
   }
   if (c.pre_norm) y = final_norm(L.encoder_norm, y, r);
-  for (int64_t layer = 0; layer < c.layers; ++layer) {
+  for (int64_t layer = 0; layer < c.decoder_layers; ++layer) {
     const AttentionIds& w = L.decoder[static_cast<size_t>(layer)].cross_attn;
     // In this thread's rows of qkv as the layers saw them ((2 HK + HE)
     // wide): packed (HK + HE) wide from its own first row, they would reach
@@ -513,17 +513,17 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
   const TensorView cross_index = prefix(view(i.cross_index), {l.sentences, l.src_len});
   const TensorView cross_lengths = view(i.cross_lengths);
 
-  // x = sqrt(D) E[token] + PE[position]   (no dropout when decoding)
+  // x = sqrt(D) E[token] + PE[position]   (no dropout when decoding; the
+  // scale 1 without scale_embeddings)
   const TensorView x = gemm_view(i.x, r, D);
-  ops::embedding_forward(tokens, model_.param(L.tgt_embed),
-                         static_cast<float>(std::sqrt(static_cast<double>(D))), x, st);
+  ops::embedding_forward(tokens, model_.param(L.tgt_embed), embedding_scale(c), x, st);
   ops::position_add_at(x.reshape({n, 1, D}), c.learned_positions ? model_.param(L.tgt_pos) : positions_.view(),
                        positions, st);
 
   const model::Blocks m = blocks();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
   TensorView y = x;
-  for (int64_t layer = 0; layer < c.layers; ++layer) {
+  for (int64_t layer = 0; layer < c.decoder_layers; ++layer) {
     const size_t ly = static_cast<size_t>(layer);
     const DecoderLayerIds& w = L.decoder[ly];
     // Self-attention: q, k and v by one GEMM; this position's keys and
@@ -561,7 +561,8 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
     y = feed_forward(w.ffn, w.ffn_norm, y_b, r);
   }
   if (c.pre_norm) y = final_norm(L.decoder_norm, y, r);
-  model::output_projection(m, y, model_.weight(L.tgt_embed), gemm_view(i.logits, r, c.vocab_size));
+  model::output_projection(m, y, model_.weight(L.out_proj), gemm_view(i.logits, r, c.vocab_size),
+                           L.out_bias >= 0 ? model_.param(L.out_bias) : TensorView());
 }
 
 void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids) {

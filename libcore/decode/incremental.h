@@ -126,6 +126,7 @@ class IncrementalDecoder {
   Tensor attention();
 
   int64_t vocab_size() const { return model_.config().vocab_size; }
+  const ModelConfig& config() const { return model_.config(); }
   const StreamGraph& graph() const { return *graph_; }
   // Seconds the host spent in top_k's download, waiting for the device's
   // work (on a GPU: the decode is device-bound where this is most of the

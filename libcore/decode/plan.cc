@@ -14,9 +14,9 @@ IncrementalDecoder::Plan::Plan(const ModelConfig& c, DecoderLimits& l, DType dt,
               "decoder limits must be positive (sentences {}, source tokens {}, source length "
               "{}, rows {}, steps {}, top k {})",
               l.sentences, l.src_tokens, l.src_len, l.rows, l.steps, l.top_k);
-  TFM_REQUIRE(l.attention_layer >= -1 && l.attention_layer < c.layers,
+  TFM_REQUIRE(l.attention_layer >= -1 && l.attention_layer < c.decoder_layers,
               "attention layer {} is outside the model's {} decoder layers", l.attention_layer,
-              c.layers);
+              c.decoder_layers);
   TFM_REQUIRE(!c.learned_positions || std::max(l.steps, l.src_len) <= c.max_positions,
               "decoding {} positions of sources up to {} tokens needs more than the {} learned "
               "positions the model has",
@@ -53,7 +53,7 @@ IncrementalDecoder::Plan::Plan(const ModelConfig& c, DecoderLimits& l, DType dt,
   i.self_groups = io("self.groups", l.rows);
   const int64_t stat_words = static_cast<int64_t>(dtype_size(st) / sizeof(int32_t));
   i.top = io("top", l.rows * l.top_k * (stat_words + 1));
-  for (int64_t layer = 0; layer < c.layers; ++layer) {
+  for (int64_t layer = 0; layer < c.decoder_layers; ++layer) {
     i.pool_k.push_back(pool(fmt::format("self.{}.k", layer), l.cache_rows, HK));
     i.pool_v.push_back(pool(fmt::format("self.{}.v", layer), l.cache_rows, HE));
     i.cross_k.push_back(pool(fmt::format("cross.{}.k", layer), src, HK));

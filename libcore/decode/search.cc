@@ -102,7 +102,8 @@ int64_t check_search(const IncrementalDecoder& decoder, const std::vector<Search
               "beam search: the decoder keeps the attention of layer {}, not {}",
               decoder.limits().attention_layer, o.attention_layer);
   const int64_t V = decoder.vocab_size();
-  TFM_REQUIRE(V > kEosId, "beam search: a vocabulary of {} has no eos (id {})", V, kEosId);
+  TFM_REQUIRE(V > decoder.config().eos_id, "beam search: a vocabulary of {} has no eos (id {})", V,
+              decoder.config().eos_id);
   const int64_t k = std::min<int64_t>(2 * W, V);
   TFM_REQUIRE(decoder.limits().top_k >= k, "beam search: the decoder plans the top {} tokens, a beam of {} needs {}",
               decoder.limits().top_k, W, k);
@@ -117,6 +118,7 @@ int64_t check_search(const IncrementalDecoder& decoder, const std::vector<Search
 // at its longest, and the attention weights when kept.
 struct StepResult {
   int64_t k;
+  int32_t eos_id;  // the model's
   const std::vector<double>& log_probs;
   const std::vector<int32_t>& ids;
   const std::vector<double>& eos;
@@ -130,12 +132,13 @@ struct StepResult {
 void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearchOptions& o,
              EarlyStopping stopping, std::vector<Proposal>& proposals) {
   const int64_t W = o.beam_size, k = step.k, t = s.t++;
+  const int32_t eos_id = step.eos_id;
   const int64_t src_len = static_cast<int64_t>(s.request->source.size());
   // A hypothesis from live h (fed by `row`) and one more token.
   auto extended = [&](const Live& h, int32_t row, int32_t token, float lp) {
     Live n;
     n.tokens = h.tokens;
-    if (token != kEosId) n.tokens.push_back(token);
+    if (token != eos_id) n.tokens.push_back(token);
     n.token_log_probs = h.token_log_probs;
     n.token_log_probs.push_back(lp);
     n.log_prob = h.log_prob + lp;
@@ -152,7 +155,7 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
   if (t >= s.request->max_len) {  // only eos may follow
     for (size_t h = 0; h < s.live.size(); ++h) {
       const int32_t row = first + static_cast<int32_t>(h);
-      finish(extended(s.live[h], row, kEosId, static_cast<float>(step.eos[static_cast<size_t>(row)])));
+      finish(extended(s.live[h], row, eos_id, static_cast<float>(step.eos[static_cast<size_t>(row)])));
     }
     s.live.clear();
     s.done = true;
@@ -163,7 +166,7 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
     const int64_t row = first + static_cast<int64_t>(h);
     for (int64_t i = 0; i < k; ++i) {
       const int32_t token = step.ids[static_cast<size_t>(row * k + i)];
-      if (token == kEosId && t < s.request->min_len) continue;
+      if (token == eos_id && t < s.request->min_len) continue;
       const double lp = step.log_probs[static_cast<size_t>(row * k + i)];
       proposals.push_back({s.live[h].log_prob + lp, static_cast<float>(lp), static_cast<int32_t>(h), token});
     }
@@ -177,7 +180,7 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
   next.reserve(static_cast<size_t>(W));
   for (const Proposal& p : proposals) {
     Live n = extended(s.live[static_cast<size_t>(p.live)], first + p.live, p.token, p.token_log_prob);
-    if (p.token == kEosId) {
+    if (p.token == eos_id) {
       finish(std::move(n));
       continue;
     }
@@ -222,6 +225,9 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
   const int64_t W = o.beam_size;
   const EarlyStopping stopping = W == 1 ? EarlyStopping::beam : o.early_stopping;
   const int64_t k = check_search(decoder, {}, o);
+  // The model's framing (config.h): the decoder's first input, and the end.
+  const auto start_id = static_cast<int32_t>(decoder.config().decoder_start_id);
+  const auto eos_id = static_cast<int32_t>(decoder.config().eos_id);
   const int64_t refill_at = std::max<int64_t>(1, l.sentences / 8);
   decoder.reset();
   std::vector<Sentence> live;
@@ -283,14 +289,14 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
     // row that proposed it.
     rows.clear();
     for (const Sentence& s : live)
-      for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.tokens.empty() ? kBosId : h.tokens.back()});
+      for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.tokens.empty() ? start_id : h.tokens.back()});
     decoder.step(rows);
     decoder.top_k(k, log_probs, ids);
     bool at_max = false;
     for (const Sentence& s : live) at_max |= s.t >= s.request->max_len;
-    if (at_max) eos = decoder.log_prob_of(kEosId);
+    if (at_max) eos = decoder.log_prob_of(eos_id);
     if (o.attention_layer >= 0) weights = decoder.attention();
-    const StepResult step{k, log_probs, ids, eos, weights};
+    const StepResult step{k, eos_id, log_probs, ids, eos, weights};
     int32_t first = 0;  // the first row of the sentence at hand
     for (Sentence& s : live) {
       const int32_t n = static_cast<int32_t>(s.live.size());

@@ -55,8 +55,9 @@ DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions
   const int64_t W = o.search.beam_size;
   DecoderLimits l;
   l.sentences = o.batch_size;
-  l.src_len = o.max_input_len;
-  l.src_tokens = std::max(o.max_tokens, o.max_input_len);
+  // With source_eos the encoder reads one id more than the input has.
+  l.src_len = o.max_input_len + c.source_eos;
+  l.src_tokens = std::max(o.max_tokens, o.max_input_len) + (c.source_eos ? o.batch_size : 0);
   l.rows = search_rows(o.batch_size, o.search);
   l.steps = max_output_len(model, o, o.max_input_len) + 1;
   l.top_k = std::min<int64_t>(2 * W, c.vocab_size);
@@ -85,8 +86,9 @@ Translator::Translator(const ModelWeights& model, const Vocab* vocab, const Tran
   TFM_REQUIRE(!vocab_ || vocab_->size() <= c.vocab_size,
               "the checkpoint's tokenizer has {} pieces but the model only {} ids",
               vocab_ ? vocab_->size() : 0, c.vocab_size);
-  TFM_REQUIRE(o.search.attention_layer < c.layers, "--attention-layer {} is past the model's {} layers",
-              o.search.attention_layer + 1, c.layers);
+  TFM_REQUIRE(o.search.attention_layer < c.decoder_layers,
+              "--attention-layer {} is past the model's {} decoder layers", o.search.attention_layer + 1,
+              c.decoder_layers);
   if (c.learned_positions && o.max_input_len > c.max_positions) {
     log::info("sources are cut at the model's {} learned positions (--max-input-len {})",
               c.max_positions, o.max_input_len);
@@ -254,9 +256,10 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       std::iota(order.begin(), order.end(), size_t{0});
       std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lengths[x] < lengths[y]; });
       std::vector<SearchRequest> requests;
+      const Framing framing = Framing::of(model_.config());
       for (size_t i : order) {
         const Item& it = items[todo[i]];
-        requests.push_back({it.ids, max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0});
+        requests.push_back({framing.source(it.ids), max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0});
       }
       search_stream(decoders_, requests, o.search, [&](size_t r, std::vector<Hypothesis>&& nbest) {
         const size_t at = todo[order[r]];

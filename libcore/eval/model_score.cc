@@ -57,8 +57,9 @@ Pairs read_pairs(const std::string& src_path, const std::string& tgt_path, const
 ScoringPlan plan_scoring(const Pairs& pairs, int64_t max_tokens, const ModelConfig& config) {
   TFM_REQUIRE(max_tokens >= 1, "--max-tokens must be positive, not {}", max_tokens);
   const size_t n = pairs.src.size();
-  // S and T of pair i; T counts the eos (bos in, eos out).
-  auto S = [&](size_t i) { return static_cast<int64_t>(pairs.src[i].size()); };
+  // S and T of pair i; T counts the eos (start in, eos out), S the source's
+  // with source_eos.
+  auto S = [&](size_t i) { return static_cast<int64_t>(pairs.src[i].size()) + config.source_eos; };
   auto T = [&](size_t i) { return static_cast<int64_t>(pairs.tgt[i].size()) + 1; };
   ScoringPlan plan;
   plan.limits.max_len = 1;
@@ -112,7 +113,7 @@ ModelScores score_pairs(Transformer& model, const Pairs& pairs, const ScoringPla
       src.push_back(pairs.src[i]);
       tgt.push_back(pairs.tgt[i]);
     }
-    const HostBatch b = HostBatch::from_pairs(src, tgt);
+    const HostBatch b = HostBatch::from_pairs(src, tgt, Framing::of(model.config()));
     const Tensor lp = model.log_probs(b);  // (B * T, V), host
     const auto* data = static_cast<const std::byte*>(lp.view().data());
     for (size_t k = 0; k < batch.size(); ++k) {

@@ -1,5 +1,8 @@
 #include "libcore/model/config.h"
 
+#include <initializer_list>
+#include <utility>
+
 #include "libcore/base/error.h"
 #include "libcore/base/range.h"
 #include "libcore/io/key_value.h"
@@ -18,6 +21,32 @@ bool parse_bool(std::string_view key, std::string_view v) {
   return io::parse_bool(fmt::format("config: {}", key), v);
 }
 
+// The names of an enum's values, in its order.
+template <typename E>
+struct Names {
+  std::initializer_list<std::pair<E, std::string_view>> list;
+  std::string_view operator()(E e) const {
+    for (const auto& [value, name] : list)
+      if (value == e) return name;
+    return "?";
+  }
+};
+const Names<ops::Activation> kActivations{
+    {{ops::Activation::relu, "relu"}, {ops::Activation::gelu, "gelu"}, {ops::Activation::silu, "silu"}}};
+const Names<PositionLayout> kPositionLayouts{{{PositionLayout::interleaved, "interleaved"},
+                                              {PositionLayout::halves, "halves"},
+                                              {PositionLayout::fairseq, "fairseq"}}};
+
+template <typename E>
+E parse_choice(std::string_view key, std::string_view v, const Names<E>& names) {
+  std::string known;
+  for (const auto& [value, name] : names.list) {
+    if (name == v) return value;
+    known += known.empty() ? std::string(name) : fmt::format(", {}", name);
+  }
+  fail("config: {} must be one of {}, got '{}'", key, known, printable(v));
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::preset(std::string_view name) {
@@ -32,7 +61,7 @@ ModelConfig ModelConfig::preset(std::string_view name) {
   }
   if (name == "tiny") {
     c.vocab_size = 64;
-    c.layers = 2;
+    c.encoder_layers = c.decoder_layers = 2;
     c.d_model = 32;
     c.d_ff = 64;
     c.heads = 4;
@@ -47,7 +76,9 @@ ModelConfig ModelConfig::preset(std::string_view name) {
 void ModelConfig::set(std::string_view key, std::string_view v) {
   constexpr int64_t kBig = int64_t(1) << 31;
   if (key == "vocab_size") vocab_size = parse_int(key, v, 2, kBig);
-  else if (key == "layers") layers = parse_int(key, v, 1, 1024);
+  else if (key == "layers") encoder_layers = decoder_layers = parse_int(key, v, 1, 1024);
+  else if (key == "encoder_layers") encoder_layers = parse_int(key, v, 1, 1024);
+  else if (key == "decoder_layers") decoder_layers = parse_int(key, v, 1, 1024);
   else if (key == "d_model") d_model = parse_int(key, v, 1, 1 << 20);
   else if (key == "d_ff") d_ff = parse_int(key, v, 1, 1 << 22);
   else if (key == "heads") heads = parse_int(key, v, 1, 1024);
@@ -66,6 +97,15 @@ void ModelConfig::set(std::string_view key, std::string_view v) {
   else if (key == "share_embeddings") share_embeddings = parse_bool(key, v);
   else if (key == "pre_norm") pre_norm = parse_bool(key, v);
   else if (key == "layer_norm_eps") layer_norm_eps = parse_float(key, v, 1e-12, 1);
+  else if (key == "activation") activation = parse_choice(key, v, kActivations);
+  else if (key == "scale_embeddings") scale_embeddings = parse_bool(key, v);
+  else if (key == "position_layout") position_layout = parse_choice(key, v, kPositionLayouts);
+  else if (key == "position_offset") position_offset = parse_int(key, v, 0, 1 << 20);
+  else if (key == "tie_output") tie_output = parse_bool(key, v);
+  else if (key == "output_bias") output_bias = parse_bool(key, v);
+  else if (key == "decoder_start_id") decoder_start_id = parse_int(key, v, 0, kBig);
+  else if (key == "eos_id") eos_id = parse_int(key, v, 0, kBig);
+  else if (key == "source_eos") source_eos = parse_bool(key, v);
   else fail("config: unknown key '{}'", printable(key));
 }
 
@@ -75,19 +115,44 @@ void ModelConfig::parse(std::string_view text, std::string_view source) {
   });
 }
 
+// One depth is written as `layers`, as every checkpoint before the two
+// depths were; the variants' keys only where they differ from the paper's
+// model, so that tfm's own configurations read as they always have.
 std::string ModelConfig::to_text() const {
-  return fmt::format(
-      "vocab_size = {}\nlayers = {}\nd_model = {}\nd_ff = {}\nheads = {}\nd_k = {}\nd_v = {}\n"
+  std::string depth = encoder_layers == decoder_layers
+                          ? fmt::format("layers = {}\n", encoder_layers)
+                          : fmt::format("encoder_layers = {}\ndecoder_layers = {}\n", encoder_layers, decoder_layers);
+  std::string text = fmt::format(
+      "vocab_size = {}\n{}d_model = {}\nd_ff = {}\nheads = {}\nd_k = {}\nd_v = {}\n"
       "dropout = {}\nattention_dropout = {}\nlabel_smoothing = {}\nlearned_positions = {}\n"
       "max_positions = {}\nshare_embeddings = {}\npre_norm = {}\nlayer_norm_eps = {}\n",
-      vocab_size, layers, d_model, d_ff, heads, d_k, d_v, dropout, attention_dropout,
+      vocab_size, depth, d_model, d_ff, heads, d_k, d_v, dropout, attention_dropout,
       label_smoothing, learned_positions, max_positions, share_embeddings, pre_norm,
       layer_norm_eps);
+  const ModelConfig paper;
+  if (activation != paper.activation) text += fmt::format("activation = {}\n", kActivations(activation));
+  if (scale_embeddings != paper.scale_embeddings) text += fmt::format("scale_embeddings = {}\n", scale_embeddings);
+  if (position_layout != paper.position_layout)
+    text += fmt::format("position_layout = {}\n", kPositionLayouts(position_layout));
+  if (position_offset != paper.position_offset) text += fmt::format("position_offset = {}\n", position_offset);
+  if (tie_output != paper.tie_output) text += fmt::format("tie_output = {}\n", tie_output);
+  if (output_bias != paper.output_bias) text += fmt::format("output_bias = {}\n", output_bias);
+  if (decoder_start_id != paper.decoder_start_id) text += fmt::format("decoder_start_id = {}\n", decoder_start_id);
+  if (eos_id != paper.eos_id) text += fmt::format("eos_id = {}\n", eos_id);
+  if (source_eos != paper.source_eos) text += fmt::format("source_eos = {}\n", source_eos);
+  return text;
 }
 
 void ModelConfig::validate() const {
   if (!learned_positions && d_model % 2 != 0)
     fail("config: d_model must be even for sinusoidal positions, got {}", d_model);
+  if (position_layout == PositionLayout::fairseq && d_model < 4)
+    fail("config: position_layout = fairseq needs d_model >= 4, got {}", d_model);
+  if (learned_positions && (position_offset != 0 || position_layout != PositionLayout::interleaved))
+    fail("config: position_layout and position_offset are for sinusoids, not learned_positions");
+  if (decoder_start_id >= vocab_size)
+    fail("config: decoder_start_id {} is past the vocabulary (vocab_size = {})", decoder_start_id, vocab_size);
+  if (eos_id >= vocab_size) fail("config: eos_id {} is past the vocabulary (vocab_size = {})", eos_id, vocab_size);
 }
 
 int64_t ModelConfig::parameter_count() const {
@@ -97,8 +162,10 @@ int64_t ModelConfig::parameter_count() const {
   const int64_t norm = 2 * D;
   const int64_t encoder_layer = attention + norm + ffn + norm;
   const int64_t decoder_layer = 2 * (attention + norm) + ffn + norm;
-  int64_t n = layers * (encoder_layer + decoder_layer);
+  int64_t n = encoder_layers * encoder_layer + decoder_layers * decoder_layer;
   n += (share_embeddings ? 1 : 2) * vocab_size * D;
+  if (!tie_output) n += vocab_size * D;
+  if (output_bias) n += vocab_size;
   if (learned_positions) n += 2 * max_positions * D;
   if (pre_norm) n += 2 * norm;
   return n;

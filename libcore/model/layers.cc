@@ -62,20 +62,29 @@ void final_norm(const Blocks& m, const Norm& n, const TensorView& x, const NormB
   ops::layernorm_forward(x, n.gamma, n.beta, n.eps, y, b.mean, b.rstd, m.stream);
 }
 
-void ffn_forward(const Blocks& m, FfnIds w, const TensorView& in, const TensorView& f, const TensorView& s) {
-  linear_forward(m, in, w.fc1, f, /*relu=*/true);
+void ffn_forward(const Blocks& m, FfnIds w, const TensorView& in, const TensorView& f, const TensorView& s,
+                 const TensorView& pre) {
+  const ops::Activation act = m.config.activation;
+  if (act == ops::Activation::relu) {
+    linear_forward(m, in, w.fc1, f, /*relu=*/true);  // fused into the GEMM
+  } else {
+    const TensorView u = pre.empty() ? f : pre;
+    linear_forward(m, in, w.fc1, u);
+    ops::activation_forward(u, act, f, m.stream);
+  }
   linear_forward(m, f, w.fc2, s);
 }
 
-void output_projection(const Blocks& m, const TensorView& y, const TensorView& E, const TensorView& logits) {
+void output_projection(const Blocks& m, const TensorView& y, const TensorView& E, const TensorView& logits,
+                       const TensorView& bias) {
   if (m.int8) {
-    ops::gemm_int8(y, m.int8->find(E), logits, m.stream);
+    ops::gemm_int8(y, m.int8->find(E), logits, m.stream, bias);
     return;
   }
   ops::GemmOptions o = m.gemm();
   o.trans_b = true;
   if (m.packed) o.packed_b = m.packed->find(E);
-  ops::gemm(y, E, logits, o, m.stream);
+  ops::gemm(y, E, logits, o, m.stream, bias);
 }
 
 void linear_backward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& dy,

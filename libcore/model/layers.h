@@ -61,9 +61,12 @@ Linear joined(const Blocks& m, LinearIds first, LinearIds last);
 // y = x W^T + b (then ReLU)                       x (R, in), y (R, out) =
 void linear_forward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& y,
                     bool relu = false);
-// logits = y E^T: the output projection, tied to the target embedding
-// E (V, D) as the layers' weights are (in int8 with Blocks::int8).   y (R, D), logits (R, V) =
-void output_projection(const Blocks& m, const TensorView& y, const TensorView& E, const TensorView& logits);
+// logits = y E^T (+ b): the output projection, E (V, D) the target
+// embedding or its own weights (tie_output), b the logits' bias when the
+// model has one; as the layers' weights are (in int8 with Blocks::int8).
+//                                                      y (R, D), logits (R, V) =
+void output_projection(const Blocks& m, const TensorView& y, const TensorView& E, const TensorView& logits,
+                       const TensorView& bias = {});
 // dW += dy^T x, db += sum_R dy; dx = dy W (+= when dx_beta is 1; no dx when empty)
 void linear_backward(const Blocks& m, const TensorView& x, const Linear& w, const TensorView& dy,
                      const TensorView& dx, float dx_beta);
@@ -104,9 +107,12 @@ void sublayer_end(const Blocks& m, const Norm& n, const TensorView& x, const Ten
                   const RngKey& key, const NormBuffers& b, const TensorView& y);
 // A pre-norm stack's last layer norm: y = LayerNorm(x).          x, y (R, D) =
 void final_norm(const Blocks& m, const Norm& n, const TensorView& x, const NormBuffers& b, const TensorView& y);
-// The feed-forward sub-layer: s = max(0, in W1^T + b1) W2^T + b2, through f.
-//                                            in (R, D), f (R, d_ff), s (R, D) =
-void ffn_forward(const Blocks& m, FfnIds w, const TensorView& in, const TensorView& f, const TensorView& s);
+// The feed-forward sub-layer: s = act(in W1^T + b1) W2^T + b2, through f
+// (act(...)). For an activation other than ReLU, `pre` (when given) keeps
+// in W1^T + b1 for backward; otherwise f holds it first.
+//                                   in (R, D), f, pre (R, d_ff), s (R, D) =
+void ffn_forward(const Blocks& m, FfnIds w, const TensorView& in, const TensorView& f, const TensorView& s,
+                 const TensorView& pre = {});
 
 // What multi-head attention saves for backward.
 struct AttentionSaved {

@@ -18,7 +18,7 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     src_pos = add("encoder.embed_positions.weight", {c.max_positions, D});
     tgt_pos = add("decoder.embed_positions.weight", {c.max_positions, D});
   }
-  for (int64_t l = 0; l < c.layers; ++l) {
+  for (int64_t l = 0; l < c.encoder_layers; ++l) {
     const std::string p = fmt::format("encoder.layers.{}.", l);
     EncoderLayerIds e;
     e.self_attn = attention(p + "self_attn.", c);
@@ -27,7 +27,7 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     e.ffn_norm = norm(p + "final_layer_norm.", D);
     encoder.push_back(e);
   }
-  for (int64_t l = 0; l < c.layers; ++l) {
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
     const std::string p = fmt::format("decoder.layers.{}.", l);
     DecoderLayerIds d;
     d.self_attn = attention(p + "self_attn.", c);
@@ -42,6 +42,9 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     encoder_norm = norm("encoder.layer_norm.", D);
     decoder_norm = norm("decoder.layer_norm.", D);
   }
+  // Last, after everything tfm's own models have: their layout is unchanged.
+  out_proj = c.tie_output ? tgt_embed : add("decoder.output_projection.weight", {c.vocab_size, D});
+  if (c.output_bias) out_bias = add("decoder.output_bias", {c.vocab_size});
 }
 
 int ParamLayout::add(std::string name, Shape shape, bool group_with_next) {
@@ -88,7 +91,7 @@ int64_t ParamLayout::count() const {
 }
 
 bool ParamLayout::multiplied(int id) const {
-  const bool looked_up = id == src_pos || id == tgt_pos || (id == src_embed && id != tgt_embed);
+  const bool looked_up = id == src_pos || id == tgt_pos || ((id == src_embed || id == tgt_embed) && id != out_proj);
   return entry(id).shape.rank() == 2 && !looked_up;
 }
 
@@ -121,7 +124,7 @@ void init_parameters(const ParamLayout& layout, const ModelConfig& c, const Tens
     const ParamEntry& e = layout.entries()[id];
     const TensorView t = layout.view(flat, static_cast<int>(id));
     const RngKey key{seed, static_cast<uint32_t>(id), 0};
-    const bool is_bias = e.name.ends_with(".bias");
+    const bool is_bias = e.name.ends_with(".bias") || static_cast<int>(id) == layout.out_bias;
     const bool is_norm = e.name.find("layer_norm.") != std::string::npos;
     if (is_norm && e.name.ends_with(".weight")) {
       ops::uniform(t, key, 1.0f, 1.0f, stream);  // gain 1
@@ -139,21 +142,42 @@ void init_parameters(const ParamLayout& layout, const ModelConfig& c, const Tens
   }
 }
 
-Tensor sinusoid_table(int64_t positions, int64_t d_model, DType dtype) {
+Tensor sinusoid_table(int64_t positions, int64_t d_model, DType dtype, PositionLayout layout, int64_t offset) {
   Tensor t({positions, d_model}, dtype);
-  for (int64_t p = 0; p < positions; ++p)
-    for (int64_t i = 0; i < d_model; i += 2) {
-      const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(i) / static_cast<double>(d_model));
-      const double s = std::sin(angle), co = std::cos(angle);
-      if (dtype == DType::f64) {
-        t.data_as<double>()[p * d_model + i] = s;
-        if (i + 1 < d_model) t.data_as<double>()[p * d_model + i + 1] = co;
-      } else {
-        t.data_as<float>()[p * d_model + i] = static_cast<float>(s);
-        if (i + 1 < d_model) t.data_as<float>()[p * d_model + i + 1] = static_cast<float>(co);
+  const auto put = [&](int64_t p, int64_t col, double v) {
+    if (dtype == DType::f64)
+      t.data_as<double>()[p * d_model + col] = v;
+    else
+      t.data_as<float>()[p * d_model + col] = static_cast<float>(v);
+  };
+  const int64_t half = d_model / 2;
+  for (int64_t p = 0; p < positions; ++p) {
+    const auto at = static_cast<double>(p + offset);
+    for (int64_t i = 0; i < half; ++i) {
+      const bool interleaved = layout == PositionLayout::interleaved;
+      if (layout == PositionLayout::fairseq) {
+        // In f32 throughout, as fairseq computes its table (in double the
+        // angles of late positions would differ by more than f32's rounding).
+        const float step = static_cast<float>(std::log(10000.0) / static_cast<double>(half - 1));
+        const float angle = static_cast<float>(p + offset) * std::exp(static_cast<float>(i) * -step);
+        put(p, i, std::sin(angle));
+        put(p, half + i, std::cos(angle));
+        continue;
       }
+      const double angle = at / std::pow(10000.0, static_cast<double>(2 * i) / static_cast<double>(d_model));
+      put(p, interleaved ? 2 * i : i, std::sin(angle));
+      put(p, interleaved ? 2 * i + 1 : half + i, std::cos(angle));
     }
+  }
   return t;
+}
+
+Tensor sinusoid_table(const ModelConfig& config, int64_t positions, DType dtype) {
+  return sinusoid_table(positions, config.d_model, dtype, config.position_layout, config.position_offset);
+}
+
+float embedding_scale(const ModelConfig& config) {
+  return config.scale_embeddings ? static_cast<float>(std::sqrt(static_cast<double>(config.d_model))) : 1.0f;
 }
 
 }  // namespace tfm

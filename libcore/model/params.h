@@ -51,12 +51,14 @@ class ParamLayout {
   // width), vectors joined. The attention's q, k and v form such groups.
   TensorView view(const TensorView& flat, int first, int last) const;
   // Whether inference multiplies by parameter id (x W^T): every matrix but
-  // the learned positions and a source embedding that is not also the
-  // target's (looked up, never multiplied). Int8Weights and PackedWeights
+  // the learned positions and the embeddings that are not also the
+  // pre-softmax weights (looked up, never multiplied). Int8Weights and PackedWeights
   // hold these.
   bool multiplied(int id) const;
 
   int src_embed = -1, tgt_embed = -1;   // the same id when embeddings are shared
+  int out_proj = -1;                    // the pre-softmax weights (V, D): tgt_embed when tied
+  int out_bias = -1;                    // (V), with ModelConfig::output_bias only
   int src_pos = -1, tgt_pos = -1;       // learned positions only
   std::vector<EncoderLayerIds> encoder;
   std::vector<DecoderLayerIds> decoder;
@@ -80,8 +82,14 @@ class ParamLayout {
 void init_parameters(const ParamLayout& layout, const ModelConfig& config, const TensorView& flat,
                      uint64_t seed, const Stream& stream);
 
-// The paper's sinusoids, (P, D): PE(p, 2i) = sin(p / 10000^(2i/D)),
-// PE(p, 2i+1) = cos(p / 10000^(2i/D)), computed in double and rounded.
-Tensor sinusoid_table(int64_t positions, int64_t d_model, DType dtype);
+// The sinusoids of positions [offset, offset + P), (P, D), laid out as
+// `layout` (config.h; the paper's interleaved by default), computed in
+// double and rounded.
+Tensor sinusoid_table(int64_t positions, int64_t d_model, DType dtype,
+                      PositionLayout layout = PositionLayout::interleaved, int64_t offset = 0);
+// The model's own: its layout and offset.
+Tensor sinusoid_table(const ModelConfig& config, int64_t positions, DType dtype);
+// What the embedding lookup multiplies by: sqrt(D), or 1 (scale_embeddings).
+float embedding_scale(const ModelConfig& config);
 
 }  // namespace tfm

@@ -43,11 +43,11 @@ Transformer::Plan::Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, 
   tgt_offsets = mem.add(MemoryKind::io, "tgt_offsets", DType::i32, {R + 1});
   enc_in = act("encoder.input", dt, {R, D});
   dec_in = act("decoder.input", dt, {R, D});
-  for (int64_t l = 0; l < c.layers; ++l) {
+  for (int64_t l = 0; l < c.encoder_layers; ++l) {
     const std::string p = fmt::format("encoder.{}", l);
     enc.push_back({attn(p + ".self_attn"), sub(p + ".a"), act(p + ".ffn", dt, {R, F}), sub(p + ".b")});
   }
-  for (int64_t l = 0; l < c.layers; ++l) {
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
     const std::string p = fmt::format("decoder.{}", l);
     dec.push_back({attn(p + ".self_attn"), sub(p + ".a"), attn(p + ".cross_attn"), sub(p + ".b"),
                    act(p + ".ffn", dt, {R, F}), sub(p + ".c")});
@@ -68,6 +68,9 @@ Transformer::Plan::Plan(const ModelConfig& c, const ModelLimits& lim, DType dt, 
   s = ws("s", dt, {R, D});
   ds = ws("ds", dt, {R, D});
   df = ws("df", dt, {R, F});
+  // A block saves the feed-forward's pre-activation; what fc2 reads is
+  // recomputed here (ReLU needs neither: its output is its own mask).
+  if (c.activation != ops::Activation::relu) activated = ws("ffn.activated", dt, {R, F});
   dln = ws("dln", dt, {R, D});
   g_dec = ws("g_dec", dt, {R, D});
   g_enc = ws("g_enc", dt, {R, D});

@@ -18,6 +18,8 @@ namespace model {
 // sub-layer's input) and y = x + dropout(s) (the block output).
 struct SublayerIds { int h, y, mean, rstd; };
 struct AttentionPlanIds { int q, k, v, probs, ctx; };
+// f: the feed-forward's hidden rows: ReLU's output, or another
+// activation's input (its output is recomputed: Plan::activated).
 struct EncoderLayerPlan { AttentionPlanIds attn; SublayerIds a; int f; SublayerIds b; };
 struct DecoderLayerPlan {
   AttentionPlanIds self_attn; SublayerIds a;
@@ -41,6 +43,7 @@ struct Transformer::Plan {
   model::SublayerIds enc_final{-1, -1, -1, -1}, dec_final{-1, -1, -1, -1};
   // workspace
   int padded, proj, scores, split, dq, dk, dv, dprobs, dproj, s, ds, df, dln, g_dec, g_enc, logits, logits16, sums;
+  int activated = -1;  // act(pre-activation) of one feed-forward, for activations other than ReLU
   // Room for attention tiles: rows of a (B, H, rows, X) head buffer, and
   // elements of one head's (Tq, Tk) weights (TileRoom: R and R x L, more on CUDA).
   int64_t head_rows = 0, map_elems = 0;

@@ -76,7 +76,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelLimits& limits, D
     throw Error(fmt::format("{}; the plan needs {}", e.what(), plan_->mem.report()));
   }
   if (!config_.learned_positions) {
-    Tensor table = sinusoid_table(limits_.max_len, config_.d_model, param_dtype_);
+    Tensor table = sinusoid_table(config_, limits_.max_len, param_dtype_);
     positions_ = Tensor(table.shape(), param_dtype_, device);
     copy(positions_, table, *stream_);
   }
@@ -124,22 +124,29 @@ void Transformer::zero_grads() {
 std::vector<GradientPiece> Transformer::gradient_order() const {
   const ParamLayout& L = layout_;
   const auto start = [&](int id) { return L.entry(id).offset; };
-  const int64_t layers = config_.layers;
-  const int64_t tail = config_.pre_norm ? start(L.encoder_norm.gamma) : L.total();
+  const int64_t encoder_layers = config_.encoder_layers, decoder_layers = config_.decoder_layers;
+  // After the decoder's layers: the final norms (pre-norm), then the
+  // output layer's own weights (untied, biased), whose gradients the loss
+  // writes before backward starts: they complete with the last piece.
+  const int64_t final_norms = config_.pre_norm ? start(L.encoder_norm.gamma) : -1;
+  const int64_t output = L.out_proj != L.tgt_embed ? start(L.out_proj) : L.out_bias >= 0 ? start(L.out_bias) : L.total();
+  const int64_t tail = final_norms >= 0 ? final_norms : output;
   const auto encoder_layer = [&](int64_t l) {
-    const int64_t end = l + 1 < layers ? start(L.encoder[static_cast<size_t>(l + 1)].self_attn.q.weight)
-                                       : start(L.decoder[0].self_attn.q.weight);
+    const int64_t end = l + 1 < encoder_layers ? start(L.encoder[static_cast<size_t>(l + 1)].self_attn.q.weight)
+                                               : start(L.decoder[0].self_attn.q.weight);
     return GradientPiece{start(L.encoder[static_cast<size_t>(l)].self_attn.q.weight), end};
   };
   const auto decoder_layer = [&](int64_t l) {
-    const int64_t end = l + 1 < layers ? start(L.decoder[static_cast<size_t>(l + 1)].self_attn.q.weight) : tail;
+    const int64_t end =
+        l + 1 < decoder_layers ? start(L.decoder[static_cast<size_t>(l + 1)].self_attn.q.weight) : tail;
     return GradientPiece{start(L.decoder[static_cast<size_t>(l)].self_attn.q.weight), end};
   };
   std::vector<GradientPiece> order;
-  for (int64_t l = layers - 1; l >= 0; --l) order.push_back(decoder_layer(l));
-  if (config_.pre_norm) order.push_back({tail, L.total()});
-  for (int64_t l = layers - 1; l >= 0; --l) order.push_back(encoder_layer(l));
+  for (int64_t l = decoder_layers - 1; l >= 0; --l) order.push_back(decoder_layer(l));
+  if (config_.pre_norm) order.push_back({final_norms, output});
+  for (int64_t l = encoder_layers - 1; l >= 0; --l) order.push_back(encoder_layer(l));
   order.push_back({0, start(L.encoder[0].self_attn.q.weight)});
+  if (output < L.total()) order.push_back({output, L.total()});
   return order;
 }
 
@@ -163,9 +170,10 @@ class Pass {
   }
 
   TensorView buffer(int id, Shape s) const { return prefix(memory_.view(id), s); }
-  // logits = y E^T, the output projection of decoder output rows y.
+  // logits = y E^T (+ b), the output projection of decoder output rows y.
   void logits(const TensorView& y, const TensorView& out) const {
-    model::output_projection(blocks_, y, blocks_.p(layout_.tgt_embed), out);
+    model::output_projection(blocks_, y, blocks_.p(layout_.out_proj), out,
+                             layout_.out_bias >= 0 ? master(layout_.out_bias) : TensorView());
   }
   float p_drop() const { return step_.dropout ? config_.dropout : 0.0f; }
   float p_attn() const { return step_.dropout ? config_.attention_dropout : 0.0f; }
@@ -197,7 +205,7 @@ class Pass {
     embed(Stack::encoder, plan_.src, plan_.enc_in, layout_.src_embed, layout_.src_pos, S_, src_offsets(),
           source_rows());
     TensorView x = buffer(plan_.enc_in, {source_rows(), config_.d_model});
-    for (int64_t l = 0; l < config_.layers; ++l) x = encoder_layer(l, x);
+    for (int64_t l = 0; l < config_.encoder_layers; ++l) x = encoder_layer(l, x);
     if (config_.pre_norm) x = final_norm(plan_.enc_final, layout_.encoder_norm, x);
     return x;
   }
@@ -209,7 +217,7 @@ class Pass {
     embed(Stack::decoder, plan_.tgt_in, plan_.dec_in, layout_.tgt_embed, layout_.tgt_pos, T_, tgt_offsets(),
           target_rows());
     TensorView x = buffer(plan_.dec_in, {target_rows(), config_.d_model});
-    for (int64_t l = 0; l < config_.layers; ++l) x = decoder_layer(l, x, enc_out);
+    for (int64_t l = 0; l < config_.decoder_layers; ++l) x = decoder_layer(l, x, enc_out);
     if (config_.pre_norm) final_norm(plan_.dec_final, layout_.decoder_norm, x);
   }
 
@@ -228,9 +236,9 @@ class Pass {
     const TensorView g_enc = buffer(plan_.g_enc, {source_rows(), D});
     device_memset_zero(g_enc.data(), g_enc.device(), g_enc.bytes(), stream_);
     if (config_.pre_norm)
-      final_norm_backward(plan_.dec_final, layout_.decoder_norm, decoder_block_input(config_.layers), g);
+      final_norm_backward(plan_.dec_final, layout_.decoder_norm, decoder_block_input(config_.decoder_layers), g);
     const TensorView enc_out = encoder_output();
-    for (int64_t l = config_.layers - 1; l >= 0; --l) {
+    for (int64_t l = config_.decoder_layers - 1; l >= 0; --l) {
       decoder_layer_backward(l, g, enc_out, g_enc);
       done();
     }
@@ -238,20 +246,22 @@ class Pass {
 
     phases::mark(stream_, "encoder backward");
     if (config_.pre_norm) {
-      final_norm_backward(plan_.enc_final, layout_.encoder_norm, encoder_block_input(config_.layers), g_enc);
+      final_norm_backward(plan_.enc_final, layout_.encoder_norm, encoder_block_input(config_.encoder_layers), g_enc);
       done();  // both final norms
     }
-    for (int64_t l = config_.layers - 1; l >= 0; --l) {
+    for (int64_t l = config_.encoder_layers - 1; l >= 0; --l) {
       encoder_layer_backward(l, g_enc);
       done();
     }
     embed_backward(Stack::encoder, plan_.src, layout_.src_embed, layout_.src_pos, S_, src_offsets(), g_enc);
     done();
+    if (layout_.out_proj != layout_.tgt_embed || layout_.out_bias >= 0) done();  // the output layer's own
   }
 
  private:
   // ------------------------------------------------------------ embeddings
-  // x = dropout(sqrt(D) * E[ids] + PE[t]): computed on the padded (B, len)
+  // x = dropout(sqrt(D) * E[ids] + PE[t]) (the scale 1 without
+  // scale_embeddings): computed on the padded (B, len)
   // grid of the uploaded ids, then packed into the n rows of x.
   void embed(Stack stack, int ids_id, int out_id, int embed_id, int pos_id, int64_t len,
              const TensorView& offsets, int64_t n) {
@@ -272,7 +282,7 @@ class Pass {
     if (pos_id >= 0) ops::position_backward(padded.reshape({B_, len, D}), 0, blocks_.g(pos_id), stream_);
     ops::embedding_backward(buffer(ids_id, {R}), padded, embed_scale(), blocks_.g(embed_id), stream_);
   }
-  float embed_scale() const { return static_cast<float>(std::sqrt(static_cast<double>(config_.d_model))); }
+  float embed_scale() const { return embedding_scale(config_); }
 
   // ------------------------------------------------------- sub-layer ends
   // The forward pieces are model::sublayer_input, sublayer_end and
@@ -357,16 +367,30 @@ class Pass {
   }
 
   // ------------------------------------------------------------------ FFN
+  // f_id keeps ReLU's output, or another activation's input (whose output
+  // goes to the workspace, and is recomputed there for backward).
+  bool relu() const { return config_.activation == ops::Activation::relu; }
   void ffn_forward(FfnIds w, int f_id, const TensorView& in, const TensorView& s) {
-    model::ffn_forward(blocks_, w, in, buffer(f_id, {in.dim(0), config_.d_ff}), s);
+    const Shape shape{in.dim(0), config_.d_ff};
+    if (relu())
+      model::ffn_forward(blocks_, w, in, buffer(f_id, shape), s);
+    else
+      model::ffn_forward(blocks_, w, in, buffer(plan_.activated, shape), s, buffer(f_id, shape));
   }
   void ffn_backward(FfnIds w, int f_id, const TensorView& in, const TensorView& ds,
                     const TensorView& d_in, float beta) {
     const int64_t R = in.dim(0);
-    const TensorView f = buffer(f_id, {R, config_.d_ff});
+    const TensorView saved = buffer(f_id, {R, config_.d_ff});
     const TensorView df = buffer(plan_.df, {R, config_.d_ff});
-    model::linear_backward(blocks_, f, w.fc2, ds, df, 0.0f);
-    ops::relu_backward(f, df, df, stream_);
+    if (relu()) {
+      model::linear_backward(blocks_, saved, w.fc2, ds, df, 0.0f);
+      ops::relu_backward(saved, df, df, stream_);
+    } else {
+      const TensorView f = buffer(plan_.activated, {R, config_.d_ff});
+      ops::activation_forward(saved, config_.activation, f, stream_);
+      model::linear_backward(blocks_, f, w.fc2, ds, df, 0.0f);
+      ops::activation_backward(saved, df, config_.activation, df, stream_);
+    }
     model::linear_backward(blocks_, in, w.fc1, df, d_in, beta);
   }
 
@@ -506,7 +530,7 @@ void Transformer::output_loss(const TrainStep& step, bool with_grads, const Tens
   phases::mark(*stream_, with_grads ? "output layer and loss, with gradients" : "output layer and loss");
   Pass pass(*this, step);
   const TensorView y = pass.decoder_output();
-  const TensorView E = weight(layout_.tgt_embed), dE = grad(layout_.tgt_embed);
+  const TensorView E = weight(layout_.out_proj), dE = grad(layout_.out_proj);
   const TensorView targets = prefix(memory_->view(plan_->tgt_out), {Nt_});
   const TensorView g = prefix(memory_->view(plan_->g_dec), {Nt_, config_.d_model});
   const int64_t R = Nt_, chunk = memory_->view(plan_->logits).dim(0);
@@ -531,6 +555,7 @@ void Transformer::output_loss(const TrainStep& step, bool with_grads, const Tens
     ta.beta = 1.0f;
     ta.tf32 = step.tf32;
     ops::gemm(dlogits, rows(y, r0, n), dE, ta, *stream_);
+    if (layout_.out_bias >= 0) ops::sum_rows(dlogits, grad(layout_.out_bias), *stream_);
   }
 }
 
@@ -641,8 +666,9 @@ TensorView Transformer::encode(const HostBatch& batch) {
 
 TensorView Transformer::attention_probs(Attention kind, int64_t layer) const {
   TFM_REQUIRE(B_ > 0, "no model pass has run: there are no attention weights yet");
-  TFM_REQUIRE(layer >= 0 && layer < config_.layers, "layer {} is outside the model's {} layers", layer,
-              config_.layers);
+  const int64_t layers = kind == Attention::encoder ? config_.encoder_layers : config_.decoder_layers;
+  TFM_REQUIRE(layer >= 0 && layer < layers, "layer {} is outside the {} layers of the model's {}", layer, layers,
+              kind == Attention::encoder ? "encoder" : "decoder");
   const auto l = static_cast<size_t>(layer);
   const int id = kind == Attention::encoder   ? plan_->enc[l].attn.probs
                  : kind == Attention::decoder ? plan_->dec[l].self_attn.probs

@@ -107,7 +107,8 @@ class Transformer : public ModelWeights {
   // The pieces of grads() in the order backward completes them: each
   // decoder layer from the top, the final layer norms (pre-norm), each
   // encoder layer from the top, and last the embeddings (and learned
-  // positions), which the output layer and both stacks add to. Together
+  // positions), which the output layer and both stacks add to, then the
+  // output layer's own weights where it has them (untied, biased). Together
   // they cover the buffer once.
   std::vector<GradientPiece> gradient_order() const;
 

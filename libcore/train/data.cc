@@ -46,7 +46,7 @@ HostBatch BatchSource::batch(size_t i) const {
     src.emplace_back(s.begin(), s.end());
     tgt.emplace_back(t.begin(), t.end());
   }
-  return HostBatch::from_pairs(src, tgt);
+  return HostBatch::from_pairs(src, tgt, framing_);
 }
 
 int64_t BatchSource::target_tokens(size_t i) const {
@@ -62,7 +62,7 @@ ModelLimits BatchSource::limits() const {
   for (const BatchRange& r : batches_) {
     int64_t s = 0, t = 0;
     for (uint32_t k = r.first; k < r.first + r.count; ++k) {
-      s = std::max<int64_t>(s, corpus_.lengths()[k].src);
+      s = std::max<int64_t>(s, corpus_.lengths()[k].src + framing_.source_eos);
       t = std::max<int64_t>(t, corpus_.lengths()[k].tgt + 1);
     }
     lim.max_tokens = std::max(lim.max_tokens, std::max(s, t) * r.count);

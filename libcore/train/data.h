@@ -35,7 +35,10 @@ class BatchSource {
   int64_t max_tokens() const { return max_tokens_; }
   size_t size() const { return batches_.size(); }      // batches
   size_t pairs() const { return corpus_.size(); }
-  // Batch i (in packed order) as the model takes it: bos/eos added.
+  // How the model frames its pairs (model/batch.h): tfm's own unless set,
+  // before the first batch and limits().
+  void frame_for(const ModelConfig& config) { framing_ = Framing::of(config); }
+  // Batch i (in packed order) as the model takes it: start/eos added.
   HostBatch batch(size_t i) const;
   // The target tokens batch i's loss counts (each sentence's words + eos).
   int64_t target_tokens(size_t i) const;
@@ -49,6 +52,7 @@ class BatchSource {
   Corpus corpus_;
   int64_t max_tokens_;
   std::vector<BatchRange> batches_;
+  Framing framing_;
 };
 
 // Limits covering every batch of every source.

@@ -39,7 +39,9 @@ void Reporter::describe(int ranks) {
   progress_.line(fmt::format(
       "model: {} layers, d_model {}, d_ff {}, {} heads, vocabulary {}: {} parameters, on {} in "
       "{}",
-      c.layers, c.d_model, c.d_ff, c.heads, c.vocab_size, format_count(c.parameter_count()),
+      c.encoder_layers == c.decoder_layers ? std::to_string(c.encoder_layers)
+                                           : fmt::format("{} + {}", c.encoder_layers, c.decoder_layers),
+      c.d_model, c.d_ff, c.heads, c.vocab_size, format_count(c.parameter_count()),
       run_.device.str(), precision_name(run_.precision)));
   progress_.line(fmt::format("memory: {}", run_.model->memory_report()));
   const BatchSource& train = *run_.train;

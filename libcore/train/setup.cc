@@ -148,6 +148,8 @@ Device run_device(const TrainRequest& req, const dist::Comm& comm) {
 // The model planned for the longest sentence and the largest batch of
 // every corpus, and Adam over its optimizer state.
 void make_model(Run& run) {
+  run.train->frame_for(run.config);
+  if (run.dev) run.dev->frame_for(run.config);
   const ModelLimits limits =
       run.dev ? limits_for({run.train.get(), run.dev.get()}) : run.train->limits();
   TFM_REQUIRE(limits.max_len <= run.config.max_positions,

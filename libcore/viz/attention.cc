@@ -83,7 +83,10 @@ const float* SentenceAttention::map(Stack s, int64_t layer, int64_t head) const 
 
 void read_attention(const Transformer& model, int64_t b, int64_t src_len, int64_t tgt_len,
                     SentenceAttention& out) {
-  const int64_t L = model.config().layers, H = model.config().heads;
+  const int64_t L = model.config().decoder_layers, H = model.config().heads;
+  TFM_REQUIRE(model.config().encoder_layers == L,
+              "the model's encoder has {} layers and its decoder {}: attention is drawn for stacks of one depth",
+              model.config().encoder_layers, L);
   // map() indexes by the token counts: blank tokens until the caller names them.
   out.source.resize(static_cast<size_t>(src_len));
   out.target.resize(static_cast<size_t>(tgt_len));
@@ -161,9 +164,10 @@ std::vector<std::vector<int32_t>> AttentionModel::decode(const std::vector<std::
   t.max_tokens = std::max<int64_t>(longest * t.batch_size, tokens);
   IncrementalDecoder decoder(*model_, translate_limits(*model_, t));
   std::vector<SearchRequest> requests;
+  const Framing framing = Framing::of(config());
   for (const auto& s : sources) {
     SearchRequest r;
-    r.source = s;
+    r.source = framing.source(s);
     // The pass that follows needs the target's positions (eos included).
     r.max_len = std::min(max_output_len(*model_, t, static_cast<int64_t>(s.size())),
                          model_->limits().max_len - 1);
@@ -177,14 +181,20 @@ std::vector<std::vector<int32_t>> AttentionModel::decode(const std::vector<std::
 
 SentenceAttention AttentionModel::forward(const std::vector<int32_t>& source,
                                           const std::vector<int32_t>& target) {
-  const HostBatch batch = HostBatch::from_pairs({source}, {target});
+  const Framing framing = Framing::of(config());
+  const HostBatch batch = HostBatch::from_pairs({source}, {target}, framing);
   model_->evaluate(batch);
   SentenceAttention out;
   read_attention(*model_, 0, batch.src_len, batch.tgt_len, out);
+  // The framing's ids by the vocabulary's pieces where it has them.
+  const auto piece = [&](int32_t id, std::string_view fallback) {
+    return std::string(id < vocab().size() ? vocab().piece(id) : fallback);
+  };
   for (size_t i = 0; i < source.size(); ++i) out.source[i] = vocab().piece(source[i]);
-  out.target_in[0] = "<s>";
+  if (framing.source_eos) out.source.back() = piece(framing.eos, "</s>");
+  out.target_in[0] = piece(framing.start, "<s>");
   for (size_t i = 0; i < target.size(); ++i) out.target[i] = out.target_in[i + 1] = vocab().piece(target[i]);
-  out.target.back() = "</s>";
+  out.target.back() = piece(framing.eos, "</s>");
   return out;
 }
 
@@ -221,6 +231,7 @@ std::vector<SentenceAttention> AttentionModel::run(const std::vector<std::string
     max_len = std::max({max_len, S, T});
   }
   ModelLimits limits;  // passes of one sentence
+  max_len += config().source_eos;  // the source's eos, when the model reads one
   limits.max_len = max_len;
   limits.max_tokens = max_len;
   limits.loss_chunk = max_len;

@@ -131,7 +131,7 @@ ModelConfig bench_config(const std::string& preset) {
   if (preset != "demo") return ModelConfig::preset(preset);
   ModelConfig c = ModelConfig::preset("tiny");
   c.vocab_size = 4000;
-  c.layers = 2;
+  c.encoder_layers = c.decoder_layers = 2;
   c.d_model = 128;
   c.d_ff = 512;
   c.heads = 4;
@@ -281,7 +281,7 @@ TorchResult run_reference(const Options& o, const ModelConfig& c, const std::vec
   const std::string cmd = fmt::format(
       "{} {} --ids {}/ids --lengths {}/lengths --vocab {} --layers {} --d-model {} --d-ff {} "
       "--heads {} --beam {} --max-tokens {} --batch-size {} --threads {} --device {} --precision {}",
-      o.python, o.script, dir, dir, c.vocab_size, c.layers, c.d_model, c.d_ff, c.heads, o.beam,
+      o.python, o.script, dir, dir, c.vocab_size, c.decoder_layers, c.d_model, c.d_ff, c.heads, o.beam,
       o.max_tokens, o.batch_size, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu",
       o.precision);
   const std::string result = bench::run_reference(cmd, o.python);

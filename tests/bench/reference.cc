@@ -144,7 +144,7 @@ TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const Host
       "{} {} --vocab {} --layers {} --d-model {} --d-ff {} --heads {} --dropout {} "
       "--label-smoothing {}{} --steps {} --warmup 1 --threads {} --device {} "
       "--batch {}/batch --precision {}{}{}",
-      run.python, run.script, config.vocab_size, config.layers, config.d_model, config.d_ff,
+      run.python, run.script, config.vocab_size, config.decoder_layers, config.d_model, config.d_ff,
       config.heads, config.dropout, config.label_smoothing, config.pre_norm ? " --pre-norm" : "",
       run.steps, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu",
       dir, run.precision, run.compile ? " --compile" : "",

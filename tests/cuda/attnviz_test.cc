@@ -19,7 +19,7 @@ TEST_CASE("cuda attention weights of a pass match the cpu", "[attnviz]") {
   c.heads = 5;
   c.d_k = 7;
   c.d_v = 6;
-  c.layers = 3;
+  c.encoder_layers = c.decoder_layers = 3;
   ModelLimits limits;
   // Room for the padded tiles: B x max(Sa, Ta)^2 = 2 x 16^2 <= max_tokens x max_len.
   limits.max_tokens = 64;

@@ -165,9 +165,10 @@ TEST_CASE("cuda log_softmax_topk breaks ties by the smaller id, as the cpu does"
     }
 }
 
-TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[decode]") {
-  ModelConfig c = ModelConfig::preset("tiny");
-  c.parse("vocab_size = 97\nd_model = 48\nd_ff = 80\nheads = 3\nd_k = 20\nd_v = 12");  // row B's shapes
+namespace {
+
+// The decoder's steps and a beam search of model c on both devices.
+void check_decoder_matches_cpu(const ModelConfig& c) {
   ModelWeights cpu(c, Device::cpu()), gpu(c, Device::cuda(0));
   cpu.init(8);
   gpu.init(8);
@@ -204,6 +205,21 @@ TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[dec
     REQUIRE(got[s].size() == want[s].size());
     for (size_t i = 0; i < got[s].size(); ++i)
       CHECK(got[s][i].score == Approx(want[s][i].score).margin(1e-4));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the incremental decoder and beam search on cuda match the cpu", "[decode]") {
+  // Plain, then the variants of Marian's and of fairseq's models (config.h).
+  for (const char* variants : {"", "activation = silu\noutput_bias = true\nposition_layout = halves\nencoder_layers = 3",
+                               "activation = gelu\ntie_output = false\nscale_embeddings = false\n"
+                               "position_layout = fairseq\nposition_offset = 2\ndecoder_layers = 1"}) {
+    INFO("variants: " << variants);
+    ModelConfig c = ModelConfig::preset("tiny");
+    c.parse("vocab_size = 97\nd_model = 48\nd_ff = 80\nheads = 3\nd_k = 20\nd_v = 12");  // row B's shapes
+    c.parse(variants);
+    check_decoder_matches_cpu(c);
   }
 }
 

@@ -41,6 +41,30 @@ TEST_CASE("cuda add and relu match the cpu", "[elementwise]") {
     }
 }
 
+TEST_CASE("cuda activations match the cpu", "[elementwise]") {
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  uint64_t seed = 300;
+  for (ops::Activation act : {ops::Activation::relu, ops::Activation::gelu, ops::Activation::silu})
+    for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+      for (const Shape& shape : kShapes) {
+        Tensor x = test::random(shape, dtype, ++seed, -6.0f, 6.0f), dy = test::random(shape, dtype, ++seed);
+        Tensor x64 = test::cast(x, DType::f64), dy64 = test::cast(dy, DType::f64);
+        Tensor gx = test::to_device(x, gpu), gdy = test::to_device(dy, gpu);
+        Tensor gy(shape, dtype, gpu), gdx(shape, dtype, gpu);
+        Tensor y64(shape, DType::f64), dx64(shape, DType::f64);
+        ops::activation_forward(gx, act, gy, cuda);
+        ops::activation_backward(gx, gdy, act, gdx, cuda);
+        ops::activation_forward(x64, act, y64, cpu);
+        ops::activation_backward(x64, dy64, act, dx64, cpu);
+        cuda.synchronize();
+        INFO("activation " << static_cast<int>(act) << " " << dtype_name(dtype) << " " << shape.str());
+        const test::Tolerance tol = test::tolerance_for(dtype);
+        test::require_close({{"activation_forward", gy, test::to_f64(y64), tol},
+                             {"activation_backward", gdx, test::to_f64(dx64), tol}});
+      }
+}
+
 TEST_CASE("cuda uniform is bit-identical to the cpu for the same key", "[rng]") {
   const Device gpu = Device::cuda(0);
   Stream cuda(gpu), cpu(Device::cpu());

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <utility>
 
 #include "libcore/model/transformer.h"
 #include "libcore/train/optimizer.h"
@@ -14,7 +15,9 @@ using namespace tfm;
 
 namespace {
 
-ModelConfig config_for(bool pre_norm) {
+// pre_norm, and a configuration of the variants (config.h): 1 as Marian's
+// models are, 2 as fairseq's; 0 none.
+ModelConfig config_for(bool pre_norm, int variants = 0) {
   ModelConfig c = ModelConfig::preset("tiny");
   c.vocab_size = 97;
   c.d_model = 48;
@@ -24,12 +27,19 @@ ModelConfig config_for(bool pre_norm) {
   c.d_v = 12;
   c.attention_dropout = 0.1f;
   c.pre_norm = pre_norm;
+  if (variants == 1)
+    c.parse("activation = silu\nposition_layout = halves\noutput_bias = true\nsource_eos = true\n"
+            "decoder_start_id = 95\neos_id = 0\nencoder_layers = 3\nlayer_norm_eps = 1e-6");
+  else if (variants == 2)
+    c.parse("activation = gelu\nposition_layout = fairseq\nposition_offset = 2\nscale_embeddings = false\n"
+            "share_embeddings = false\ntie_output = false\nsource_eos = true\ndecoder_start_id = 3\n"
+            "decoder_layers = 3");
   return c;
 }
 
-HostBatch batch() {
+HostBatch batch(const ModelConfig& c = ModelConfig::preset("tiny")) {
   return HostBatch::from_pairs({{5, 6, 7, 8, 9, 10, 11}, {12, 13}, {14, 15, 16, 17}},
-                               {{20, 21, 22}, {23, 24, 25, 26, 27, 28}, {96}});
+                               {{20, 21, 22}, {23, 24, 25, 26, 27, 28}, {96}}, Framing::of(c));
 }
 
 }  // namespace
@@ -39,8 +49,8 @@ TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
   limits.max_tokens = 64;
   limits.max_len = 16;
   limits.loss_chunk = 8;
-  for (bool pre_norm : {false, true}) {
-    const ModelConfig c = config_for(pre_norm);
+  for (const auto& [pre_norm, variants] : {std::pair{false, 0}, {true, 0}, {false, 1}, {true, 2}}) {
+    const ModelConfig c = config_for(pre_norm, variants);
     Transformer cpu(c, limits, Device::cpu()), gpu(c, limits, Device::cuda(0));
     cpu.init(5);
     gpu.init(5);
@@ -50,10 +60,11 @@ TEST_CASE("one fp32 training step on cuda matches the cpu", "[model]") {
     step.seed = 17;
     step.rng_step = 1;
     step.grad_scale = 0.1f;
-    const LossSums a = cpu.forward_backward(batch(), step);
-    const LossSums b = gpu.forward_backward(batch(), step);
+    const LossSums a = cpu.forward_backward(batch(c), step);
+    const LossSums b = gpu.forward_backward(batch(c), step);
     gpu.stream().synchronize();
-    INFO((pre_norm ? "pre-norm" : "post-norm") << ": loss cpu " << a.loss << " cuda " << b.loss);
+    INFO((pre_norm ? "pre-norm" : "post-norm") << ", variants " << variants << ": loss cpu " << a.loss
+                                               << " cuda " << b.loss);
     CHECK(std::abs(a.loss - b.loss) <= 1e-5 * std::abs(a.loss));
     CHECK(std::abs(a.nll - b.nll) <= 1e-5 * std::abs(a.nll));
     const double grad_err = test::relative_error(test::to_f64(gpu.grads()), test::to_f64(cpu.grads()));

@@ -8,6 +8,14 @@
 //             vocabulary of 1000 to keep the files small
 //   tiny-pre  tiny with pre-norm, learned positions and separate source and
 //             target embeddings (the options the paper's default leaves off)
+//   marian    tiny as Marian / Hugging Face Marian models are: SiLU, sines and
+//             cosines in halves, a bias on the logits, sources ending in eos,
+//             the decoder starting from <pad> (id V - 1), eos 0, 3 encoder
+//             and 2 decoder layers, layer-norm epsilon 1e-6
+//   fairseq   tiny as fairseq's Transformers are: GELU, fairseq's sinusoids
+//             from position 2, no embedding scale, separate embeddings and
+//             an untied output projection, sources ending in eos, the decoder
+//             starting from eos, pre-norm, 1 encoder and 2 decoder layers
 //
 // Writes OUT_DIR/params.bin (save_model: the parameters the Python side
 // loads) and OUT_DIR/results.bin (io::write_checkpoint, no tokenizer):
@@ -27,6 +35,7 @@
 
 #include "libcore/base/error.h"
 #include "libcore/io/checkpoint.h"
+#include "libcore/model/batch.h"
 #include "libcore/model/model_io.h"
 #include "libcore/model/transformer.h"
 
@@ -49,13 +58,41 @@ ModelConfig variant_config(const std::string& variant) {
     c.share_embeddings = false;
     return c;
   }
-  fail("unknown variant '{}': expected tiny, row-b or tiny-pre", variant);
+  if (variant == "marian") {
+    ModelConfig c = ModelConfig::preset("tiny");
+    c.activation = ops::Activation::silu;
+    c.position_layout = PositionLayout::halves;
+    c.output_bias = true;
+    c.source_eos = true;
+    c.decoder_start_id = c.vocab_size - 1;
+    c.eos_id = 0;
+    c.encoder_layers = 3;
+    c.layer_norm_eps = 1e-6f;
+    return c;
+  }
+  if (variant == "fairseq") {
+    ModelConfig c = ModelConfig::preset("tiny");
+    c.activation = ops::Activation::gelu;
+    c.position_layout = PositionLayout::fairseq;
+    c.position_offset = 2;
+    c.scale_embeddings = false;
+    c.share_embeddings = false;
+    c.tie_output = false;
+    c.source_eos = true;
+    c.decoder_start_id = c.eos_id;
+    c.pre_norm = true;
+    c.encoder_layers = 1;
+    return c;
+  }
+  fail("unknown variant '{}': expected tiny, row-b, tiny-pre, marian or fairseq", variant);
 }
 
 // Three pairs of different lengths, so that both sides have padding and the
 // longest source and the longest target belong to different sentences.
-// Ids avoid the reserved 0..3 (pad, unk, bos, eos).
-HostBatch fixed_batch(int64_t vocab) {
+// Ids avoid the reserved 0..3 (pad, unk, bos, eos) and the model's own
+// start and end ids; the model frames them.
+HostBatch fixed_batch(const ModelConfig& c) {
+  const int64_t vocab = c.vocab_size - 1;  // the marian variant starts from V - 1
   std::mt19937 gen(1234);
   std::uniform_int_distribution<int32_t> id(4, static_cast<int32_t>(vocab) - 1);
   const auto sentence = [&](int n) {
@@ -64,7 +101,7 @@ HostBatch fixed_batch(int64_t vocab) {
     return s;
   };
   return HostBatch::from_pairs({sentence(7), sentence(4), sentence(5)},
-                               {sentence(5), sentence(8), sentence(3)});
+                               {sentence(5), sentence(8), sentence(3)}, Framing::of(c));
 }
 
 // Biases and layer-norm gains and biases off their initial values (see top).
@@ -75,7 +112,7 @@ void perturb(Transformer& model) {
   for (size_t id = 0; id < layout.entries().size(); ++id) {
     const ParamEntry& e = layout.entries()[id];
     const bool is_norm = e.name.find("layer_norm.") != std::string::npos;
-    if (!is_norm && !e.name.ends_with(".bias")) continue;
+    if (!is_norm && !e.name.ends_with(".bias") && static_cast<int>(id) != layout.out_bias) continue;
     const TensorView t = model.param(static_cast<int>(id));
     float* p = t.data_as<float>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] += u(gen);
@@ -97,7 +134,7 @@ void run(const std::string& out_dir, const std::string& variant) {
   perturb(model);
   save_model(out_dir + "/params.bin", model);
 
-  const HostBatch batch = fixed_batch(config.vocab_size);
+  const HostBatch batch = fixed_batch(config);
   model.zero_grads();
   TrainStep step;
   step.dropout = false;
@@ -130,7 +167,7 @@ void run(const std::string& out_dir, const std::string& variant) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: model_fixture OUT_DIR tiny|row-b|tiny-pre\n");
+    std::fprintf(stderr, "usage: model_fixture OUT_DIR tiny|row-b|tiny-pre|marian|fairseq\n");
     return 2;
   }
   try {

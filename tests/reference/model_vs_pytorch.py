@@ -61,7 +61,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tfm_checkpoint  # noqa: E402
 
-PAD, BOS, EOS = 0, 2, 3
+PAD = 0  # what a batch holds past each sentence (the model never reads it)
 LOG_PROBS_RTOL = 1e-5  # of max |log p|
 LOSS_RTOL = 1e-5
 GRAD_RTOL = 1e-4       # of the tensor's gradient norm
@@ -76,10 +76,19 @@ def fail(msg):
 # ------------------------------------------------------------------ config
 
 CONFIG_TYPES = {
-    "vocab_size": int, "layers": int, "d_model": int, "d_ff": int, "heads": int,
+    "vocab_size": int, "d_model": int, "d_ff": int, "heads": int,
     "d_k": int, "d_v": int, "dropout": float, "attention_dropout": float,
     "label_smoothing": float, "learned_positions": "bool", "max_positions": int,
     "share_embeddings": "bool", "pre_norm": "bool", "layer_norm_eps": float,
+}
+# Keys a configuration writes only where they differ from these (man/tfm.7):
+# the depths (one "layers" when equal), and the variants of models converted
+# from other toolkits.
+OPTIONAL = {
+    "activation": ("relu", str), "scale_embeddings": (True, "bool"),
+    "position_layout": ("interleaved", str), "position_offset": (0, int),
+    "tie_output": (True, "bool"), "output_bias": (False, "bool"),
+    "decoder_start_id": (2, int), "eos_id": (3, int), "source_eos": (False, "bool"),
 }
 
 
@@ -91,14 +100,25 @@ def parse_config(text):
         if not line or line.startswith("["):
             continue
         key, sep, value = (s.strip() for s in line.partition("="))
-        if not sep or key not in CONFIG_TYPES:
+        depth = key in ("layers", "encoder_layers", "decoder_layers")
+        if not sep or not (key in CONFIG_TYPES or key in OPTIONAL or depth):
             fail(f"config line {line!r} is not a known 'key = value'")
-        kind = CONFIG_TYPES[key]
+        kind = int if depth else CONFIG_TYPES[key] if key in CONFIG_TYPES else OPTIONAL[key][1]
         cfg[key] = value in ("true", "1", "yes") if kind == "bool" else kind(value)
     missing = set(CONFIG_TYPES) - set(cfg)
     if missing:
         fail(f"config lacks {sorted(missing)}")
+    for key, (default, _) in OPTIONAL.items():
+        cfg.setdefault(key, default)
+    if "layers" in cfg:
+        cfg.setdefault("encoder_layers", cfg["layers"])
+        cfg.setdefault("decoder_layers", cfg["layers"])
+    if "encoder_layers" not in cfg or "decoder_layers" not in cfg:
+        fail("config gives neither layers nor both encoder_layers and decoder_layers")
     return cfg
+
+
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}  # F.gelu: the exact (erf) form
 
 
 # ------------------------------------------------------------------- model
@@ -175,6 +195,7 @@ class Layer(nn.Module):
         self.encoder_attn_layer_norm = nn.LayerNorm(d, eps=eps) if cross else None
         self.fc1, self.fc2 = nn.Linear(d, c["d_ff"]), nn.Linear(c["d_ff"], d)
         self.final_layer_norm = nn.LayerNorm(d, eps=eps)
+        self.act = ACTIVATIONS[c["activation"]]
 
     def sublayer(self, x, norm, f):
         return x + f(norm(x)) if self.pre_norm else norm(x + f(x))
@@ -184,7 +205,7 @@ class Layer(nn.Module):
         if self.encoder_attn is not None:
             x = self.sublayer(x, self.encoder_attn_layer_norm,
                               lambda z: self.encoder_attn(z, enc, cross_hidden))
-        return self.sublayer(x, self.final_layer_norm, lambda z: self.fc2(F.relu(self.fc1(z))))
+        return self.sublayer(x, self.final_layer_norm, lambda z: self.fc2(self.act(self.fc1(z))))
 
     def tfm_params(self, prefix):
         m = self.self_attn.tfm_params(prefix + "self_attn.")
@@ -197,13 +218,26 @@ class Layer(nn.Module):
         return m
 
 
-def sinusoids(positions, d):
-    """PE(p, 2i) = sin(p / 10000^(2i/D)), PE(p, 2i+1) = cos(same); float64, then f32."""
-    p = np.arange(positions, dtype=np.float64)[:, None]
+def sinusoids(positions, d, layout="interleaved", offset=0):
+    """The position table of rows offset .. offset + positions - 1.
+    interleaved (the paper): PE(p, 2i) = sin(p / 10000^(2i/D)), PE(p, 2i+1) =
+    cos(same); halves (Marian): the sines in columns 0 .. D/2 - 1, the cosines
+    after them; both in float64, then f32. fairseq: as fairseq's
+    SinusoidalPositionalEmbedding computes it, in float32:
+    exp(-i log(10000) / (D/2 - 1)) as frequencies, sines then cosines."""
+    if layout == "fairseq":
+        half = d // 2
+        freq = torch.exp(torch.arange(half, dtype=torch.float) * -(math.log(10000) / (half - 1)))
+        angle = torch.arange(offset, offset + positions, dtype=torch.float)[:, None] * freq[None, :]
+        return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+    p = np.arange(offset, offset + positions, dtype=np.float64)[:, None]
     i = np.arange(0, d, 2, dtype=np.float64)[None, :]
     angle = p / np.power(10000.0, i / d)
     pe = np.zeros((positions, d))
-    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    if layout == "halves":
+        pe[:, : d // 2], pe[:, d // 2:] = np.sin(angle), np.cos(angle)
+    else:
+        pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
     return torch.from_numpy(pe.astype(np.float32))
 
 
@@ -220,11 +254,14 @@ class Transformer(nn.Module):
         if c["learned_positions"]:
             self.src_pos = nn.Parameter(torch.zeros(c["max_positions"], d))
             self.tgt_pos = nn.Parameter(torch.zeros(c["max_positions"], d))
-        self.encoder = nn.ModuleList(Layer(c, cross=False) for _ in range(c["layers"]))
-        self.decoder = nn.ModuleList(Layer(c, cross=True) for _ in range(c["layers"]))
+        self.encoder = nn.ModuleList(Layer(c, cross=False) for _ in range(c["encoder_layers"]))
+        self.decoder = nn.ModuleList(Layer(c, cross=True) for _ in range(c["decoder_layers"]))
         if c["pre_norm"]:
             self.encoder_norm = nn.LayerNorm(d, eps=c["layer_norm_eps"])
             self.decoder_norm = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+        # The pre-softmax weights: the target embedding, or their own; a bias.
+        self.output = self.tgt_embed if c["tie_output"] else nn.Linear(d, v, bias=False)
+        self.output_bias = nn.Parameter(torch.zeros(v)) if c["output_bias"] else None
 
     def tfm_params(self):
         c = self.c
@@ -244,12 +281,18 @@ class Transformer(nn.Module):
             for side, norm in (("encoder", self.encoder_norm), ("decoder", self.decoder_norm)):
                 m[f"{side}.layer_norm.weight"] = (norm.weight, None)
                 m[f"{side}.layer_norm.bias"] = (norm.bias, None)
+        if not c["tie_output"]:
+            m["decoder.output_projection.weight"] = (self.output.weight, None)
+        if c["output_bias"]:
+            m["decoder.output_bias"] = (self.output_bias, None)
         return m
 
     def embed_tokens(self, ids, table, learned):
         d, t = self.c["d_model"], ids.shape[1]
-        x = F.embedding(ids, table.weight) * math.sqrt(d)
-        return x + (learned[:t] if self.c["learned_positions"] else sinusoids(t, d))
+        x = F.embedding(ids, table.weight) * (math.sqrt(d) if self.c["scale_embeddings"] else 1.0)
+        if self.c["learned_positions"]:
+            return x + learned[:t]
+        return x + sinusoids(t, d, self.c["position_layout"], self.c["position_offset"])
 
     def forward(self, src, src_len, tgt_in, tgt_len):
         """Logits (B, T, V); masks from the lengths (True = hidden)."""
@@ -270,21 +313,27 @@ class Transformer(nn.Module):
             y = layer(y, dec_hidden, enc, cross_hidden)
         if self.c["pre_norm"]:
             y = self.decoder_norm(y)
-        return y @ self.tgt_embed.weight.t()  # the shared output projection, no bias
+        logits = y @ self.output.weight.t()
+        return logits + self.output_bias if self.output_bias is not None else logits
 
 
 # ------------------------------------------------------------ comparison
 
-def check_batch(src, src_len, tgt_in, tgt_out, tgt_len):
-    """The decoder reads bos + y and predicts y + eos; padding elsewhere."""
+def check_batch(c, src, src_len, tgt_in, tgt_out, tgt_len):
+    """The decoder reads start + y and predicts y + eos; sources end in eos
+    with source_eos; padding elsewhere."""
+    start, eos = c["decoder_start_id"], c["eos_id"]
     for i in range(src.shape[0]):
         n, m = int(src_len[i]), int(tgt_len[i])
-        if (src[i, n:] != PAD).any() or (src[i, :n] == PAD).any():
+        words = n - 1 if c["source_eos"] else n
+        if (src[i, n:] != PAD).any() or (src[i, :words] == PAD).any():
             fail(f"source {i}: padding does not match its length {n}")
-        if tgt_in[i, 0] != BOS or (tgt_in[i, 1:m] != tgt_out[i, :m - 1]).any() \
-                or tgt_out[i, m - 1] != EOS or (tgt_out[i, m:] != -1).any() \
+        if c["source_eos"] and src[i, n - 1] != eos:
+            fail(f"source {i}: does not end in eos ({eos})")
+        if tgt_in[i, 0] != start or (tgt_in[i, 1:m] != tgt_out[i, :m - 1]).any() \
+                or tgt_out[i, m - 1] != eos or (tgt_out[i, m:] != -1).any() \
                 or (tgt_in[i, m:] != PAD).any():
-            fail(f"target {i}: tgt_in / tgt_out are not bos + y / y + eos of length {m}")
+            fail(f"target {i}: tgt_in / tgt_out are not start + y / y + eos of length {m}")
 
 
 def main(argv):
@@ -310,7 +359,7 @@ def main(argv):
 
     src, src_len = res("src"), res("src_lengths")
     tgt_in, tgt_out, tgt_len = res("tgt_in"), res("tgt_out"), res("tgt_lengths")
-    check_batch(src, src_len, tgt_in, tgt_out, tgt_len)
+    check_batch(c, src, src_len, tgt_in, tgt_out, tgt_len)
 
     model = Transformer(c)
     pmap = model.tfm_params()
@@ -383,7 +432,8 @@ def main(argv):
 
     print(f"model_vs_pytorch: {os.path.basename(os.path.normpath(d))}: "
           f"V {v}, D {c['d_model']}, H {c['heads']}, K {c['d_k']}, E {c['d_v']}, "
-          f"N {c['layers']}, {'pre' if c['pre_norm'] else 'post'}-norm, "
+          f"N {c['encoder_layers']} + {c['decoder_layers']}, {'pre' if c['pre_norm'] else 'post'}-norm, "
+          f"{c['activation']}, positions {c['position_layout']} from {c['position_offset']}, "
           f"attention by {'nn.MultiheadAttention' if isinstance(model.encoder[0].self_attn, TorchAttention) else 'hand'}; "
           f"loss {loss.item():.6f}, nll {nll.item():.6f}, gradient norm {total_norm:.6g}")
     print(f"  {'tensor':<48} {'error':>11} {'scale':>11} {'rel':>10} {'of tol':>8}  measure")

@@ -36,7 +36,7 @@ const std::vector<std::vector<int32_t>> kTargets = {{12, 13}, {14, 15, 16, 17, 1
 void require_distributions(const Transformer& model, const HostBatch& b) {
   const int64_t H = model.config().heads;
   for (Kind kind : {Kind::encoder, Kind::decoder, Kind::cross})
-    for (int64_t l = 0; l < model.config().layers; ++l) {
+    for (int64_t l = 0; l < model.config().decoder_layers; ++l) {
       const TensorView p = model.attention_probs(kind, l);
       const int64_t Tq = p.dim(2), Tk = p.dim(3);
       REQUIRE(p.dim(0) == b.batch);
@@ -78,7 +78,7 @@ TEST_CASE("attention_probs are the pass's weights: rows sum to 1, masked keys ar
     const HostBatch b = HostBatch::from_pairs(kSources, kTargets);
     model.evaluate(b);
     require_distributions(model, b);
-    REQUIRE_THROWS_WITH(model.attention_probs(Kind::cross, 2), Catch::Contains("outside the model's 2 layers"));
+    REQUIRE_THROWS_WITH(model.attention_probs(Kind::cross, 2), Catch::Contains("outside the 2 layers of the model's decoder"));
   }
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("the pass's cross-attention is the incremental decoder's, step by step
     viz::SentenceAttention pass;
     viz::read_attention(model, 0, static_cast<int64_t>(src.size()), static_cast<int64_t>(tgt.size()) + 1, pass);
     const int64_t S = static_cast<int64_t>(src.size()), H = c.heads;
-    for (int64_t layer = 0; layer < c.layers; ++layer) {
+    for (int64_t layer = 0; layer < c.decoder_layers; ++layer) {
       IncrementalDecoder dec(model, {.sentences = 1, .src_tokens = S, .src_len = S, .rows = 1,
                                      .steps = 5, .attention_layer = static_cast<int>(layer)});
       dec.start({src}, 1, 5);

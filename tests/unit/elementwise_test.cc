@@ -70,6 +70,51 @@ TEST_CASE("relu backward equals finite differences in double", "[elementwise]") 
   test::require_close({{"dx vs finite differences", dx, numeric, {1e-8, 1e-7}}});
 }
 
+namespace {
+// The activations of elementwise.h in double, written from their definitions.
+double activation_ref(ops::Activation act, double x) {
+  switch (act) {
+    case ops::Activation::relu: return std::max(x, 0.0);
+    case ops::Activation::gelu: return x * 0.5 * std::erfc(-x / std::sqrt(2.0));
+    case ops::Activation::silu: return x / (1.0 + std::exp(-x));
+  }
+  return x;
+}
+constexpr ops::Activation kActivations[] = {ops::Activation::relu, ops::Activation::gelu,
+                                            ops::Activation::silu};
+}  // namespace
+
+TEST_CASE("activations match float64 and their backward finite differences", "[elementwise]") {
+  Stream cpu(Device::cpu());
+  uint64_t seed = 90;
+  for (ops::Activation act : kActivations) {
+    INFO("activation " << static_cast<int>(act));
+    for (DType dtype : {DType::f32, DType::f64})
+      for (const Shape& shape : kShapes) {
+        Tensor x = test::random(shape, dtype, ++seed, -6.0f, 6.0f);
+        Tensor y(shape, dtype);
+        std::vector<double> ref = test::to_f64(x);
+        for (double& v : ref) v = activation_ref(act, v);
+        ops::activation_forward(x, act, y, cpu);
+        test::require_close({{"y", y, ref, test::tolerance_for(dtype)}});
+      }
+    // L = sum(w * act(x)), away from relu's kink.
+    Tensor x = test::random({5, 9}, DType::f64, ++seed, -4.0f, 4.0f), w = test::random({5, 9}, DType::f64, ++seed);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      if (std::abs(x.data_as<double>()[i]) < 1e-3) x.data_as<double>()[i] = 0.5;
+    Tensor y(x.shape(), DType::f64), dx(x.shape(), DType::f64);
+    ops::activation_backward(x, w, act, dx, cpu);
+    auto loss = [&] {
+      ops::activation_forward(x, act, y, cpu);
+      return test::weighted_sum(w, y);
+    };
+    const std::vector<double> numeric = test::finite_difference(x, loss);
+    test::require_close({{"dx vs finite differences", dx, numeric, {1e-8, 1e-7}}});
+    ops::activation_backward(x, w, act, w, cpu);  // in place: dx is dy
+    test::require_close({{"dx in place", w, test::to_f64(dx), {0, 0}}});
+  }
+}
+
 TEST_CASE("elementwise ops reject mismatched tensors", "[elementwise]") {
   Stream cpu(Device::cpu());
   Tensor a({3, 4}, DType::f32), b({4, 3}, DType::f32), y({3, 4}, DType::f32);

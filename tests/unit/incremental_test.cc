@@ -19,18 +19,26 @@ namespace {
 ModelConfig variant(int which) {
   ModelConfig c = ModelConfig::preset("tiny");
   c.parse("vocab_size = 29\nd_model = 16\nd_ff = 24\nheads = 2\nd_k = 6\nd_v = 5\nmax_positions = 24");
-  c.pre_norm = which == 1;
+  c.pre_norm = which == 1 || which == 5;
   c.learned_positions = which == 2;
-  c.share_embeddings = which != 3;
+  c.share_embeddings = which != 3 && which != 5;
+  if (which == 4) {  // as Marian's models are (config.h)
+    c.parse("activation = silu\nposition_layout = halves\noutput_bias = true\nsource_eos = true\n"
+            "decoder_start_id = 28\neos_id = 0\nencoder_layers = 3\nlayer_norm_eps = 1e-6");
+  } else if (which == 5) {  // as fairseq's
+    c.parse("activation = gelu\nposition_layout = fairseq\nposition_offset = 2\nscale_embeddings = false\n"
+            "tie_output = false\nsource_eos = true\ndecoder_start_id = 3\ndecoder_layers = 3");
+  }
   return c;
 }
-const char* kVariants[] = {"post-norm", "pre-norm", "learned positions", "separate embeddings"};
+const char* kVariants[] = {"post-norm", "pre-norm", "learned positions", "separate embeddings",
+                           "Marian's variants", "fairseq's variants"};
 
 // Full-forward log-probabilities of target prefixes: row i of the result
 // is log p(. | sources[i], prefixes[i]), (N, V) in f64.
 std::vector<double> reference(Transformer& model, const std::vector<std::vector<int32_t>>& sources,
                               const std::vector<std::vector<int32_t>>& prefixes) {
-  const HostBatch batch = HostBatch::from_pairs(sources, prefixes);
+  const HostBatch batch = HostBatch::from_pairs(sources, prefixes, Framing::of(model.config()));
   const std::vector<double> all = test::to_f64(model.log_probs(batch));  // (B * T, V)
   const int64_t V = model.config().vocab_size;
   std::vector<double> out;
@@ -58,12 +66,16 @@ TEST_CASE("the incremental decoder gives the full forward pass's log-probabiliti
   limits.max_tokens = 96;
   limits.max_len = 12;
   const std::vector<std::vector<int32_t>> sources = {{5, 6, 7, 8, 9}, {10, 4}, {11, 12, 13, 27}};
-  for (int which = 0; which < 4; ++which) {
+  for (int which = 0; which < 6; ++which) {
     const ModelConfig c = variant(which);
     Transformer model(c, limits, Device::cpu(), DType::f64);
     model.init(11);
-    IncrementalDecoder dec(model, {.sentences = 3, .src_tokens = 15, .src_len = 5, .rows = 4, .steps = 6});
-    dec.start(sources, 4, 6);
+    // The decoder reads sources as the model frames them (eos with source_eos).
+    const Framing framing = Framing::of(c);
+    std::vector<std::vector<int32_t>> framed;
+    for (const auto& s : sources) framed.push_back(framing.source(s));
+    IncrementalDecoder dec(model, {.sentences = 3, .src_tokens = 18, .src_len = 6, .rows = 4, .steps = 6});
+    dec.start(framed, 4, 6);
 
     // Rows per step: {sentence, parent}; tokens come from a fixed stream.
     // Step 1 duplicates a row, step 2 reorders and drops one, step 3 drops
@@ -82,7 +94,7 @@ TEST_CASE("the incremental decoder gives the full forward pass's log-probabiliti
       std::vector<std::vector<int32_t>> srcs, prefixes, fed;
       for (const auto& [sentence, parent] : plan[t]) {
         std::vector<int32_t> h = t == 0 ? std::vector<int32_t>{} : history[static_cast<size_t>(parent)];
-        const int32_t token = t == 0 ? kBosId : next_token;
+        const int32_t token = t == 0 ? framing.start : next_token;
         next_token = 4 + (next_token * 7 + 3) % (static_cast<int32_t>(c.vocab_size) - 4);
         if (t > 0) h.push_back(token);
         rows.push_back({sentence, parent, token});

@@ -219,7 +219,7 @@ TEST_CASE("the key projections' biases get only rounding for a gradient", "[mode
       }
     }
     INFO(kVariantNames[variant] << ": largest gradient " << largest << ", largest of a key bias " << key_bias);
-    CHECK(key_biases == 3 * c.layers);  // encoder self, decoder self and cross
+    CHECK(key_biases == c.encoder_layers + 2 * c.decoder_layers);  // encoder self, decoder self and cross
     CHECK(largest > 0);
     CHECK(key_bias <= 1e-5 * largest);
     // And the helper leaves out exactly those elements.
@@ -263,7 +263,7 @@ TEST_CASE("backward announces each piece of the gradient once it is final, in gr
   for (const char* variant : {"pre_norm = false", "pre_norm = true\nlearned_positions = true\nmax_positions = 16"}) {
     ModelConfig c = ModelConfig::preset("tiny");
     c.vocab_size = 30;
-    c.layers = 3;
+    c.encoder_layers = c.decoder_layers = 3;
     c.parse(variant);
     ModelLimits limits;
     limits.max_tokens = 64;
@@ -277,7 +277,7 @@ TEST_CASE("backward announces each piece of the gradient once it is final, in gr
     REQUIRE(sorted.front().begin == 0);
     for (size_t i = 1; i < sorted.size(); ++i) REQUIRE(sorted[i].begin == sorted[i - 1].end);
     REQUIRE(sorted.back().end == model.layout().total());
-    REQUIRE(order.size() == static_cast<size_t>(2 * c.layers + 1 + (c.pre_norm ? 1 : 0)));
+    REQUIRE(order.size() == static_cast<size_t>(c.encoder_layers + c.decoder_layers + 1 + (c.pre_norm ? 1 : 0)));
 
     const HostBatch a = HostBatch::from_pairs({{5, 6, 7}, {8, 9}}, {{10, 11}, {12, 13, 14}});
     const HostBatch b = HostBatch::from_pairs({{15, 16, 17, 18}}, {{19, 20, 21}});
