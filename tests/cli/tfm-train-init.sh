@@ -85,14 +85,7 @@ sed 's/a/m/g' "$TMP/text" >"$TMP/text2"
 "$TFM_BIN/tfm-tok" -m "$TMP/spm2.model" "$TMP/text2" >"$TMP/tok2" || setup_failed "tfm-tok 2"
 "$TFM_BIN/tfm-batch" -q -m "$TMP/spm2.model" -o "$TMP/other.tfmb" "$TMP/tok2" "$TMP/tok2" || setup_failed "tfm-batch 2"
 fp() { "$TFM_BIN/tfm-batch" info "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["vocab_fingerprint"])'; }
-bad() {  # bad DESCRIPTION EXPECTED-TEXT ARGS...
-  local what=$1 text=$2
-  shift 2
-  run $P "$@"
-  expect_rc 1 "$what"
-  expect_one_error_line $P "$what"
-  grep -qF -- "$text" "$TMP/err" || fail "$what: no '$text' in: $(cat "$TMP/err")"
-}
+bad() { refused $P "$@"; }  # bad DESCRIPTION EXPECTED-TEXT ARGS...
 bad "--init: a corpus of another vocabulary" \
   "vocabulary mismatch: $TMP/other.tfmb was made with vocabulary $(fp "$TMP/other.tfmb"), but $BASE (its embedded vocabulary) is $(fp "$T")" \
   --init "$BASE" -o "$TMP/x1" "$TMP/other.tfmb"
