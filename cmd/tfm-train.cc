@@ -3,6 +3,7 @@
 //
 //   tfm-train -m spm.model -o ckpt/ train.tfmb --dev dev.tfmb
 //   tfm-train --resume ckpt/ train.tfmb              continue exactly
+//   tfm-train --init model.bin -o ft/ in-domain.tfmb  fine-tune a model
 //   tfm-train --preset big --dump-config > big.ini   then: --config big.ini
 //   tfm-train plot -o curve.svg ckpt/log.json       the learning curves of --log
 #include <cstdio>
@@ -19,8 +20,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Train a Transformer on a .tfmb corpus (tfm-batch) with the paper's recipe: Adam, the\n"
       "warm-up schedule, label smoothing, dropout. Checkpoints go to -o DIR by time and by\n"
-      "steps; --resume continues a run exactly. SIGINT/SIGTERM end the step, write a\n"
-      "checkpoint and exit 0."};
+      "steps; --resume continues a run exactly; --init fine-tunes a model. SIGINT/SIGTERM end\n"
+      "the step, write a checkpoint and exit 0."};
   tfm::add_config_option(app, "Read options from an INI file, as --dump-config writes it");
   tfm::add_common_options(app, common);
   app.add_option("train", r.train, "The training corpus (.tfmb)")->type_name("TRAIN.tfmb");
@@ -31,9 +32,15 @@ int main(int argc, char** argv) {
       ->type_name("DEV.tfmb");
   app.add_option("-o,--output", r.output, "Checkpoint directory (resuming: the checkpoint's)")
       ->type_name("DIR");
-  app.add_option("--resume", r.resume, "Continue from a checkpoint, or from DIR/checkpoint_last.bin")
-      ->type_name("DIR|FILE")
-      ->configurable(false);
+  CLI::Option* resume =
+      app.add_option("--resume", r.resume, "Continue from a checkpoint, or from DIR/checkpoint_last.bin")
+          ->type_name("DIR|FILE")
+          ->configurable(false);
+  app.add_option("--init", r.init,
+                 "Fine-tune: a new run from this checkpoint's weights and architecture (a fresh "
+                 "optimizer, schedule and data order; the corpus must use its vocabulary)")
+      ->type_name("MODEL")
+      ->excludes(resume);
   app.add_option("--log", r.log, "Append one JSON object a line (progress, validations) to FILE")
       ->type_name("FILE");
   tfm::add_device_option(app, r.device);
@@ -55,8 +62,9 @@ int main(int argc, char** argv) {
     if (dump || *plot_cmd) return;
     if (r.train.empty()) throw CLI::RequiredError("TRAIN.tfmb");
     if (r.output.empty() && r.resume.empty()) throw CLI::RequiredError("-o/--output");
-    // A new run embeds its vocabulary; a resumed one has it in its checkpoint.
-    if (r.vocab.empty() && r.resume.empty()) throw CLI::RequiredError("-m/--vocab");
+    // A new run embeds its vocabulary; a resumed or fine-tuned one has it
+    // in its checkpoint.
+    if (r.vocab.empty() && r.resume.empty() && r.init.empty()) throw CLI::RequiredError("-m/--vocab");
   });
   return tfm::run_program("tfm-train", app, argc, argv, common, [&] {
     if (*plot_cmd) {

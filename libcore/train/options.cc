@@ -120,6 +120,13 @@ std::string knob_key(std::string_view model_key) {
   return k;
 }
 
+// A text value as CLI11's INI reader reads it back: quoted when it holds a
+// space (which would split it into several values).
+std::string ini_value(const std::string& v) {
+  if (v.find(' ') == std::string::npos) return v;
+  return v.find('"') == std::string::npos ? '"' + v + '"' : '\'' + v + '\'';
+}
+
 // A library Error as a usage error for the option `name`: exit status 2.
 // "--d-model: must be at least 1, got 0" (app.h makes the option the
 // sentence's subject): the parser's own name of the value, `key`, dropped.
@@ -309,26 +316,65 @@ ModelConfig requested_model(const Overrides& o) {
   return c;
 }
 
-void check_model_overrides(const ModelConfig& have, const Overrides& o, const std::string& what) {
+namespace {
+
+// What the model options given ask of a checkpoint's model `have`: the
+// preset's (when given) or `have`'s, with the knobs given on top;
+// vocab_size stays `have`'s.
+ModelConfig asked_of(const ModelConfig& have, const Overrides& o) {
   ModelConfig want = o.preset.empty() ? have : requested_model(o);
   for (const auto& [key, value] : o.model) want.set(key, value);
   want.vocab_size = have.vocab_size;
-  if (want == have) return;
+  return want;
+}
+
+// "d_model = 32 (asked: 512), ..." for every key where `want` differs from
+// `have`, the training-only ones left out when `architecture`.
+std::string differences(const ModelConfig& have, const ModelConfig& want, bool architecture) {
   const auto a = config_values(have), b = config_values(want);
   std::string diff;
   for (const auto& [key, value] : a)
-    if (b.at(key) != value)
+    if (b.at(key) != value && !(architecture && training_only_key(key)))
       diff += fmt::format("{}{} = {} (asked: {})", diff.empty() ? "" : ", ", key, value, b.at(key));
-  fail("architecture mismatch: {} holds another model than the options ask for: {}; leave the "
-       "model's options out when resuming",
-       what, diff);
+  return diff;
 }
 
-std::string config_file_text(const ModelConfig& model, const TrainOptions& train) {
+}  // namespace
+
+void check_model_overrides(const ModelConfig& have, const Overrides& o, const std::string& what) {
+  const ModelConfig want = asked_of(have, o);
+  if (want == have) return;
+  fail("architecture mismatch: {} holds another model than the options ask for: {}; leave the "
+       "model's options out when resuming",
+       what, differences(have, want, /*architecture=*/false));
+}
+
+bool training_only_key(std::string_view key) {
+  return key == "dropout" || key == "attention_dropout" || key == "label_smoothing";
+}
+
+ModelConfig fine_tuned_model(const ModelConfig& have, const Overrides& o, const std::string& what) {
+  const std::string diff = differences(have, asked_of(have, o), /*architecture=*/true);
+  TFM_REQUIRE(diff.empty(),
+              "architecture mismatch: {} holds another model than the options ask for: {}; "
+              "fine-tuning keeps the checkpoint's architecture (only --dropout, "
+              "--attention-dropout and --label-smoothing may change): leave the others out",
+              what, diff);
+  ModelConfig tuned = have;
+  for (const auto& [key, value] : o.model)
+    if (training_only_key(key)) tuned.set(key, value);
+  return tuned;
+}
+
+std::string config_file_text(const ModelConfig& model, const TrainOptions& train,
+                             const std::string& init) {
   const auto values = config_values(model);
-  std::string out =
-      "# tfm-train configuration; tfm-train --config FILE reads it back.\n"
-      "# The model (the paper's Table 3); the vocabulary decides its size.\n";
+  std::string out = "# tfm-train configuration; tfm-train --config FILE reads it back.\n";
+  if (!init.empty())
+    out += fmt::format("# Fine-tuning: the weights and the architecture the run starts from.\n"
+                       "init = {}\n",
+                       ini_value(init));
+  out += "# The model (the paper's Table 3); the vocabulary decides its size.\n";
   for (const ModelField& f : kModelFields) out += fmt::format("{} = {}\n", knob_key(f.key), values.at(f.key));
   out += "# Training.\n";
   return out + train.to_text();

@@ -102,8 +102,23 @@ ModelConfig requested_model(const Overrides& overrides);
 void check_model_overrides(const ModelConfig& have, const Overrides& overrides,
                            const std::string& what);
 
+// The ModelConfig keys that shape training, not the model: a fine-tuned
+// model may change them (dropout, attention_dropout, label_smoothing).
+bool training_only_key(std::string_view model_key);
+
+// When fine-tuning (--init): `have`, the checkpoint's model, with the
+// training-only knobs given on top. Every other key must stay `have`'s
+// (the preset and knobs given may repeat it); Error "architecture
+// mismatch: ..." naming each key that differs and both values. Keys are
+// compared through ModelConfig's text form, so a new field is covered
+// without a change here.
+ModelConfig fine_tuned_model(const ModelConfig& have, const Overrides& overrides,
+                             const std::string& what);
+
 // The file --dump-config prints: every model knob and every training knob,
-// as "key = value" lines that --config reads back to the same values.
-std::string config_file_text(const ModelConfig& model, const TrainOptions& train);
+// as "key = value" lines that --config reads back to the same values; and
+// first, when fine-tuning, "init = CHECKPOINT".
+std::string config_file_text(const ModelConfig& model, const TrainOptions& train,
+                             const std::string& init = {});
 
 }  // namespace tfm::train

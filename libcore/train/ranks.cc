@@ -51,7 +51,8 @@ std::string agreement_text(const Run& run) {
                        : fmt::format("{} at update {}",
                                      std::filesystem::absolute(run.resume_path).string(),
                                      run.state.step));
-  return d + config_file_text(run.config, run.options);
+  const std::string init = run.init_path.empty() ? "" : std::filesystem::absolute(run.init_path).string();
+  return d + config_file_text(run.config, run.options, init);
 }
 
 void agree_on_setup(dist::Comm& comm, const std::function<std::string()>& set_up) {

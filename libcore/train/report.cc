@@ -57,6 +57,10 @@ void Reporter::describe(int ranks) {
   if (run_.resumed())
     progress_.line(fmt::format("resumed from {}: update {}, epoch {}, batch {} of {}",
                                run_.resume_path, st.step, st.epoch, st.cursor, st.batches));
+  if (!run_.init_path.empty())
+    progress_.line(fmt::format("fine-tuning {}: its parameters; a new optimizer, learning-rate "
+                               "schedule and data order from update 0",
+                               run_.init_path));
   const int64_t before = run_.resumed_ranks;
   if (run_.resumed() && before != ranks)
     progress_.line(fmt::format(
@@ -65,7 +69,8 @@ void Reporter::describe(int ranks) {
         before, before == 1 ? "" : "s", ranks, ranks, opt.update_freq, before, opt.update_freq));
   JsonWriter j;
   j.begin_object().field("event", "start").field("step", st.step).field("epoch", st.epoch)
-      .field("resumed_from", run_.resume_path).field("parameters", c.parameter_count())
+      .field("resumed_from", run_.resume_path).field("init", run_.init_path)
+      .field("parameters", c.parameter_count())
       .field("device", run_.device.str()).field("precision", precision_name(run_.precision))
       .field("ranks", ranks).end_object();
   log(j);

@@ -57,6 +57,24 @@ void check_resume_options(const BatchSource& train, const TrainOptions& options,
                 key, options.get(key), s.options.get(key));
 }
 
+// What a fine-tuned run starts from (--init): a model's parameters and
+// architecture, with or without training state (never read), and the
+// model the run trains: the checkpoint's with the training knobs given.
+struct Init {
+  Init(const std::string& path, const Overrides& o)
+      : file(path), config(fine_tuned_model(file.config(), o, file.path())) {}
+  ModelFile file;  // checked as a model first
+  ModelConfig config;
+};
+
+std::optional<Init> read_init(const TrainRequest& req) {
+  if (req.init.empty()) return std::nullopt;
+  TFM_REQUIRE(req.resume.empty(),
+              "--init {} starts a new run and --resume {} continues one: give one of them",
+              req.init, req.resume);
+  return std::optional<Init>(std::in_place, req.init, req.overrides);
+}
+
 void check_corpus(const BatchSource& train, const Resumed& r) {
   const CorpusIdentity have = train.identity();
   TFM_REQUIRE(have == r.state.corpus,
@@ -94,17 +112,31 @@ void check_corpus_vocab(const BatchSource& corpus, const Vocabulary& v) {
 }
 
 // The tokenizer embedded in every checkpoint: the checkpoint's own when
-// resuming (`resume_path`), otherwise --vocab; its fingerprint must be the
-// training corpus's.
-Vocabulary read_vocab(const TrainRequest& req, const ModelFile* resumed, const BatchSource& train) {
+// resuming or fine-tuning (`model`), otherwise --vocab; its fingerprint
+// must be the training corpus's. A checkpoint that embeds none (a
+// converted model) and no --vocab: the corpus is taken as made with the
+// model's vocabulary when its vocabulary has the model's size, and the
+// run's checkpoints embed none either.
+Vocabulary read_vocab(const TrainRequest& req, const ModelFile* model, const BatchSource& train) {
   Vocabulary v;
   std::optional<Vocab> given;
   if (!req.vocab.empty()) given = Vocab::load(req.vocab);
   const Vocab* vocab = given ? &*given : nullptr;
-  if (resumed && resumed->vocab()) {
-    v.origin = resumed->path() + " (its embedded vocabulary)";
-    if (given) check_vocab(given->fingerprint(), req.vocab, resumed->vocab()->fingerprint(), v.origin);
-    vocab = resumed->vocab();
+  if (model && model->vocab()) {
+    v.origin = model->path() + " (its embedded vocabulary)";
+    if (given) check_vocab(given->fingerprint(), req.vocab, model->vocab()->fingerprint(), v.origin);
+    vocab = model->vocab();
+  }
+  if (!vocab && model) {
+    const int64_t size = model->config().vocab_size;
+    TFM_REQUIRE(train.meta().vocab_size == size,
+                "vocabulary mismatch: {} embeds no vocabulary, and {} was made with one of {} "
+                "pieces ({}), not the model's {}",
+                model->path(), req.train, train.meta().vocab_size, train.meta().fingerprint, size);
+    log::warn("{} embeds no vocabulary: {} is taken as made with the model's (both have {} "
+              "pieces); give -m SPM.model to check it and to embed it in the checkpoints",
+              model->path(), req.train, size);
+    return {req.train, train.meta().fingerprint, size, {}};
   }
   TFM_REQUIRE(vocab,
               "tfm-train needs the vocabulary {} was made with: -m/--vocab SPM.model (a .tfmb "
@@ -118,13 +150,15 @@ Vocabulary read_vocab(const TrainRequest& req, const ModelFile* resumed, const B
   return v;
 }
 
-// The options, the corpora and the vocabulary they come from.
-void open_corpora(Run& run, const TrainRequest& req, const std::optional<Resumed>& resumed) {
+// The options, the corpora and the vocabulary they come from. `model`:
+// the checkpoint resumed or fine-tuned, if any.
+void open_corpora(Run& run, const TrainRequest& req, const std::optional<Resumed>& resumed,
+                  const ModelFile* model) {
   run.options = with_overrides(resumed ? resumed->state.options : TrainOptions{}, req.overrides);
   run.train = std::make_unique<BatchSource>(req.train, run.options.max_tokens);
   if (resumed) check_resume_options(*run.train, run.options, resumed->state);
   run.options.max_tokens = run.train->max_tokens();  // 0 ("as packed") made explicit
-  const Vocabulary vocab = read_vocab(req, resumed ? &resumed->file : nullptr, *run.train);
+  const Vocabulary vocab = read_vocab(req, model, *run.train);
   run.vocab_fingerprint = vocab.fingerprint;
   run.tokenizer = vocab.bytes;
   if (!req.dev.empty()) {
@@ -235,8 +269,27 @@ void continue_from(Run& run, const Resumed& resumed) {
   run.best_checkpoint = resumed_best(run.resume_path, run.state);
 }
 
-void start_new(Run& run) {
-  run.model->init(run.options.seed);
+// Fine-tuning: the checkpoint's parameters, read through a model of its
+// own configuration (the run's may have another dropout or label
+// smoothing, never another layout) and copied whole, the gaps between
+// tensors zero as after init().
+void load_init_parameters(const ModelFile& file, Transformer& model) {
+  ModelWeights staging(file.config(), Device::cpu());
+  const TensorView p = staging.params();
+  device_memset_zero(p.data(), p.device(), p.bytes(), staging.stream());
+  file.load_parameters(staging);
+  TFM_REQUIRE(staging.layout().total() == model.layout().total(),
+              "{}: its parameters do not fit the model being fine-tuned", file.path());
+  copy(model.params(), p, model.stream());
+  model.stream().synchronize();
+}
+
+// A new run: initialized from its seed, or from the checkpoint it fine-tunes.
+void start_new(Run& run, const ModelFile* init) {
+  if (init)
+    load_init_parameters(*init, *run.model);
+  else
+    run.model->init(run.options.seed);
   run.state.corpus = run.train->identity();
   run.state.batches = static_cast<int64_t>(run.train->size());
   run.state.options = run.options;
@@ -252,12 +305,15 @@ TrainOptions with_overrides(TrainOptions base, const Overrides& overrides) {
 
 Run set_up(const TrainRequest& req, const dist::Comm& comm) {
   Run run;
+  const std::optional<Init> init = read_init(req);
   const std::optional<Resumed> resumed = read_resumed(req);
   if (resumed) run.resume_path = resumed->path();
-  open_corpora(run, req, resumed);
+  if (init) run.init_path = init->file.path();
+  const ModelFile* model = resumed ? &resumed->file : init ? &init->file : nullptr;
+  open_corpora(run, req, resumed, model);
 
-  run.config = resumed ? resumed->file.config() : requested_model(req.overrides);
-  if (!resumed) run.config.vocab_size = run.train->meta().vocab_size;
+  run.config = resumed ? resumed->file.config() : init ? init->config : requested_model(req.overrides);
+  if (!model) run.config.vocab_size = run.train->meta().vocab_size;
   TFM_REQUIRE(run.config.vocab_size == run.train->meta().vocab_size,
               "vocabulary mismatch: {} holds ids of a vocabulary of {}, the model has {}",
               req.train, run.train->meta().vocab_size, run.config.vocab_size);
@@ -274,13 +330,15 @@ Run set_up(const TrainRequest& req, const dist::Comm& comm) {
   if (resumed)
     continue_from(run, *resumed);
   else
-    start_new(run);
+    start_new(run, init ? &init->file : nullptr);
   run.state.ranks = comm.size();
   return run;
 }
 
 // --dump-config (trainer.h): the configuration set_up() would resolve.
 std::string dump_config(const TrainRequest& req) {
+  if (const std::optional<Init> init = read_init(req))
+    return config_file_text(init->config, with_overrides(TrainOptions{}, req.overrides), req.init);
   if (req.resume.empty())
     return config_file_text(requested_model(req.overrides),
                             with_overrides(TrainOptions{}, req.overrides));

@@ -2,8 +2,14 @@
 // before its first update, resolved and checked here, so that the loop
 // (trainer.cc) reads a finished description and checks nothing.
 //
+// A fine-tuned run (--init) is a new run whose parameters and architecture
+// are a checkpoint's: Adam's moments zero, update 0, a new schedule and
+// data order; the model options given may change only what shapes
+// training (options.h, fine_tuned_model).
+//
 // The checks run in this order, so a run with several faults names the
-// first: the checkpoint resumed (as a model, its training state, the model
+// first: the checkpoint fine-tuned (as a model, the model options given),
+// the checkpoint resumed (as a model, its training state, the model
 // options given), the training corpus against the checkpoint's
 // --max-tokens, the vocabulary (--vocab, or the checkpoint's embedded one)
 // against every corpus, the model's vocabulary size, the corpus the
@@ -32,6 +38,7 @@ namespace tfm::train {
 // A run as set up: a new one, or the one a checkpoint continues.
 struct Run {
   std::string resume_path;  // the checkpoint resumed; empty for a new run
+  std::string init_path;    // a new run's: the checkpoint it fine-tunes (--init); empty: none
   TrainOptions options;     // the checkpoint's (or the defaults) with the given ones on top;
                             // max_tokens made explicit
   ModelConfig config;
@@ -40,8 +47,9 @@ struct Run {
   std::unique_ptr<BatchSource> train, dev;  // dev: null without a dev corpus
   Device device;
   Precision precision = Precision::fp32;  // --precision as resolved on `device`
-  std::unique_ptr<Transformer> model;     // initialized, or the checkpoint's parameters
-  std::unique_ptr<Adam> adam;
+  std::unique_ptr<Transformer> model;     // initialized, or the checkpoint's (resumed or
+                                          // fine-tuned) parameters
+  std::unique_ptr<Adam> adam;             // moments zero unless resumed
   LossScaler scaler{false};
   std::unique_ptr<CheckpointDir> dir;  // locked; rank 0's alone (it writes the checkpoints)
   std::unique_ptr<JsonLog> log;        // --log; rank 0's alone

@@ -23,6 +23,8 @@ struct TrainRequest {
                        // checkpoint's embedded one serves when resuming
   std::string output;  // checkpoint directory; empty when resuming: the checkpoint's
   std::string resume;  // a checkpoint, or a directory's checkpoint_last.bin
+  std::string init;    // fine-tune: a new run from this checkpoint's weights and
+                       // architecture (setup.h); excludes `resume`
   std::string log;     // JSON lines, appended; empty: none
   std::string device = "auto";
   Overrides overrides; // --preset, the model knobs and the training options given
@@ -30,7 +32,8 @@ struct TrainRequest {
 };
 
 // The configuration file of the run `request` describes (--dump-config):
-// the checkpoint's when resuming, with the options given on top.
+// the checkpoint's when resuming, with the options given on top; when
+// fine-tuning, the checkpoint's model, the options given and "init".
 std::string dump_config(const TrainRequest& request);
 
 enum class StopReason { max_steps, max_epochs, max_time, early_stop, interrupted };

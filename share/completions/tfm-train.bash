@@ -19,6 +19,7 @@ _tfm_train() {
     --dev) mapfile -t COMPREPLY < <(compgen -f -X '!*.tfmb' -- "$cur"); return ;;
     -o|--output) mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
     --resume) mapfile -t COMPREPLY < <(compgen -d -- "$cur"; compgen -f -X '!*.bin' -- "$cur"); return ;;
+    --init) mapfile -t COMPREPLY < <(compgen -f -X '!*.bin' -- "$cur"); return ;;
     --config|--log) mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --device) mapfile -t COMPREPLY < <(compgen -W "auto cpu cuda cuda:0 cuda:1" -- "$cur"); return ;;
     --preset) mapfile -t COMPREPLY < <(compgen -W "base big tiny" -- "$cur"); return ;;
@@ -32,7 +33,7 @@ _tfm_train() {
       COMPREPLY=(); return ;;
   esac
   if [[ "$cur" == -* ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "--vocab --dev --output --resume --log --device --config
+    mapfile -t COMPREPLY < <(compgen -W "--vocab --dev --output --resume --init --log --device --config
       --dump-config --preset --layers --d-model --d-ff --heads --d-k --d-v --dropout
       --attention-dropout --label-smoothing --learned-positions --max-positions --share-embeddings
       --pre-norm --layer-norm-eps --lr-scale --warmup --max-tokens --update-freq --max-steps

@@ -31,6 +31,17 @@ expect_one_error_line() {  # expect_one_error_line PROGRAM DESCRIPTION
   [ "$lines" -eq 1 ] || fail "$2: expected one '$1: error:' line on stderr, got: $(cat "$TMP/err")"
 }
 
+# refused PROGRAM DESCRIPTION EXPECTED-TEXT ARGS...: bad input, exit 1, one
+# error line that holds EXPECTED-TEXT.
+refused() {
+  local program=$1 what=$2 text=$3
+  shift 3
+  run "$program" "$@"
+  expect_rc 1 "$what"
+  expect_one_error_line "$program" "$what"
+  grep -qF -- "$text" "$TMP/err" || fail "$what: no '$text' in: $(cat "$TMP/err")"
+}
+
 finish() {
   if [ "$failures" -gt 0 ]; then
     echo "$failures check(s) failed" >&2

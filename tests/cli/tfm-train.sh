@@ -173,14 +173,7 @@ grep -q "interrupted by Interrupt after update [0-9]*; checkpoint written to $TM
 [ -s "$TMP/sig/checkpoint_last.bin" ] || fail "SIGINT: no checkpoint"
 
 # ---- bad input: exit 1, one error line, nothing destroyed ----
-bad() {  # bad DESCRIPTION EXPECTED-TEXT ARGS...
-  local what=$1 text=$2
-  shift 2
-  run $P "$@"
-  expect_rc 1 "$what"
-  expect_one_error_line $P "$what"
-  grep -qF -- "$text" "$TMP/err" || fail "$what: no '$text' in: $(cat "$TMP/err")"
-}
+bad() { refused $P "$@"; }  # bad DESCRIPTION EXPECTED-TEXT ARGS...
 # No -m for a new run: bad usage (exit 2), as any required option.
 run $P $FAST -o "$TMP/x1" "$T"
 expect_rc 2 "no vocabulary"

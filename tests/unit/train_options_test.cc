@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <set>
 
 #include "libcore/base/error.h"
 #include "libcore/io/key_value.h"
@@ -153,4 +154,59 @@ TEST_CASE("durations print back as they parse, past fmt's plain notation", "[tra
   }
   CHECK_THROWS(tfm::train::parse_duration("t", "2e"));
   CHECK_THROWS(tfm::train::parse_duration("t", "infs"));
+}
+
+TEST_CASE("fine-tuning keeps every architecture key of the checkpoint's model", "[train]") {
+  const ModelConfig have = ModelConfig::preset("tiny");
+  // Each key of the text form in turn given another value (a number
+  // halved or doubled, a flag flipped): refused naming the key and both
+  // values, unless it only shapes training. New keys are covered as they come.
+  int changed = 0;
+  std::set<std::string> training;
+  io::for_each_key_value(have.to_text(), "config", [&](std::string_view key, std::string_view value) {
+    if (key == "vocab_size") return;  // the vocabulary's, not an option
+    const std::string v(value);
+    std::string other;
+    if (v == "true" || v == "false") {
+      other = v == "true" ? "false" : "true";
+    } else if (v.find_first_not_of("0123456789") == std::string::npos) {
+      other = std::to_string(std::stoll(v) * 2);
+    } else if (v.find_first_not_of("0123456789.e-") == std::string::npos) {
+      other = fmt::format("{}", std::stod(v) / 2);
+    } else {
+      return;  // no other value to guess (a name): a preset covers it below
+    }
+    INFO(key << " = " << v << " -> " << other);
+    Overrides o;
+    o.model = {{std::string(key), other}};
+    ++changed;
+    if (training_only_key(key)) {
+      training.emplace(key);
+      ModelConfig want = have;
+      want.set(key, other);
+      CHECK(fine_tuned_model(have, o, "ck.bin") == want);
+    } else {
+      REQUIRE_THROWS_WITH(fine_tuned_model(have, o, "ck.bin"),
+                          Contains(fmt::format("architecture mismatch: ck.bin holds another model "
+                                               "than the options ask for: {} = {} (asked: {})",
+                                               key, v, other)));
+    }
+  });
+  CHECK(changed >= 10);
+  CHECK(training == std::set<std::string>{"dropout", "attention_dropout", "label_smoothing"});
+  // The checkpoint's own values, repeated, and its preset: accepted; the
+  // training knobs stay the checkpoint's unless given.
+  ModelConfig tuned = have;
+  tuned.dropout = 0.25f;
+  Overrides same;
+  same.preset = "tiny";
+  same.model = {{"d_model", fmt::format("{}", have.d_model)}, {"dropout", "0.25"}};
+  CHECK(fine_tuned_model(have, same, "ck.bin") == tuned);
+  ModelConfig sparse = have;
+  sparse.label_smoothing = 0;
+  Overrides base;
+  base.preset = "base";
+  REQUIRE_THROWS_WITH(fine_tuned_model(sparse, base, "ck.bin"), Contains("d_model = 32 (asked: 512)"));
+  Overrides none;
+  CHECK(fine_tuned_model(sparse, none, "ck.bin") == sparse);
 }
