@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""tfm-convert of Hugging Face Marian models against transformers itself.
+
+    convert_vs_transformers.py TFM_BIN DATA_DIR WORK_DIR
+
+Builds small random MarianMTModel directories as OPUS-MT's look (two
+SentencePiece models trained here with spm_train, a joint vocab.json whose
+ids are not SentencePiece's, </s> = 0, <pad> last and the decoder's start),
+in several variants of the architecture, saved as safetensors or as
+pytorch_model.bin. For each, tfm-convert writes a tfm checkpoint, and:
+
+  pieces     tfm-tok (source model) and tfm-tok --side target give exactly
+             spm_encode's pieces of each side.
+  log-probs  tfm-score -m's per-token log-probabilities of reference
+             targets equal transformers' forward within 1e-5 (absolute,
+             every token of every sentence, eos included).
+  greedy     tfm-decode --beam 1 gives generate(num_beams=1)'s tokens, line
+             for line.
+  beam 4     tfm-decode --beam 4 --alpha 0 gives generate(num_beams=4,
+             length_penalty=0)'s best hypothesis, line for line, on the lines
+             where it ends before the maximum length (at least a third):
+             there generate forces eos with a log-probability of 0, where
+             tfm counts eos's own, so the two rank such hypotheses apart.
+  ct2        CTranslate2's own converter (ct2-transformers-converter) of the
+             same directory, greedy: the same tokens (a third opinion).
+  text       the README's pipeline, tfm-tok | tfm-decode | tfm-tok -d, gives
+             the target SentencePiece model's detokenization of those tokens.
+
+The weights are drawn wider than transformers' initialization (std 0.02 would
+make every distribution nearly flat, and search a matter of rounding), and
+the logits' bias favours eos a little so that sentences end.
+Exits 1 on any difference, with the first lines that differ.
+"""
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+from transformers import MarianConfig, MarianMTModel
+
+LOG_PROB_ATOL = 1e-5
+SENTENCES = 24  # test sentences per variant
+MAX_NEW = 40    # generate's max_new_tokens (eos included)
+
+# name, MarianConfig fields, file format
+VARIANTS = [
+    ("opus-mt", dict(activation_function="swish", scale_embedding=True), "safetensors"),
+    ("gelu-unscaled", dict(activation_function="gelu", scale_embedding=False, encoder_layers=3,
+                           decoder_layers=1), "bin"),
+    ("relu-untied", dict(activation_function="relu", scale_embedding=True, tie_word_embeddings=False,
+                         share_encoder_decoder_embeddings=False), "safetensors"),
+]
+
+
+def fail(msg):
+    print(f"convert_vs_transformers: FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def run(*args, stdin=None):
+    p = subprocess.run([str(a) for a in args], input=stdin, capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"{' '.join(map(str, args))} exited {p.returncode}: {p.stderr.strip()}")
+    return p.stdout
+
+
+def lines(path, n):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [next(f).strip() for _ in range(n)]
+
+
+def spm_pieces(model):
+    return [line.split("\t")[0] for line in run("spm_export_vocab", f"--model={model}").splitlines()]
+
+
+def make_tokenizers(work, data):
+    """source.spm, target.spm (en, de) and an OPUS-MT vocab.json."""
+    for side, lang, size in (("source", "en", 320), ("target", "de", 280)):
+        text = os.path.join(work, f"train.{lang}")
+        with open(text, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines(os.path.join(data, f"train.{lang}.gz"), 3000)) + "\n")
+        run("spm_train", f"--input={text}", f"--model_prefix={work}/{side}", f"--vocab_size={size}",
+            "--character_coverage=1.0", "--minloglevel=2")
+        os.rename(f"{work}/{side}.model", f"{work}/{side}.spm")
+    vocab = {"</s>": 0, "<unk>": 1}
+    for piece in spm_pieces(f"{work}/source.spm") + spm_pieces(f"{work}/target.spm"):
+        if piece not in vocab and piece != "<s>":
+            vocab[piece] = len(vocab)
+    vocab["<pad>"] = len(vocab)
+    return vocab
+
+
+def make_model(directory, work, vocab, fields, fmt, seed):
+    V = len(vocab)
+    config = MarianConfig(vocab_size=V, decoder_vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=2,
+                          encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                          decoder_ffn_dim=64, max_position_embeddings=256, pad_token_id=V - 1, eos_token_id=0,
+                          decoder_start_token_id=V - 1, forced_eos_token_id=0, **fields)
+    torch.manual_seed(seed)
+    model = MarianMTModel(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "layer_norm" in name:
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.1 * torch.randn_like(p))
+            elif p.dim() == 1:
+                p.copy_(0.1 * torch.randn_like(p))
+            else:
+                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5 * 3.0)
+        model.final_logits_bias.copy_(torch.randn_like(model.final_logits_bias))
+        model.final_logits_bias[0, 0] += 4.0  # eos
+    model.save_pretrained(directory, safe_serialization=(fmt == "safetensors"))
+    for side in ("source", "target"):
+        with open(f"{work}/{side}.spm", "rb") as f, open(f"{directory}/{side}.spm", "wb") as g:
+            g.write(f.read())
+    with open(f"{directory}/vocab.json", "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    return model
+
+
+def ids_of(pieces, vocab):
+    return [vocab.get(p, vocab["<unk>"]) for p in pieces.split()]
+
+
+def hf_log_probs(model, src, tgt):
+    """Per-token log p of tgt + eos given src + eos (ids)."""
+    start = model.config.decoder_start_token_id
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([src + [0]]),
+                       decoder_input_ids=torch.tensor([[start] + tgt])).logits[0]
+    lp = torch.log_softmax(logits.double(), dim=-1)
+    return [float(lp[i, t]) for i, t in enumerate(tgt + [0])]
+
+
+def hf_generate(model, src_ids, **kw):
+    out = []
+    with torch.no_grad():
+        for src in src_ids:
+            y = model.generate(torch.tensor([src + [0]]), max_new_tokens=MAX_NEW, do_sample=False, **kw)[0].tolist()
+            y = y[1:]  # the start token
+            out.append(y[:y.index(0)] if 0 in y else y)
+    return out
+
+
+def compare(name, what, ours, theirs):
+    bad = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    if len(ours) != len(theirs) or bad:
+        i = bad[0] if bad else min(len(ours), len(theirs))
+        fail(f"{name}: {what} differ on {len(bad)} of {len(theirs)} lines; line {i + 1}:\n"
+             f"  tfm:          {ours[i] if i < len(ours) else '(none)'}\n"
+             f"  transformers: {theirs[i] if i < len(theirs) else '(none)'}")
+
+
+def check_variant(name, fields, fmt, seed, tfm, work, data, vocab, ct2_converter):
+    d = os.path.join(work, name)
+    model = make_model(d, work, vocab, fields, fmt, seed)
+    ckpt = os.path.join(work, f"{name}.bin")
+    run(f"{tfm}/tfm-convert", "-q", d, "-o", ckpt)
+    pieces_of = {v: k for k, v in vocab.items()}
+
+    src_text = lines(os.path.join(data, "val.en.gz"), SENTENCES)
+    tgt_text = lines(os.path.join(data, "val.de.gz"), SENTENCES)
+    src_file, tgt_file = os.path.join(work, "src.txt"), os.path.join(work, "tgt.txt")
+    with open(src_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(src_text) + "\n")
+    with open(tgt_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(tgt_text) + "\n")
+    src_pieces = run(f"{tfm}/tfm-tok", "-m", ckpt, src_file).splitlines()
+    tgt_pieces = run(f"{tfm}/tfm-tok", "--side", "target", "-m", ckpt, tgt_file).splitlines()
+    compare(name, "source pieces (tfm-tok vs spm_encode)", src_pieces,
+            run("spm_encode", f"--model={d}/source.spm", src_file).splitlines())
+    compare(name, "target pieces (tfm-tok --side target vs spm_encode)", tgt_pieces,
+            run("spm_encode", f"--model={d}/target.spm", tgt_file).splitlines())
+    src_ids = [ids_of(p, vocab) for p in src_pieces]
+    tgt_ids = [ids_of(p, vocab) for p in tgt_pieces]
+
+    # Forced decoding: every token's log-probability.
+    with open(os.path.join(work, "src.pieces"), "w") as f:
+        f.write("\n".join(src_pieces) + "\n")
+    with open(os.path.join(work, "tgt.pieces"), "w") as f:
+        f.write("\n".join(tgt_pieces) + "\n")
+    scored = [json.loads(line) for line in run(f"{tfm}/tfm-score", "-q", "-m", ckpt, "--json",
+                                               os.path.join(work, "src.pieces"),
+                                               os.path.join(work, "tgt.pieces")).splitlines()
+              if line.startswith("{") and "token_log_probs" in line]
+    if len(scored) != SENTENCES:
+        fail(f"{name}: tfm-score -m gave {len(scored)} sentences, not {SENTENCES}")
+    worst = 0.0
+    for i, s in enumerate(scored):
+        want = hf_log_probs(model, src_ids[i], tgt_ids[i])
+        got = s["token_log_probs"]
+        if len(got) != len(want):
+            fail(f"{name}: line {i + 1}: tfm scores {len(got)} tokens, transformers {len(want)}")
+        worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
+    if worst > LOG_PROB_ATOL:
+        fail(f"{name}: token log-probabilities differ by up to {worst:.3g} (> {LOG_PROB_ATOL})")
+
+    # Search. generate's max_new_tokens counts the eos it forces at the end.
+    src_pieces_file = os.path.join(work, "src.pieces")
+
+    def tfm_decode(*opts):
+        out = run(f"{tfm}/tfm-decode", "-q", "-m", ckpt, "--max-len-a", "0", "--max-len-b", str(MAX_NEW - 1),
+                  *opts, src_pieces_file)
+        return out.splitlines()
+
+    def pieces(ids_list):
+        return [" ".join(pieces_of[i] for i in ids) for ids in ids_list]
+
+    greedy = hf_generate(model, src_ids, num_beams=1)
+    compare(name, "greedy outputs", tfm_decode("--beam", "1"), pieces(greedy))
+    beam = hf_generate(model, src_ids, num_beams=4, length_penalty=0.0, early_stopping=False)
+    ended = [i for i, y in enumerate(beam) if len(y) < MAX_NEW - 1]
+    if len(ended) < SENTENCES // 3:
+        fail(f"{name}: only {len(ended)} of {SENTENCES} beam outputs end before the maximum length")
+    ours = tfm_decode("--beam", "4", "--alpha", "0")
+    compare(name, "beam-4 outputs (those that end)", [ours[i] for i in ended], [pieces(beam)[i] for i in ended])
+
+    # The pipeline of the README, to text.
+    text = run(f"{tfm}/tfm-tok", "-d", "-m", ckpt,
+               stdin=run(f"{tfm}/tfm-decode", "-q", "-m", ckpt, "--beam", "1", "--max-len-a", "0",
+                         "--max-len-b", str(MAX_NEW - 1),
+                         stdin=run(f"{tfm}/tfm-tok", "-m", ckpt, src_file))).splitlines()
+    compare(name, "detokenized greedy outputs", text,
+            run("spm_decode", f"--model={d}/target.spm", stdin="\n".join(pieces(greedy)) + "\n").splitlines())
+
+    if ct2_converter:
+        import ctranslate2
+        out = os.path.join(work, f"{name}.ct2")
+        run(ct2_converter, "--model", d, "--output_dir", out, "--force")
+        translator = ctranslate2.Translator(out, device="cpu")
+        results = translator.translate_batch([p.split() + ["</s>"] for p in src_pieces], beam_size=1,
+                                             max_decoding_length=MAX_NEW)
+        compare(name, "greedy outputs (tfm vs CTranslate2)", tfm_decode("--beam", "1"),
+                [" ".join(r.hypotheses[0]) for r in results])
+    print(f"convert_vs_transformers: {name} ({fmt}): pieces, log-probabilities (worst {worst:.2e}), greedy, "
+          f"beam 4 ({len(ended)} that end){', CTranslate2' if ct2_converter else ''} and text agree "
+          f"on {SENTENCES} sentences")
+
+
+def main(argv):
+    if len(argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    tfm, data, work = argv[1:]
+    torch.set_num_threads(1)
+    vocab = make_tokenizers(work, data)
+    converter = os.path.join(os.path.dirname(sys.executable), "ct2-transformers-converter")
+    for seed, (name, fields, fmt) in enumerate(VARIANTS):
+        check_variant(name, fields, fmt, seed + 1, tfm, work, data, vocab,
+                      converter if os.path.exists(converter) else None)
+    print("convert_vs_transformers: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
