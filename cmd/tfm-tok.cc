@@ -4,9 +4,12 @@
 //   tfm-tok -m spm.model < text > pieces            encode (the default)
 //   tfm-tok -m spm.model --ids < text > ids         ids instead of pieces
 //   tfm-tok -d -m model.bin < pieces > text         decode; a checkpoint works too
+//   tfm-tok -m opus.tfmvocab --side target < de     a bundle's target model
 //
 // Encoding and decoding are byte-identical to spm_encode/spm_decode, stream
-// in chunks encoded in parallel, and keep the order of the lines.
+// in chunks encoded in parallel, and keep the order of the lines. With a
+// vocabulary bundle (libcore/data/vocab.h) encoding uses its source model
+// and decoding its target model, unless --side names one for both.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,6 +27,7 @@ struct Options {
   std::string model;
   bool decode = false;
   bool ids = false;
+  std::string side;  // "", source or target
   int threads = 0;
   std::vector<std::string> files;
   tfm::data::TrainOptions train;
@@ -48,9 +52,13 @@ int main(int argc, char** argv) {
       "One line in, one line out; FILE... or stdin to stdout."};
   tfm::add_common_options(app, o.common);
   app.add_option("-m,--model", o.model,
-                 "SentencePiece model or tfm checkpoint (default: $TFM_MODEL)");
+                 "SentencePiece model, vocabulary bundle or tfm checkpoint (default: $TFM_MODEL)");
   app.add_flag("-d,--decode", o.decode, "Decode pieces (or, with --ids, ids) back to text");
   app.add_flag("--ids", o.ids, "Write ids instead of pieces (read ids when decoding)");
+  app.add_option("--side", o.side,
+                 "A bundle's model to use, encoding and decoding alike (default: source to\n"
+                 "encode, target to decode; a plain model is both)")
+      ->check(CLI::IsMember({"source", "target"}));
   app.add_option("--threads", o.threads, "Threads to use (default 0: every core)")
       ->check(tfm::AtLeast(0));
   app.add_option("FILE", o.files, "Input files, plain or gzip (default or '-': stdin)");
@@ -102,6 +110,8 @@ int main(int argc, char** argv) {
                             stream.mode = o.decode ? tfm::data::TokMode::decode
                                                    : tfm::data::TokMode::encode;
                             stream.ids = o.ids;
+                            if (!o.side.empty())
+                              stream.side = o.side == "source" ? tfm::Side::source : tfm::Side::target;
                             stream.threads = o.threads;
                             stream.progress = &progress;
                             tfm::data::tokenize_stream(vocab, o.files, stdout, stream);

@@ -247,32 +247,33 @@ void train_vocab(const std::vector<std::string>& inputs, const TrainOptions& o) 
             o.output, vocab.fingerprint());
 }
 
-std::string encode_line(const Vocab& vocab, std::string_view line, bool ids) {
-  if (!ids) return join(vocab.encode_pieces(line), ' ');
+std::string encode_line(const Vocab& vocab, std::string_view line, bool ids, Side side) {
+  if (!ids) return join(vocab.encode_pieces(line, side), ' ');
   std::string out;
-  for (const int32_t id : vocab.encode_ids(line)) {
+  for (const int32_t id : vocab.encode_ids(line, side)) {
     if (!out.empty()) out += ' ';
     out += std::to_string(id);
   }
   return out;
 }
 
-std::string decode_line(const Vocab& vocab, std::string_view line, bool ids) {
+std::string decode_line(const Vocab& vocab, std::string_view line, bool ids, Side side) {
   std::vector<std::string> fields = split_spaces(line);
-  if (!ids) return vocab.decode_pieces(fields);
+  if (!ids) return vocab.decode_pieces(fields, side);
   std::vector<int32_t> values;
   values.reserve(fields.size());
   for (const std::string& f : fields) {
     if (f.empty() && fields.size() == 1) break;  // an empty line
     values.push_back(parse_token_id(f, vocab.size()));
   }
-  return vocab.decode_ids(values);
+  return vocab.decode_ids(values, side);
 }
 
 void tokenize_stream(const Vocab& vocab, const std::vector<std::string>& inputs,
                      std::FILE* out, const StreamOptions& o) {
   const std::vector<std::string> paths = inputs.empty() ? std::vector<std::string>{"-"} : inputs;
   const int threads = thread_count(o.threads);
+  const Side side = o.side.value_or(o.mode == TokMode::encode ? Side::source : Side::target);
   std::vector<std::string> lines, results;
   for (const std::string& path : paths) {
     LineReader reader(path);
@@ -290,8 +291,8 @@ void tokenize_stream(const Vocab& vocab, const std::vector<std::string>& inputs,
         const size_t begin = n * t / used, end = n * (t + 1) / used;
         for (size_t i = begin; i < end; ++i) {
           try {
-            results[i] = o.mode == TokMode::encode ? encode_line(vocab, lines[i], o.ids)
-                                                   : decode_line(vocab, lines[i], o.ids);
+            results[i] = o.mode == TokMode::encode ? encode_line(vocab, lines[i], o.ids, side)
+                                                   : decode_line(vocab, lines[i], o.ids, side);
           } catch (const Error& e) {
             errors[t].emplace(i, e);
             return;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ enum class TokMode { encode, decode };
 struct StreamOptions {
   TokMode mode = TokMode::encode;
   bool ids = false;          // ids instead of pieces (output of encode, input of decode)
+  // The model that segments (encode) or joins (decode) text; by default the
+  // source side's when encoding and the target side's when decoding. One
+  // model for both with a plain vocabulary.
+  std::optional<Side> side;
   int threads = 0;           // 0: every core
   size_t chunk_lines = 4096; // lines encoded in parallel at a time
   Progress* progress = nullptr;  // lines and bytes of each input done, after every chunk
@@ -51,7 +56,7 @@ void tokenize_stream(const Vocab& vocab, const std::vector<std::string>& inputs,
                      std::FILE* out, const StreamOptions& options);
 
 // One line each way (what tokenize_stream does per line).
-std::string encode_line(const Vocab& vocab, std::string_view line, bool ids);
-std::string decode_line(const Vocab& vocab, std::string_view line, bool ids);
+std::string encode_line(const Vocab& vocab, std::string_view line, bool ids, Side side = Side::source);
+std::string decode_line(const Vocab& vocab, std::string_view line, bool ids, Side side = Side::target);
 
 }  // namespace tfm::data

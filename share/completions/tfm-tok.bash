@@ -8,10 +8,13 @@ _tfm_tok() {
     --model-type)
       mapfile -t COMPREPLY < <(compgen -W "bpe unigram" -- "$cur")
       return ;;
+    --side)
+      mapfile -t COMPREPLY < <(compgen -W "source target" -- "$cur")
+      return ;;
     --vocab-size | --character-coverage | --max-sentences | --seed | --user-symbols | --threads)
       return ;;
   esac
-  local words="--model --decode --ids --threads --quiet --verbose --version --help -m -d -q -v -h"
+  local words="--model --decode --ids --side --threads --quiet --verbose --version --help -m -d -q -v -h"
   if [ "${COMP_WORDS[1]:-}" = train ] && [ "$COMP_CWORD" -gt 1 ]; then
     words="--output --vocab-size --model-type --character-coverage --max-sentences --seed --user-symbols --threads --quiet --verbose --help -o -q -v -h"
   elif [ "$COMP_CWORD" -eq 1 ]; then

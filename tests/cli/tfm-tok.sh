@@ -77,12 +77,99 @@ grep -qE '^[0-9]+( [0-9]+)*$' "$TMP/i1" || fail "--ids: not ids"
 cmp -s "$TMP/t1" "$TMP/t2" || fail "--threads 2 differs from --threads 1"
 "$TFM_BIN/tfm-tok" -d -m "$M" "$TMP/t2" | cmp -s - "$TMP/text.en" || fail "round trip of the corpus"
 
+# --side with a plain model: both sides are the one model, nothing changes.
+"$TFM_BIN/tfm-tok" -m "$M" --side target "$TMP/in" | cmp -s - "$TMP/p1" || fail "--side target changed a plain model's pieces"
+"$TFM_BIN/tfm-tok" -m "$M" --side source --ids "$TMP/in" | cmp -s - "$TMP/i1" || fail "--side source changed a plain model's ids"
+"$TFM_BIN/tfm-tok" -d -m "$M" --side source "$TMP/p1" | cmp -s - "$TMP/in" || fail "-d --side source with a plain model"
+
+# A vocabulary bundle (an imported OPUS-MT model's): encoding segments with
+# its source model, decoding joins with its target model, --side picks one
+# for both, each byte-identical to SentencePiece's own tools with that
+# model; ids are the bundle's table's.
+for tool in spm_encode spm_decode spm_export_vocab; do
+  command -v $tool >/dev/null || fail "$tool not found (Debian package sentencepiece)"
+done
+"$TFM_BIN/tfm-tok" train -q -o "$TMP/src.model" --vocab-size 400 "$TMP/text.en"
+"$TFM_BIN/tfm-tok" train -q -o "$TMP/tgt.model" --vocab-size 400 --model-type unigram "$TMP/text.de"
+# The table as OPUS-MT's vocab.json numbers it: </s> 0, <unk> 1, the other
+# pieces of both models once, shuffled, <pad> last.
+{
+  printf '</s>\n<unk>\n'
+  { spm_export_vocab --model "$TMP/src.model"; spm_export_vocab --model "$TMP/tgt.model"; } | cut -f1 |
+    grep -vxE '</s>|<unk>|<pad>' | LC_ALL=C sort -u | shuf --random-source=<(yes 7)
+  printf '<pad>\n'
+} >"$TMP/table"
+B="$TMP/opus.tfmvocab"
+"$TFM_TOOLS/vocab_bundle" "$B" "$TMP/src.model" "$TMP/tgt.model" "$TMP/table" || fail "vocab_bundle"
+head -n 300 "$TMP/text.en" >"$TMP/b.en"
+head -n 300 "$TMP/text.de" >"$TMP/b.de"
+spm_encode --model "$TMP/src.model" <"$TMP/b.en" >"$TMP/spm.src.en"
+spm_encode --model "$TMP/tgt.model" <"$TMP/b.en" >"$TMP/spm.tgt.en"
+spm_encode --model "$TMP/tgt.model" <"$TMP/b.de" >"$TMP/spm.tgt.de"
+cmp -s "$TMP/spm.src.en" "$TMP/spm.tgt.en" && fail "bundle: the two models segment alike; the test sees no side"
+run tfm-tok -m "$B" "$TMP/b.en"
+expect_rc 0 "bundle: encode"
+cmp -s "$TMP/out" "$TMP/spm.src.en" || fail "bundle: encoding is not spm_encode's with the source model"
+"$TFM_BIN/tfm-tok" -m "$B" --side source "$TMP/b.en" | cmp -s - "$TMP/spm.src.en" || fail "bundle: --side source"
+"$TFM_BIN/tfm-tok" encode -m "$B" --side target "$TMP/b.en" | cmp -s - "$TMP/spm.tgt.en" ||
+  fail "bundle: --side target is not spm_encode's with the target model"
+# Decoding German pieces: the target model gives the text back; the source
+# model lacks some of them, as spm_decode with it says.
+spm_decode --model "$TMP/tgt.model" <"$TMP/spm.tgt.de" >"$TMP/spm.dec.tgt"
+spm_decode --model "$TMP/src.model" <"$TMP/spm.tgt.de" >"$TMP/spm.dec.src"
+cmp -s "$TMP/spm.dec.tgt" "$TMP/spm.dec.src" && fail "bundle: the two models decode alike; the test sees no side"
+"$TFM_BIN/tfm-tok" -d -m "$B" "$TMP/spm.tgt.de" | cmp -s - "$TMP/spm.dec.tgt" ||
+  fail "bundle: decoding is not spm_decode's with the target model"
+"$TFM_BIN/tfm-tok" decode --side source -m "$B" "$TMP/spm.tgt.de" | cmp -s - "$TMP/spm.dec.src" ||
+  fail "bundle: decode --side source is not spm_decode's with the source model"
+# Ids: each piece's line in the table (counted from 0), <unk>'s for a piece
+# the table lacks; not SentencePiece's ids.
+awk 'NR == FNR { id[$0] = NR - 1; next } { for (i = 1; i <= NF; ++i) printf "%s%s", (i > 1 ? " " : ""), ($i in id ? id[$i] : 1); print "" }' \
+  "$TMP/table" "$TMP/spm.tgt.de" >"$TMP/table.ids.de"
+"$TFM_BIN/tfm-tok" -m "$B" --side target --ids "$TMP/b.de" >"$TMP/ids.de"
+cmp -s "$TMP/ids.de" "$TMP/table.ids.de" || fail "bundle: --ids are not the table's"
+spm_encode --model "$TMP/tgt.model" --output_format=id <"$TMP/b.de" | cmp -s - "$TMP/ids.de" &&
+  fail "bundle: --ids are SentencePiece's, not the table's"
+"$TFM_BIN/tfm-tok" -d --ids -m "$B" "$TMP/ids.de" | cmp -s - "$TMP/spm.dec.tgt" || fail "bundle: decode --ids"
+echo "0 1 $(($(wc -l <"$TMP/table") - 1))" | "$TFM_BIN/tfm-tok" -d --ids -m "$B" >/dev/null || fail "bundle: the last id"
+echo "$(wc -l <"$TMP/table")" | "$TFM_BIN/tfm-tok" -d --ids -m "$B" >/dev/null 2>&1 && fail "bundle: an id past the table"
+# In a checkpoint's tokenizer slot, the same.
+"$TFM_TOOLS/tiny_checkpoint" "$TMP/opus.bin" --tokenizer "$B" || fail "tiny_checkpoint --tokenizer bundle"
+"$TFM_BIN/tfm-tok" -m "$TMP/opus.bin" --side target "$TMP/b.en" | cmp -s - "$TMP/spm.tgt.en" ||
+  fail "bundle in a checkpoint: --side target"
+# Damaged bundles: exit 1, one line naming the file.
+size=$(stat -c %s "$B")
+cp "$B" "$TMP/flipped.tfmvocab"
+printf '\xa5' | dd of="$TMP/flipped.tfmvocab" bs=1 seek=$((size / 2)) conv=notrunc status=none
+run tfm-tok -m "$TMP/flipped.tfmvocab" "$TMP/in"
+expect_rc 1 "garbled bundle"
+expect_one_error_line tfm-tok "garbled bundle"
+grep -q "flipped.tfmvocab is a corrupt tfm vocabulary bundle" "$TMP/err" || fail "garbled bundle: $(cat "$TMP/err")"
+[ -s "$TMP/out" ] && fail "garbled bundle: output written"
+head -c $((size - 100)) "$B" >"$TMP/cut.tfmvocab"
+run tfm-tok -d -m "$TMP/cut.tfmvocab" "$TMP/in"
+expect_rc 1 "truncated bundle"
+expect_one_error_line tfm-tok "truncated bundle"
+grep -q "cut.tfmvocab is a" "$TMP/err" || fail "truncated bundle: $(cat "$TMP/err")"
+
+# Bash completion: every option of --help, and the values of --side.
+completion="$TFM_SOURCE/share/completions/tfm-tok.bash"
+for option in $("$TFM_BIN/tfm-tok" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+  grep -q -- "$option" "$completion" || fail "completion: $option missing"
+done
+# shellcheck disable=SC1090
+source "$completion"
+COMP_WORDS=(tfm-tok --side "")
+COMP_CWORD=2
+_tfm_tok
+[ "${COMPREPLY[*]}" = "source target" ] || fail "completion: --side offers '${COMPREPLY[*]}'"
+
 # Bad usage: exit 2, one error line.
 run tfm-tok "$TMP/in"
 expect_rc 2 "no model"
 expect_one_error_line tfm-tok "no model"
 grep -q "TFM_MODEL" "$TMP/err" || fail "no model: does not mention TFM_MODEL"
-for bad in "--bogus" "-m $M --threads -1" "train -o $TMP/x.model --model-type word $TMP/text.en" \
+for bad in "--bogus" "-m $M --threads -1" "-m $M --side both" "train -o $TMP/x.model --model-type word $TMP/text.en" \
   "train $TMP/text.en" "train -o $TMP/x.model" "train -o $TMP/x.model --vocab-size 0 $TMP/text.en" \
   "train -o $TMP/x.model --character-coverage 2 $TMP/text.en"; do
   # shellcheck disable=SC2086

@@ -1,11 +1,16 @@
 // Fuzz target: the checkpoint reader (libcore/io/checkpoint_read.cc) and
 // the one validation every program applies to a model checkpoint
-// (libcore/model/model_check.cc). Any input must end in a tfm::Error
-// sentence or a checkpoint read whole; any other exception, a crash, a leak
-// or undefined behaviour is a finding.
+// (libcore/model/model_check.cc), and the reader of the vocabulary bundle a
+// checkpoint's tokenizer slot or a .tfmvocab file holds
+// (libcore/data/vocab.cc). Any input must end in a tfm::Error sentence or a
+// checkpoint read whole; any other exception, a crash, a leak or undefined
+// behaviour is a finding.
 #include <cstdint>
+#include <cstring>
+#include <string>
 
 #include "libcore/base/error.h"
+#include "libcore/data/vocab.h"
 #include "libcore/io/checkpoint.h"
 #include "libcore/model/model_check.h"
 #include "tests/fuzz/memfile.h"
@@ -23,6 +28,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& t : c.tensors)
       if (t.data.size() != static_cast<size_t>(t.shape.numel()) * tfm::dtype_size(t.dtype)) __builtin_trap();
   } catch (const tfm::Error&) {
+  }
+  // A bundle's container (only: other bytes would go to SentencePiece's own
+  // parser, which is not tfm's; its CRC-32 keeps mutated models from it).
+  if (size >= 8 && std::memcmp(data, "\x89TFMVOCB", 8) == 0) {
+    try {
+      const tfm::Vocab v = tfm::Vocab::from_bytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+      if (!v.is_bundle() || v.bytes().size() != size || v.piece(v.unk_id()) != "<unk>") __builtin_trap();
+    } catch (const tfm::Error&) {
+    }
   }
   return 0;
 }

@@ -1,15 +1,22 @@
 #!/bin/bash
-# Usage: checkpoint_reader.sh CHECKPOINT_FIXTURE
+# Usage: checkpoint_reader.sh CHECKPOINT_FIXTURE TFM_TOK VOCAB_BUNDLE TINY_CHECKPOINT
 #
 # The fixture (checkpoint_fixture.cc) writes a checkpoint with known
 # contents; tfm_checkpoint.py, an independent reader written from man/tfm.7,
 # reads it back, and every field and value is checked against the list below
 # (the same list as in checkpoint_fixture.cc). Then damaged copies must be
-# refused. Any mismatch, and a missing numpy or zstandard, fails the test:
-# it never skips.
+# refused. Then a vocabulary bundle of two models tfm-tok trains and a known
+# piece table (tests/tools/vocab_bundle), alone and in a checkpoint's
+# tokenizer slot (tests/tools/tiny_checkpoint), is read back part by part.
+# Any mismatch, and a missing numpy or zstandard, fails the test: it never
+# skips.
 set -euo pipefail
 
-fixture=${1:?usage: checkpoint_reader.sh CHECKPOINT_FIXTURE}
+usage="usage: checkpoint_reader.sh CHECKPOINT_FIXTURE TFM_TOK VOCAB_BUNDLE TINY_CHECKPOINT"
+fixture=${1:?$usage}
+tok=${2:?$usage}
+vocab_bundle=${3:?$usage}
+tiny_checkpoint=${4:?$usage}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Debian's python3-numpy and python3-zstandard live in the system Python.
 python=${TFM_PYTHON:-/usr/bin/python3}
@@ -79,17 +86,71 @@ PY
 "$python" -c 'import json, sys; sys.exit(len(json.load(open(sys.argv[1]))["tensors"]) != 9)' \
   "$tmp/summary.json" || fail "the summary does not list nine tensors"
 
-# Damaged copies are refused: a flipped byte in the middle, a cut file.
+# damaged FILE CUT WHAT: copies of FILE with a flipped byte in the middle and
+# cut to CUT bytes are refused, for their CRC-32 and as truncated.
+damaged() {
+  local file=$1 cut=$2 what=$3 size
+  size=$(stat -c %s "$file")
+  cp "$file" "$tmp/flipped"
+  printf '\xa5' | dd of="$tmp/flipped" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  if "$python" "$here/tfm_checkpoint.py" "$tmp/flipped" > /dev/null 2> "$tmp/err"; then
+    fail "the reader accepted a $what with a flipped byte"
+  fi
+  grep -q 'CRC-32 mismatch' "$tmp/err" || fail "$what, flipped byte: unexpected error: $(cat "$tmp/err")"
+  head -c "$cut" "$file" > "$tmp/cut"
+  if "$python" "$here/tfm_checkpoint.py" "$tmp/cut" > /dev/null 2> "$tmp/err"; then
+    fail "the reader accepted a truncated $what"
+  fi
+  grep -q 'truncated' "$tmp/err" || fail "$what, cut: unexpected error: $(cat "$tmp/err")"
+}
 size=$(stat -c %s "$tmp/model.bin")
-cp "$tmp/model.bin" "$tmp/flipped.bin"
-printf '\xa5' | dd of="$tmp/flipped.bin" bs=1 seek=$((size / 2)) conv=notrunc status=none
-if "$python" "$here/tfm_checkpoint.py" "$tmp/flipped.bin" > /dev/null 2> "$tmp/err"; then
-  fail "the reader accepted a checkpoint with a flipped byte"
-fi
-grep -q 'CRC-32 mismatch' "$tmp/err" || fail "flipped byte: unexpected error: $(cat "$tmp/err")"
-head -c $((size - 100)) "$tmp/model.bin" > "$tmp/cut.bin"
-if "$python" "$here/tfm_checkpoint.py" "$tmp/cut.bin" > /dev/null 2> "$tmp/err"; then
-  fail "the reader accepted a truncated checkpoint"
-fi
-grep -q 'truncated' "$tmp/err" || fail "cut file: unexpected error: $(cat "$tmp/err")"
-echo "checkpoint_reader: ok ($size bytes, every field as written)"
+damaged "$tmp/model.bin" $((size - 100)) checkpoint
+
+# A vocabulary bundle: the two models' bytes and the table, as written.
+for i in $(seq 1 200); do echo "the cat $i sat on the mat and a dog ran $((i * 7)) times"; done >"$tmp/src.txt"
+for i in $(seq 1 200); do echo "die Katze $i saß auf der Matte, ein Hund lief $((i * 3)) Mal"; done >"$tmp/tgt.txt"
+"$tok" train -q -o "$tmp/src.model" --vocab-size 60 "$tmp/src.txt" || fail "tfm-tok train (source)"
+"$tok" train -q -o "$tmp/tgt.model" --vocab-size 70 "$tmp/tgt.txt" || fail "tfm-tok train (target)"
+printf '</s>\n<unk>\n▁the\nGrüße\n▁日本\nx\n<pad>\n' >"$tmp/table"
+"$vocab_bundle" "$tmp/v.tfmvocab" "$tmp/src.model" "$tmp/tgt.model" "$tmp/table" || fail "vocab_bundle"
+"$tiny_checkpoint" "$tmp/bundle.bin" --tokenizer "$tmp/v.tfmvocab" || fail "tiny_checkpoint --tokenizer"
+PYTHONPATH=$here "$python" - "$tmp" <<'PY' || fail "the Python reader disagrees with the bundle written"
+import sys
+import tfm_checkpoint
+
+tmp = sys.argv[1]
+want_src, want_tgt = open(f"{tmp}/src.model", "rb").read(), open(f"{tmp}/tgt.model", "rb").read()
+want_pieces = ["</s>", "<unk>", "\u2581the", "Grüße", "\u2581日本", "x", "<pad>"]
+bad = []
+ck = tfm_checkpoint.read(f"{tmp}/bundle.bin")
+alone = tfm_checkpoint.read_bundle(open(f"{tmp}/v.tfmvocab", "rb").read(), "v.tfmvocab")
+if ck.tokenizer != open(f"{tmp}/v.tfmvocab", "rb").read():
+    bad.append("the checkpoint's tokenizer is not the .tfmvocab file's bytes")
+for where, b in (("checkpoint", ck.bundle), ("file", alone)):
+    if b is None:
+        bad.append(f"{where}: not read as a bundle")
+        continue
+    if b.source != want_src:
+        bad.append(f"{where}: source model: {len(b.source)} bytes, not src.model's {len(want_src)}")
+    if b.target != want_tgt:
+        bad.append(f"{where}: target model: {len(b.target)} bytes, not tgt.model's {len(want_tgt)}")
+    if b.pieces != want_pieces:
+        bad.append(f"{where}: pieces {b.pieces!r}, want {want_pieces!r}")
+if "vocab_size = 7" not in ck.config:
+    bad.append(f"config does not say vocab_size = 7: {ck.config!r}")
+plain = tfm_checkpoint.read_bundle(want_src, "src.model")
+if plain is not None:
+    bad.append("a SentencePiece model read as a bundle")
+for line in bad:
+    print("mismatch:", line, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+"$python" "$here/tfm_checkpoint.py" "$tmp/v.tfmvocab" > "$tmp/bundle.json" ||
+  fail "tfm_checkpoint.py could not summarize the bundle"
+grep -q '"pieces": 7' "$tmp/bundle.json" || fail "bundle summary: $(cat "$tmp/bundle.json")"
+"$python" "$here/tfm_checkpoint.py" "$tmp/bundle.bin" > "$tmp/bundle.json" ||
+  fail "tfm_checkpoint.py could not summarize the checkpoint with a bundle"
+grep -q '"pieces": 7' "$tmp/bundle.json" || fail "checkpoint summary: no bundle: $(cat "$tmp/bundle.json")"
+damaged "$tmp/v.tfmvocab" 40 "vocabulary bundle"
+vsize=$(stat -c %s "$tmp/v.tfmvocab")
+echo "checkpoint_reader: ok ($size bytes, every field as written; a bundle of $vsize bytes)"

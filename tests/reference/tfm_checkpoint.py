@@ -9,7 +9,11 @@ Needs Python 3, numpy and zstandard (Debian: python3-numpy, python3-zstandard).
     ckpt = tfm_checkpoint.read("model.bin")   # raises CheckpointError
     ckpt.tensors["decoder.w_q"].array         # numpy array of the right shape
 
-Run as a program, it prints a JSON summary of a checkpoint (no tensor data).
+    ckpt.bundle                               # a vocabulary bundle, or None
+    tfm_checkpoint.read_bundle(open("opus.tfmvocab", "rb").read(), "opus.tfmvocab")
+
+Run as a program, it prints a JSON summary of a checkpoint (no tensor data)
+or of a vocabulary bundle (.tfmvocab).
 """
 import json
 import struct
@@ -37,8 +41,61 @@ DTYPES = {
 }
 
 
+# The tokenizer slot's vocabulary bundle ("Vocabulary bundle").
+BUNDLE_MAGIC = bytes([0x89]) + b"TFMVOCB"
+BUNDLE_VERSION = 1
+BUNDLE_HEADER = 32
+
+
 class CheckpointError(Exception):
     pass
+
+
+class Bundle:
+    def __init__(self, source, target, pieces):
+        self.source, self.target = source, target  # SentencePiece models (bytes)
+        self.pieces = pieces                        # list of str: the piece of each id
+
+
+def read_bundle(data, where):
+    """A vocabulary bundle's bytes -> Bundle; None when `data` does not start
+    with the bundle's magic (a SentencePiece model, or nothing)."""
+    def fail(msg):
+        raise CheckpointError(f"{where}: {msg}")
+
+    if len(data) < len(BUNDLE_MAGIC) or data[:len(BUNDLE_MAGIC)] != BUNDLE_MAGIC:
+        return None
+    if len(data) < 12:
+        fail("truncated vocabulary bundle")
+    version = struct.unpack_from("<I", data, 8)[0]
+    if version != BUNDLE_VERSION:
+        fail(f"vocabulary bundle version {version}, expected {BUNDLE_VERSION}")
+    if len(data) < BUNDLE_HEADER + 4:
+        fail("truncated vocabulary bundle")
+    count, source, target = struct.unpack_from("<IQQ", data, 12)
+    if BUNDLE_HEADER + source + target + 3 * count + 4 > len(data):
+        fail("truncated vocabulary bundle: the sizes in its header pass its end")
+    body = len(data) - 4
+    if zlib.crc32(data[:body]) != struct.unpack_from("<I", data, body)[0]:
+        fail("vocabulary bundle CRC-32 mismatch")
+    if source == 0 or target == 0:
+        fail("vocabulary bundle with an empty model")
+    cur = Bytes(data[:body], "vocabulary bundle", fail)
+    cur.pos = BUNDLE_HEADER
+    src, tgt = cur.take(source), cur.take(target)
+    pieces = [cur.name() for _ in range(count)]
+    if cur.left():
+        fail("vocabulary bundle has bytes after its last piece")
+    if len(set(pieces)) != len(pieces):
+        fail("vocabulary bundle has a piece twice")
+    if "<unk>" not in pieces:
+        fail("vocabulary bundle without <unk>")
+    return Bundle(src, tgt, pieces)
+
+
+def bundle_summary(b):
+    return {"pieces": len(b.pieces), "source": len(b.source), "target": len(b.target),
+            "same_model": b.source == b.target, "unk": b.pieces.index("<unk>")}
 
 
 class Section:
@@ -64,6 +121,7 @@ class Checkpoint:
         self.file_size = None
         self.config = None      # str
         self.tokenizer = None   # bytes
+        self.bundle = None      # Bundle when the tokenizer is one
         self.tensors = {}       # name -> Tensor, in table order
         self.sections = {}      # optional sections: name -> bytes, in file order
         self.directory = []     # every Section, in file order
@@ -241,6 +299,7 @@ def read(path, tensors=True):
 
     if tensors:
         ck.tokenizer = content(by_name["tokenizer"])
+        ck.bundle = read_bundle(ck.tokenizer, f"{path}: tokenizer")
         data = content(by_name["tensors"])
         np_types = {name: np_type for name, _, np_type in DTYPES.values()}
         for t in ck.tensors.values():
@@ -257,8 +316,15 @@ def read(path, tensors=True):
 
 
 def summary(ck):
+    if ck.tokenizer is None:
+        tokenizer = None
+    elif ck.bundle is not None:
+        tokenizer = {"bundle": bundle_summary(ck.bundle)}
+    else:
+        tokenizer = {"sentencepiece": len(ck.tokenizer)} if ck.tokenizer else {}
     return {
         "version": ck.version,
+        "tokenizer": tokenizer,
         "file_size": ck.file_size,
         "config": ck.config,
         "sections": [{"name": s.name, "kind": s.kind, "codec": s.codec, "stored": s.stored,
@@ -273,11 +339,17 @@ def main(argv):
         print("usage: tfm_checkpoint.py CHECKPOINT", file=sys.stderr)
         return 2
     try:
-        ck = read(argv[1])
+        with open(argv[1], "rb") as f:
+            head = f.read(len(BUNDLE_MAGIC))
+        if head == BUNDLE_MAGIC:
+            with open(argv[1], "rb") as f:
+                out = {"bundle": bundle_summary(read_bundle(f.read(), argv[1]))}
+        else:
+            out = summary(read(argv[1]))
     except (CheckpointError, OSError) as e:
         print(f"tfm_checkpoint.py: error: {e}", file=sys.stderr)
         return 1
-    json.dump(summary(ck), sys.stdout, indent=1, ensure_ascii=False)
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     print()
     return 0
 
