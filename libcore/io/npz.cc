@@ -126,7 +126,9 @@ Array parse_npy(std::string_view bytes, std::string_view what) {
 
   const size_t width = element_size(*type);
   const std::string_view data = bytes.substr(data_start);
-  const int64_t n = checked_numel(*h.shape, width, data.size(), what);
+  // (The limit only keeps the product from overflowing: the byte count is
+  // compared with the data below, for a message that says which is short.)
+  const int64_t n = checked_numel(*h.shape, width, uint64_t{1} << 62, what);
   if (static_cast<uint64_t>(n) * width != data.size())
     fail("{} holds {} bytes of data, but its shape ({}) of {} needs {}{}", what, data.size(), fmt::join(*h.shape, ", "),
          element_name(*type), static_cast<uint64_t>(n) * width,
