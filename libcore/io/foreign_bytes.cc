@@ -26,6 +26,33 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  const char lower = static_cast<char>(c | 0x20);
+  return lower >= 'a' && lower <= 'f' ? lower - 'a' + 10 : -1;
+}
+
+int escaped_char(char e, bool yaml) {
+  switch (e) {
+    case '"': case '\\': case '/': return e;
+    case 'b': return '\b';
+    case 'f': return '\f';
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    default: break;
+  }
+  if (!yaml) return -1;
+  switch (e) {
+    case '0': return '\0';
+    case 'a': return '\a';
+    case 'v': return '\v';
+    case 'e': return '\x1b';
+    case ' ': case '\t': return e;
+    default: return -1;
+  }
+}
+
 int64_t checked_numel(const std::vector<int64_t>& shape, size_t element_bytes, uint64_t limit,
                       std::string_view what) {
   uint64_t n = 1;

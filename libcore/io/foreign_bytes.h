@@ -23,6 +23,13 @@ inline uint64_t load_le(const char* p, size_t n) {
 // Appends code point `cp` (< 0x110000, not a surrogate) as UTF-8.
 void append_utf8(std::string& out, uint32_t cp);
 
+// The value of hex digit `c`, or -1.
+int hex_digit(char c);
+// The character that backslash-`e` stands for in a JSON string (\" \\ \/
+// \b \f \n \r \t) or, with `yaml`, also in a YAML double-quoted one
+// (\0 \a \v \e \<space> \<tab>); -1 for any other `e`.
+int escaped_char(char e, bool yaml);
+
 // The number of elements of `shape`, checked: no negative dimension, and
 // the byte count (times `element_bytes`) at most `limit`. `what` starts
 // the message ("model.npz: 'w'").

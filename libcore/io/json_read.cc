@@ -71,6 +71,13 @@ class JsonParser {
     }
   }
 
+  // After a member or element: true past a ',', false past `close`.
+  bool more(char close, std::string_view in) {
+    skip_space();
+    if (pos_ < s_.size() && (s_[pos_] == ',' || s_[pos_] == close)) return s_[pos_++] == ',';
+    error(fmt::format("expected ',' or '{}' in {}, got {}", close, in, seen()));
+  }
+
   Value object(int depth) {
     ++pos_;  // {
     Value::Dict members;
@@ -92,16 +99,7 @@ class JsonParser {
       skip_space();
       Value v = value(depth + 1);
       members.emplace_back(Value::string(std::move(key)), std::move(v));
-      skip_space();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return Value::dict(std::move(members));
-      }
-      error(fmt::format("expected ',' or '}}' in an object, got {}", seen()));
+      if (!more('}', "an object")) return Value::dict(std::move(members));
     }
   }
 
@@ -116,16 +114,7 @@ class JsonParser {
     while (true) {
       skip_space();
       items.push_back(value(depth + 1));
-      skip_space();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        return Value::list(std::move(items));
-      }
-      error(fmt::format("expected ',' or ']' in an array, got {}", seen()));
+      if (!more(']', "an array")) return Value::list(std::move(items));
     }
   }
 
@@ -133,8 +122,7 @@ class JsonParser {
     if (pos_ + 4 > s_.size()) error("a \\u escape needs four hex digits");
     uint32_t cp = 0;
     for (int k = 0; k < 4; ++k) {
-      const char c = s_[pos_++];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = hex_digit(s_[pos_++]);
       if (d < 0) error("a \\u escape needs four hex digits");
       cp = cp * 16 + static_cast<uint32_t>(d);
     }
@@ -182,30 +170,21 @@ class JsonParser {
       const size_t escape_at = pos_++;
       if (pos_ >= s_.size()) error("a string is not closed");
       const char e = s_[pos_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          uint32_t cp = hex4();
-          if (cp >= 0xdc00 && cp <= 0xdfff) error_at(escape_at, "a string holds a lone low surrogate");
-          if (cp >= 0xd800 && cp <= 0xdbff) {
-            if (s_.substr(pos_, 2) != "\\u") error_at(escape_at, "a string holds a lone high surrogate");
-            pos_ += 2;
-            const uint32_t low = hex4();
-            if (low < 0xdc00 || low > 0xdfff) error_at(escape_at, "a string holds a lone high surrogate");
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default: error_at(escape_at, fmt::format("a string holds an unknown escape '\\{}'", printable(std::string_view(&e, 1))));
+      if (const int c = escaped_char(e, false); c >= 0) {
+        out += static_cast<char>(c);
+        continue;
       }
+      if (e != 'u') error_at(escape_at, fmt::format("a string holds an unknown escape '\\{}'", printable(std::string_view(&e, 1))));
+      uint32_t cp = hex4();
+      if (cp >= 0xdc00 && cp <= 0xdfff) error_at(escape_at, "a string holds a lone low surrogate");
+      if (cp >= 0xd800 && cp <= 0xdbff) {
+        if (s_.substr(pos_, 2) != "\\u") error_at(escape_at, "a string holds a lone high surrogate");
+        pos_ += 2;
+        const uint32_t low = hex4();
+        if (low < 0xdc00 || low > 0xdfff) error_at(escape_at, "a string holds a lone high surrogate");
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+      }
+      append_utf8(out, cp);
     }
   }
 

@@ -117,64 +117,16 @@ std::string_view Array::text() const {
 
 // ---- Value ----
 
-Value Value::boolean(bool b) {
-  Value v;
-  v.kind_ = Kind::boolean;
-  v.data_ = b;
-  return v;
-}
-Value Value::integer(int64_t i) {
-  Value v;
-  v.kind_ = Kind::integer;
-  v.data_ = i;
-  return v;
-}
-Value Value::real(double d) {
-  Value v;
-  v.kind_ = Kind::real;
-  v.data_ = d;
-  return v;
-}
-Value Value::string(std::string s) {
-  Value v;
-  v.kind_ = Kind::string;
-  v.data_ = std::make_shared<std::string>(std::move(s));
-  return v;
-}
-Value Value::bytes(std::string b) {
-  Value v = string(std::move(b));
-  v.kind_ = Kind::bytes;
-  return v;
-}
-Value Value::list(List items) {
-  Value v;
-  v.kind_ = Kind::list;
-  v.data_ = std::make_shared<List>(std::move(items));
-  return v;
-}
-Value Value::tuple(List items) {
-  Value v = list(std::move(items));
-  v.kind_ = Kind::tuple;
-  return v;
-}
-Value Value::dict(Dict items) {
-  Value v;
-  v.kind_ = Kind::dict;
-  v.data_ = std::make_shared<Dict>(std::move(items));
-  return v;
-}
-Value Value::array(Array a) {
-  Value v;
-  v.kind_ = Kind::array;
-  v.data_ = std::make_shared<Array>(std::move(a));
-  return v;
-}
-Value Value::object(Object o) {
-  Value v;
-  v.kind_ = Kind::object;
-  v.data_ = std::make_shared<Object>(std::move(o));
-  return v;
-}
+Value Value::boolean(bool b) { return {Kind::boolean, b}; }
+Value Value::integer(int64_t i) { return {Kind::integer, i}; }
+Value Value::real(double d) { return {Kind::real, d}; }
+Value Value::string(std::string s) { return {Kind::string, std::make_shared<std::string>(std::move(s))}; }
+Value Value::bytes(std::string b) { return {Kind::bytes, std::make_shared<std::string>(std::move(b))}; }
+Value Value::list(List items) { return {Kind::list, std::make_shared<List>(std::move(items))}; }
+Value Value::tuple(List items) { return {Kind::tuple, std::make_shared<List>(std::move(items))}; }
+Value Value::dict(Dict items) { return {Kind::dict, std::make_shared<Dict>(std::move(items))}; }
+Value Value::array(Array a) { return {Kind::array, std::make_shared<Array>(std::move(a))}; }
+Value Value::object(Object o) { return {Kind::object, std::make_shared<Object>(std::move(o))}; }
 
 std::string_view Value::kind_name() const {
   switch (kind_) {

@@ -120,13 +120,14 @@ class Value {
   void set_name(std::shared_ptr<const std::string> origin, std::string path);
 
  private:
+  using Data = std::variant<std::monostate, bool, int64_t, double, std::shared_ptr<std::string>,
+                            std::shared_ptr<List>, std::shared_ptr<Dict>, std::shared_ptr<Array>,
+                            std::shared_ptr<Object>>;
+  Value(Kind kind, Data data) : kind_(kind), data_(std::move(data)) {}
   [[noreturn]] void wrong_kind(std::string_view wanted) const;
 
   Kind kind_ = Kind::null;
-  std::variant<std::monostate, bool, int64_t, double, std::shared_ptr<std::string>,
-               std::shared_ptr<List>, std::shared_ptr<Dict>, std::shared_ptr<Array>,
-               std::shared_ptr<Object>>
-      data_;
+  Data data_;
   std::shared_ptr<const std::string> origin_;
   std::string path_;
 };

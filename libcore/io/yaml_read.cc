@@ -59,7 +59,7 @@ Value typed_plain(std::string_view s) {
     if (end != s.data() + s.size()) return std::nullopt;
     if (ec != std::errc() || u > uint64_t(std::numeric_limits<int64_t>::max())) {
       double d = 0;  // past int64: the nearest float, as for decimals
-      for (const char c : s.substr(2)) d = d * base + (is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+      for (const char c : s.substr(2)) d = d * base + hex_digit(c);
       return Value::real(d);
     }
     return Value::integer(static_cast<int64_t>(u));
@@ -305,8 +305,7 @@ class YamlParser {
     if (pos_ + static_cast<size_t>(n) > line_.size()) error(fmt::format("an escape needs {} hex digits", n));
     uint32_t cp = 0;
     for (int k = 0; k < n; ++k) {
-      const char c = line_[pos_++];
-      const int d = is_digit(c) ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+      const int d = hex_digit(line_[pos_++]);
       if (d < 0) error(fmt::format("an escape needs {} hex digits", n));
       cp = cp * 16 + static_cast<uint32_t>(d);
     }
@@ -326,21 +325,12 @@ class YamlParser {
       }
       if (pos_ >= line_.size()) error("a quoted string continues on the next line (outside the subset)");
       const char e = line_[pos_++];
+      if (const int c = escaped_char(e, true); c >= 0) {
+        out += static_cast<char>(c);
+        continue;
+      }
       uint32_t cp = 0;
       switch (e) {
-        case '0': out += '\0'; continue;
-        case 'a': out += '\a'; continue;
-        case 'b': out += '\b'; continue;
-        case 't': case '\t': out += '\t'; continue;
-        case 'n': out += '\n'; continue;
-        case 'v': out += '\v'; continue;
-        case 'f': out += '\f'; continue;
-        case 'r': out += '\r'; continue;
-        case 'e': out += '\x1b'; continue;
-        case ' ': out += ' '; continue;
-        case '"': out += '"'; continue;
-        case '/': out += '/'; continue;
-        case '\\': out += '\\'; continue;
         case 'N': cp = 0x85; break;
         case '_': cp = 0xa0; break;
         case 'L': cp = 0x2028; break;
