@@ -208,6 +208,7 @@ checkpoint = {
     "shared_again": shared,
     "dtype": torch.float32,
     "model": collections.OrderedDict([("w", torch.ones(2, 2)), ("b", torch.zeros(2))]),
+    "linear": torch.nn.Linear(3, 2).state_dict(),  # an OrderedDict with a _metadata attribute (dropped)
 }
 for protocol in (2, 4, 5):
     name = f"checkpoint_p{protocol}.pt"

@@ -232,6 +232,15 @@ TEST_CASE("pickles read opcode by opcode, executing nothing", "[pickle][torch]")
   CHECK(v["b"].as_bytes() == "\xff");
   CHECK(error_of([&] { v["args"]["lr"].as_string(); }) == "p.pkl: 'args.lr' must be a string, got a float");
 
+  // Protocol 4: FRAME, MEMOIZE, STACK_GLOBAL, NEWOBJ_EX with keyword arguments, BUILD.
+  const std::string p4 = "\x80\x04\x95\x00\0\0\0\0\0\0\0\x8c\x03mod\x94\x8c\x01K\x94\x93\x94)}\x8c\x01k\x94K\x07s\x92\x94"s +
+                         "}\x8c\x01" "a\x94h\x02sb.";
+  const Value o = load(p4);
+  CHECK(o.as_object().class_name == "mod.K");
+  CHECK(o.as_object().kwargs["k"].as_int() == 7);
+  CHECK(o["a"].as_object().class_name == "mod.K");  // the memoized class, from its state
+  CHECK(o["a"].as_object().global);
+
   const auto err = [&](const std::string& bytes) { return error_of([&] { load(bytes); }); };
   CHECK(err("\x80\x02\xff") == "p.pkl: opcode 0xff is not read (pickle offset 2)");
   CHECK(err("\x80\x02S'a'\n.") == "p.pkl: opcode 0x53 ('S') is not read (pickle offset 2)");
