@@ -1,0 +1,48 @@
+// tfm-convert: a model another toolkit trained, as a tfm checkpoint with its
+// vocabulary embedded, ready for tfm-decode, tfm-score -m and tfm-train
+// --init.
+//
+//   tfm-convert opus-mt-en-de/ -o en-de.bin               a Hugging Face MarianMTModel directory
+//   tfm-convert model.npz -o en-de.bin                    a Marian model (vocabulary and
+//                                                         SentencePiece models beside it)
+//
+// The formats, what each becomes and what is refused: man/tfm-convert.1 and
+// libcore/convert/convert.h.
+#include <string>
+
+#include "libcore/app/app.h"
+#include "libcore/base/log.h"
+#include "libcore/convert/convert.h"
+
+namespace {
+
+struct Options {
+  tfm::CommonOptions common;
+  tfm::convert::ConvertOptions convert;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "Convert a model of another toolkit into a tfm checkpoint (vocabulary embedded): a\n"
+      "Hugging Face MarianMTModel directory (OPUS-MT's models), or a Marian model (.npz)."};
+  tfm::add_common_options(app, o.common);
+  app.add_option("INPUT", o.convert.input, "The model: a Hugging Face directory, or a Marian .npz")->required();
+  app.add_option("-o,--output", o.convert.output, "The tfm checkpoint to write (atomically)")->required();
+  app.add_option("--from", o.convert.from, "The input's toolkit (default auto: by what INPUT holds)")
+      ->check(CLI::IsMember({"auto", "hf", "marian"}));
+  app.add_option("--vocab", o.convert.vocab,
+                 "Marian: the vocabulary (.yml, or .json; default: the one *.vocab.yml or vocab.json beside INPUT)");
+  app.add_option("--source-spm", o.convert.source_spm,
+                 "The SentencePiece model of the source side (default: source.spm beside INPUT)");
+  app.add_option("--target-spm", o.convert.target_spm,
+                 "The SentencePiece model of the target side (default: target.spm beside INPUT)");
+
+  return tfm::run_program("tfm-convert", app, argc, argv, o.common, [&] {
+    const tfm::convert::ConvertReport r = tfm::convert::convert_model(o.convert);
+    tfm::log::info("{}: {} from {} ({} parameters, vocabulary of {} pieces)", o.convert.output, r.architecture,
+                   r.origin, r.parameters, r.vocab_size);
+  });
+}

@@ -1,0 +1,37 @@
+#include "libcore/convert/convert.h"
+
+#include <filesystem>
+
+#include "libcore/base/error.h"
+#include "libcore/base/log.h"
+#include "libcore/convert/sources.h"
+
+namespace tfm::convert {
+namespace {
+
+// auto: a directory with config.json is Hugging Face's, a .npz Marian's.
+std::string source_kind(const ConvertOptions& o) {
+  namespace fs = std::filesystem;
+  TFM_REQUIRE(fs::exists(o.input), "{} does not exist", o.input);
+  if (o.from != "auto") return o.from;
+  if (fs::is_directory(o.input)) {
+    TFM_REQUIRE(fs::exists(fs::path(o.input) / "config.json"),
+                "{} is a directory without config.json: not a Hugging Face model (--from says which toolkit)",
+                o.input);
+    return "hf";
+  }
+  if (o.input.ends_with(".npz")) return "marian";
+  fail("cannot tell which toolkit wrote {}: give a Hugging Face model directory or a Marian .npz (--from)",
+       o.input);
+}
+
+}  // namespace
+
+ConvertReport convert_model(const ConvertOptions& o) {
+  const std::string kind = source_kind(o);
+  Converted c = kind == "hf" ? read_hf(o) : read_marian(o);
+  c.model.save(o.output, c.vocab);
+  return {c.model.origin(), describe(c.model.config()), c.model.parameters(), c.vocab.size()};
+}
+
+}  // namespace tfm::convert
