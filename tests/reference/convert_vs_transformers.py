@@ -25,6 +25,10 @@ pytorch_model.bin. For each, tfm-convert writes a tfm checkpoint, and:
              same directory, greedy: the same tokens (a third opinion).
   text       the README's pipeline, tfm-tok | tfm-decode | tfm-tok -d, gives
              the target SentencePiece model's detokenization of those tokens.
+  marian     the same weights written as a Marian .npz by Marian's parameter
+             names (weights (in, out), its model.yml in special:model.yml,
+             the vocabulary as a .yml without the <pad> transformers' port
+             adds) convert to the same checkpoint, byte for byte.
 
 Each model is trained for a few seconds to copy sequences of pieces (a
 random one gives flat distributions, or outputs that run to the maximum
@@ -96,12 +100,13 @@ def make_tokenizers(work, data):
 
 def make_model(directory, work, vocab, fields, fmt, seed):
     """A MarianMTModel trained for a few hundred steps to copy sequences of
-    pieces: its distributions are peaked and its outputs end (an untrained
-    one gives flat distributions, or outputs that run to the maximum)."""
+    20 pieces: not long enough to learn to copy, but its distributions are
+    peaked and its outputs end, after a few tokens (an untrained one gives
+    flat distributions, or outputs that run to the maximum)."""
     V = len(vocab)
     config = MarianConfig(**{**dict(vocab_size=V, decoder_vocab_size=V, d_model=32, encoder_layers=2,
                                     decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
-                                    encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=256,
+                                    encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=1024,
                                     pad_token_id=V - 1, eos_token_id=0, decoder_start_token_id=V - 1,
                                     forced_eos_token_id=0, dropout=0.0), **fields})
     torch.manual_seed(seed)
@@ -113,7 +118,7 @@ def make_model(directory, work, vocab, fields, fmt, seed):
     model.train()
     for _ in range(TRAIN_STEPS):
         n = int(torch.randint(3, 13, (1,), generator=g))
-        x = torch.randint(2, V - 1, (32, n), generator=g)
+        x = torch.randint(2, 22, (32, n), generator=g)  # a few pieces: learnt within the steps
         eos = torch.zeros(32, 1, dtype=torch.long)
         src, labels = torch.cat([x, eos], 1), torch.cat([x, eos], 1)
         loss = model(input_ids=src, labels=labels).loss
@@ -121,10 +126,11 @@ def make_model(directory, work, vocab, fields, fmt, seed):
         loss.backward()
         opt.step()
     model.eval()
-    with torch.no_grad():  # as OPUS-MT's models: <pad>, the decoder's start, embeds to zeros
+    with torch.no_grad():  # as transformers' port of a Marian model: <pad>, the start, is zeros
         for e in {id(t): t for t in (model.model.shared, model.model.encoder.embed_tokens,
                                      model.model.decoder.embed_tokens) if t is not None}.values():
             e.weight[V - 1].zero_()
+        model.final_logits_bias[0, V - 1] = 0
     model.save_pretrained(directory, safe_serialization=(fmt == "safetensors"))
     for side in ("source", "target"):
         with open(f"{work}/{side}.spm", "rb") as f, open(f"{directory}/{side}.spm", "wb") as g2:
@@ -223,6 +229,9 @@ def check_variant(name, fields, fmt, seed, tfm, work, data, vocab, ct2_converter
         return [" ".join(pieces_of[i] for i in ids) for ids in ids_list]
 
     greedy = hf_generate(model, src_ids, num_beams=1)
+    if sum(1 for y in greedy if y) < SENTENCES * 2 // 3:
+        fail(f"{name}: the model is too weak to test search: {sum(1 for y in greedy if not y)} of {SENTENCES} "
+             "greedy outputs are empty")
     compare(name, "greedy outputs", tfm_decode("--beam", "1"), pieces(greedy))
     beam = hf_generate(model, src_ids, num_beams=4, length_penalty=0.0, early_stopping=False)
     ended = [i for i, y in enumerate(beam) if len(y) < MAX_NEW - 1]
@@ -245,12 +254,81 @@ def check_variant(name, fields, fmt, seed, tfm, work, data, vocab, ct2_converter
         run(ct2_converter, "--model", d, "--output_dir", out, "--force")
         translator = ctranslate2.Translator(out, device="cpu")
         results = translator.translate_batch([p.split() + ["</s>"] for p in src_pieces], beam_size=1,
-                                             max_decoding_length=MAX_NEW)
+                                             max_decoding_length=MAX_NEW, min_decoding_length=0)
         compare(name, "greedy outputs (tfm vs CTranslate2)", tfm_decode("--beam", "1"),
                 [" ".join(r.hypotheses[0]) for r in results])
+    marian = ""
+    # The variants Marian has: one embedding, swish or relu, scaled embeddings.
+    if fields.get("share_encoder_decoder_embeddings", True) and fields.get("tie_word_embeddings", True) \
+            and fields["activation_function"] in ("swish", "relu") and fields["scale_embedding"]:
+        npz = write_marian(model, vocab, fields, os.path.join(work, f"{name}.marian"), d)
+        run(f"{tfm}/tfm-convert", "-q", npz, "-o", f"{ckpt}.marian")
+        with open(ckpt, "rb") as a, open(f"{ckpt}.marian", "rb") as b:
+            if a.read() != b.read():
+                fail(f"{name}: the Marian .npz of the same weights converts to another checkpoint")
+        marian = ", the Marian .npz"
     print(f"convert_vs_transformers: {name} ({fmt}): pieces, log-probabilities (worst {worst:.2e}), greedy, "
-          f"beam 4 ({len(ended)} that end){', CTranslate2' if ct2_converter else ''} and text agree "
-          f"on {SENTENCES} sentences")
+          f"beam 4 ({len(ended)} that end){', CTranslate2' if ct2_converter else ''}, text{marian} agree "
+          f"on {SENTENCES} sentences (greedy outputs of {sum(map(len, greedy)) / SENTENCES:.1f} tokens)")
+
+
+def write_marian(model, vocab, fields, directory, hf_dir):
+    """model's weights as Marian writes them (a transformers port of a Marian
+    model, undone): returns the .npz's path."""
+    os.makedirs(directory)
+    c = model.config
+    V = c.vocab_size - 1  # without the <pad> transformers' port adds
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    out = {"Wemb": sd["model.shared.weight"][:V], "decoder_ff_logit_out_b": sd["final_logits_bias"][:, :V]}
+
+    def linear(marian, hf, p):
+        out[f"{marian}_W{p}"] = sd[f"{hf}.weight"].T.copy()  # (in, out)
+        out[f"{marian}_b{p}"] = sd[f"{hf}.bias"][None, :]
+
+    def norm(marian, hf):
+        out[f"{marian}_ln_scale"] = sd[f"{hf}.weight"][None, :]
+        out[f"{marian}_ln_bias"] = sd[f"{hf}.bias"][None, :]
+
+    def attention(marian, hf):
+        for p in "qkv":
+            linear(marian, f"{hf}.{p}_proj", p)
+        linear(marian, f"{hf}.out_proj", "o")
+
+    def ffn(marian, hf):
+        linear(f"{marian}_ffn", f"{hf}.fc1", "1")
+        linear(f"{marian}_ffn", f"{hf}.fc2", "2")
+        norm(f"{marian}_ffn_ffn", f"{hf}.final_layer_norm")
+
+    for side, layers in (("encoder", c.encoder_layers), ("decoder", c.decoder_layers)):
+        for l in range(layers):
+            m, h = f"{side}_l{l + 1}", f"model.{side}.layers.{l}"
+            attention(f"{m}_self", f"{h}.self_attn")
+            norm(f"{m}_self_Wo", f"{h}.self_attn_layer_norm")
+            if side == "decoder":
+                attention(f"{m}_context", f"{h}.encoder_attn")
+                norm(f"{m}_context_Wo", f"{h}.encoder_attn_layer_norm")
+            ffn(m, h)
+    activation = {"swish": "swish", "silu": "swish", "relu": "relu"}.get(c.activation_function)
+    if activation is None or not c.scale_embedding:
+        fail(f"internal: Marian has no model of {fields}")
+    yml = "\n".join([
+        "type: transformer", f"dim-emb: {c.d_model}", f"enc-depth: {c.encoder_layers}",
+        f"dec-depth: {c.decoder_layers}", f"transformer-heads: {c.encoder_attention_heads}",
+        f"transformer-dim-ffn: {c.encoder_ffn_dim}", f"transformer-ffn-activation: {activation}",
+        "transformer-ffn-depth: 2", 'transformer-preprocess: ""', "transformer-postprocess: dan",
+        "transformer-postprocess-emb: d", "transformer-decoder-autoreg: self-attention",
+        "tied-embeddings-all: true", "dim-vocabs:", f"  - {V}", f"  - {V}",
+        f"transformer-dropout: {c.dropout}", f"transformer-dropout-attention: {c.attention_dropout}",
+        "label-smoothing: 0.1", ""])
+    out["special:model.yml"] = np.frombuffer(yml.encode(), dtype=np.int8)
+    np.savez(os.path.join(directory, "model.npz"), **out)
+    with open(os.path.join(directory, "opus.vocab.yml"), "w", encoding="utf-8") as f:
+        for piece, i in sorted(vocab.items(), key=lambda kv: kv[1])[:V]:
+            f.write(f"{json.dumps(piece, ensure_ascii=False)}: {i}\n")
+    for side in ("source", "target"):
+        with open(f"{hf_dir}/{side}.spm", "rb") as f, open(f"{directory}/{side}.spm", "wb") as g:
+            g.write(f.read())
+    return os.path.join(directory, "model.npz")
 
 
 def main(argv):
