@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   app.add_option("--from", o.convert.from, "The input's toolkit (default auto: by what INPUT holds)")
       ->check(CLI::IsMember({"auto", "hf", "marian"}));
   app.add_option("--vocab", o.convert.vocab,
-                 "Marian: the vocabulary (.yml, or .json; default: the one *.vocab.yml or vocab.json beside INPUT)");
+                 "The vocabulary (default: vocab.json in a Hugging Face directory; the one *.vocab.yml beside a "
+                 "Marian model, which may also be a .json)");
   app.add_option("--source-spm", o.convert.source_spm,
                  "The SentencePiece model of the source side (default: source.spm beside INPUT)");
   app.add_option("--target-spm", o.convert.target_spm,

@@ -39,20 +39,7 @@ std::unordered_map<std::string, io::Array> read_tensors(const std::string& dir, 
   return out;
 }
 
-// A config.json field with MarianConfig's default when it is absent.
-int64_t int_field(const io::Value& c, std::string_view key, int64_t fallback) {
-  const io::Value* v = c.find(key);
-  return v && !v->is_null() ? v->as_int() : fallback;
-}
-bool bool_field(const io::Value& c, std::string_view key, bool fallback) {
-  const io::Value* v = c.find(key);
-  return v && !v->is_null() ? v->as_bool() : fallback;
-}
-double float_field(const io::Value& c, std::string_view key, double fallback) {
-  const io::Value* v = c.find(key);
-  return v && !v->is_null() ? v->as_float() : fallback;
-}
-std::string string_field(const io::Value& c, std::string_view key, std::string fallback) {
+std::string string_or(const io::Value& c, std::string_view key, std::string fallback) {
   const io::Value* v = c.find(key);
   return v && !v->is_null() ? v->as_string() : fallback;
 }
@@ -60,7 +47,7 @@ std::string string_field(const io::Value& c, std::string_view key, std::string f
 // Two fields tfm has once must agree.
 int64_t one_of_two(const std::string& origin, const io::Value& c, std::string_view a, std::string_view b,
                    int64_t fallback) {
-  const int64_t x = int_field(c, a, fallback), y = int_field(c, b, fallback);
+  const int64_t x = int_or(c, a, fallback), y = int_or(c, b, fallback);
   if (x != y)
     refuse(origin, b, std::to_string(y),
            fmt::format("differs from {} = {}: tfm's encoder and decoder share it", a, x));
@@ -68,41 +55,41 @@ int64_t one_of_two(const std::string& origin, const io::Value& c, std::string_vi
 }
 
 ModelConfig hf_config(const std::string& origin, const io::Value& c, bool logit_bias) {
-  const std::string type = string_field(c, "model_type", "");
+  const std::string type = string_or(c, "model_type", "");
   if (type != "marian")
     refuse(origin, "model_type", type.empty() ? "(none)" : type, "is not a Marian model (model_type = marian)");
   ModelConfig m;
-  m.vocab_size = int_field(c, "vocab_size", 58101);
-  const int64_t decoder_vocab = int_field(c, "decoder_vocab_size", m.vocab_size);
+  m.vocab_size = int_or(c, "vocab_size", 58101);
+  const int64_t decoder_vocab = int_or(c, "decoder_vocab_size", m.vocab_size);
   if (decoder_vocab != m.vocab_size)
     refuse(origin, "decoder_vocab_size", std::to_string(decoder_vocab),
            fmt::format("differs from vocab_size = {}: tfm's source and target share one vocabulary", m.vocab_size));
-  m.d_model = int_field(c, "d_model", 1024);
-  m.encoder_layers = int_field(c, "encoder_layers", 12);
-  m.decoder_layers = int_field(c, "decoder_layers", 12);
+  m.d_model = int_or(c, "d_model", 1024);
+  m.encoder_layers = int_or(c, "encoder_layers", 12);
+  m.decoder_layers = int_or(c, "decoder_layers", 12);
   m.heads = one_of_two(origin, c, "encoder_attention_heads", "decoder_attention_heads", 16);
   m.d_ff = one_of_two(origin, c, "encoder_ffn_dim", "decoder_ffn_dim", 4096);
   if (m.d_model % m.heads != 0)
     refuse(origin, "d_model", std::to_string(m.d_model), fmt::format("is not a multiple of {} heads", m.heads));
   m.d_k = m.d_v = m.d_model / m.heads;
-  const std::string act = string_field(c, "activation_function", "gelu");
+  const std::string act = string_or(c, "activation_function", "gelu");
   if (act == "relu") m.activation = ops::Activation::relu;
   else if (act == "gelu") m.activation = ops::Activation::gelu;
   else if (act == "swish" || act == "silu") m.activation = ops::Activation::silu;
   else refuse(origin, "activation_function", act, "is not an activation tfm has (relu, gelu, swish / silu)");
-  m.scale_embeddings = bool_field(c, "scale_embedding", false);
-  m.share_embeddings = bool_field(c, "share_encoder_decoder_embeddings", true);
-  m.tie_output = bool_field(c, "tie_word_embeddings", true);
+  m.scale_embeddings = bool_or(c, "scale_embedding", false);
+  m.share_embeddings = bool_or(c, "share_encoder_decoder_embeddings", true);
+  m.tie_output = bool_or(c, "tie_word_embeddings", true);
   m.output_bias = logit_bias;
   m.position_layout = PositionLayout::halves;
-  m.max_positions = int_field(c, "max_position_embeddings", 1024);
+  m.max_positions = int_or(c, "max_position_embeddings", 1024);
   m.layer_norm_eps = 1e-5f;  // nn.LayerNorm's, which Marian's layers use
-  m.decoder_start_id = int_field(c, "decoder_start_token_id", 58100);
-  m.eos_id = int_field(c, "eos_token_id", 0);
+  m.decoder_start_id = int_or(c, "decoder_start_token_id", 58100);
+  m.eos_id = int_or(c, "eos_token_id", 0);
   m.source_eos = true;
-  m.dropout = static_cast<float>(float_field(c, "dropout", 0.1));
-  m.attention_dropout = static_cast<float>(float_field(c, "attention_dropout", 0.0));
-  if (const double a = float_field(c, "activation_dropout", 0.0); a != 0)
+  m.dropout = static_cast<float>(float_or(c, "dropout", 0.1));
+  m.attention_dropout = static_cast<float>(float_or(c, "attention_dropout", 0.0));
+  if (const double a = float_or(c, "activation_dropout", 0.0); a != 0)
     log::warn("{}: activation_dropout = {} is not one of tfm's dropouts: fine-tuning leaves it out", origin, a);
   m.validate();
   return m;

@@ -80,6 +80,19 @@ void refuse(std::string_view origin, std::string_view field, std::string_view va
   fail("{}: {} = {} {}", origin, field, printable(value), why);
 }
 
+int64_t int_or(const io::Value& config, std::string_view key, int64_t fallback) {
+  const io::Value* v = config.find(key);
+  return v && !v->is_null() ? v->as_int() : fallback;
+}
+bool bool_or(const io::Value& config, std::string_view key, bool fallback) {
+  const io::Value* v = config.find(key);
+  return v && !v->is_null() ? v->as_bool() : fallback;
+}
+double float_or(const io::Value& config, std::string_view key, double fallback) {
+  const io::Value* v = config.find(key);
+  return v && !v->is_null() ? v->as_float() : fallback;
+}
+
 std::string beside(const std::string& given, const std::string& dir, std::string_view name) {
   if (!given.empty()) return given;
   const std::filesystem::path p = std::filesystem::path(dir) / name;

@@ -56,6 +56,12 @@ std::string describe(const ModelConfig& c);
 [[noreturn]] void refuse(std::string_view origin, std::string_view field, std::string_view value,
                          std::string_view why);
 
+// A configuration's field `key` (a dict's member; null counts as absent),
+// or `fallback`, the source toolkit's default, when it has none.
+int64_t int_or(const io::Value& config, std::string_view key, int64_t fallback);
+bool bool_or(const io::Value& config, std::string_view key, bool fallback);
+double float_or(const io::Value& config, std::string_view key, double fallback);
+
 // The file at `given`, or else `name` in `dir` when it exists; "" when neither.
 std::string beside(const std::string& given, const std::string& dir, std::string_view name);
 

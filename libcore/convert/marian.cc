@@ -46,22 +46,10 @@ std::string text_of(const io::Value& v) {
   }
 }
 
-// A model.yml field, with Marian's default when absent.
+// A model.yml field as text, with Marian's default when absent.
 std::string field(const io::Value& y, std::string_view key, std::string fallback) {
   const io::Value* v = y.find(key);
   return v ? text_of(*v) : fallback;
-}
-int64_t int_field(const io::Value& y, std::string_view key, int64_t fallback) {
-  const io::Value* v = y.find(key);
-  return v && !v->is_null() ? v->as_int() : fallback;
-}
-bool bool_field(const io::Value& y, std::string_view key, bool fallback) {
-  const io::Value* v = y.find(key);
-  return v && !v->is_null() ? v->as_bool() : fallback;
-}
-double float_field(const io::Value& y, std::string_view key, double fallback) {
-  const io::Value* v = y.find(key);
-  return v && !v->is_null() ? v->as_float() : fallback;
 }
 
 // Marian's configuration as tfm's; `vocab` counts Marian's own pieces (the
@@ -76,9 +64,9 @@ ModelConfig marian_config(const std::string& origin, const io::Value& y, int64_t
   must("transformer-postprocess", "dan", "dan", "is not the post-norm Transformer tfm reads (dan)");
   must("transformer-postprocess-emb", "d", "d", "is not what tfm reads (d: dropout only)");
   must("transformer-decoder-autoreg", "self-attention", "self-attention", "is not self-attention");
-  if (int_field(y, "transformer-ffn-depth", 2) != 2)
+  if (int_or(y, "transformer-ffn-depth", 2) != 2)
     refuse(origin, "transformer-ffn-depth", field(y, "transformer-ffn-depth", ""), "is not 2");
-  if (bool_field(y, "transformer-train-position-embeddings", false))
+  if (bool_or(y, "transformer-train-position-embeddings", false))
     refuse(origin, "transformer-train-position-embeddings", "true", "(learned positions) is not read");
   ModelConfig m;
   m.vocab_size = vocab + 1;
@@ -88,11 +76,11 @@ ModelConfig marian_config(const std::string& origin, const io::Value& y, int64_t
         refuse(origin, "dim-vocabs", std::to_string(d.as_int()),
                fmt::format("differs from the vocabulary's {} pieces: tfm needs one shared vocabulary", vocab));
   }
-  m.d_model = int_field(y, "dim-emb", 512);
-  m.encoder_layers = int_field(y, "enc-depth", 6);
-  m.decoder_layers = int_field(y, "dec-depth", 6);
-  m.heads = int_field(y, "transformer-heads", 8);
-  m.d_ff = int_field(y, "transformer-dim-ffn", 2048);
+  m.d_model = int_or(y, "dim-emb", 512);
+  m.encoder_layers = int_or(y, "enc-depth", 6);
+  m.decoder_layers = int_or(y, "dec-depth", 6);
+  m.heads = int_or(y, "transformer-heads", 8);
+  m.d_ff = int_or(y, "transformer-dim-ffn", 2048);
   if (m.d_model % m.heads != 0)
     refuse(origin, "dim-emb", std::to_string(m.d_model), fmt::format("is not a multiple of {} heads", m.heads));
   m.d_k = m.d_v = m.d_model / m.heads;
@@ -100,8 +88,8 @@ ModelConfig marian_config(const std::string& origin, const io::Value& y, int64_t
   if (act == "relu") m.activation = ops::Activation::relu;
   else if (act == "swish") m.activation = ops::Activation::silu;
   else refuse(origin, "transformer-ffn-activation", act, "is not an activation tfm has (relu, swish)");
-  m.share_embeddings = bool_field(y, "tied-embeddings-all", false) || bool_field(y, "tied-embeddings-src", false);
-  m.tie_output = bool_field(y, "tied-embeddings-all", false) || bool_field(y, "tied-embeddings", false);
+  m.share_embeddings = bool_or(y, "tied-embeddings-all", false) || bool_or(y, "tied-embeddings-src", false);
+  m.tie_output = bool_or(y, "tied-embeddings-all", false) || bool_or(y, "tied-embeddings", false);
   m.output_bias = logit_bias;
   m.scale_embeddings = true;
   m.position_layout = PositionLayout::halves;
@@ -109,9 +97,9 @@ ModelConfig marian_config(const std::string& origin, const io::Value& y, int64_t
   m.decoder_start_id = vocab;  // the <pad> added last
   m.eos_id = 0;
   m.source_eos = true;
-  m.dropout = static_cast<float>(float_field(y, "transformer-dropout", 0.0));
-  m.attention_dropout = static_cast<float>(float_field(y, "transformer-dropout-attention", 0.0));
-  m.label_smoothing = static_cast<float>(float_field(y, "label-smoothing", 0.0));
+  m.dropout = static_cast<float>(float_or(y, "transformer-dropout", 0.0));
+  m.attention_dropout = static_cast<float>(float_or(y, "transformer-dropout-attention", 0.0));
+  m.label_smoothing = static_cast<float>(float_or(y, "label-smoothing", 0.0));
   m.validate();
   return m;
 }
@@ -152,7 +140,10 @@ Converted read_marian(const ConvertOptions& o) {
   for (io::NamedArray& t : io::read_npz(o.input)) tensors.emplace(std::move(t.name), std::move(t.array));
   const auto yml = tensors.find("special:model.yml");
   TFM_REQUIRE(yml != tensors.end(), "{} has no special:model.yml entry: not a model Marian wrote", o.input);
-  const io::Value y = io::parse_yaml(yml->second.text(), o.input + " (special:model.yml)");
+  // Marian writes the text with a NUL after it (as a C string).
+  std::string_view yml_text = yml->second.text();
+  while (!yml_text.empty() && yml_text.back() == '\0') yml_text.remove_suffix(1);
+  const io::Value y = io::parse_yaml(yml_text, o.input + " (special:model.yml)");
   const std::filesystem::path dir = std::filesystem::path(o.input).parent_path();
   const std::string vocab_path = find_vocab(o.vocab, dir);
   std::vector<std::string> pieces = marian_pieces(vocab_path);

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "libcore/base/utf8.h"
+
 namespace tfm::eval {
 
 namespace unicode_data {
@@ -44,7 +46,7 @@ const char* unicode_version();
 bool decode_utf8(std::string_view text, std::u32string& out);
 // True when `text` is valid UTF-8 in the sense of decode_utf8.
 bool valid_utf8(std::string_view text);
-void append_utf8(char32_t c, std::string& out);
+using tfm::append_utf8;  // base/utf8.h
 std::string to_utf8(std::u32string_view text);
 
 bool is_space(char32_t c);    // str.isspace()

@@ -20,9 +20,6 @@ inline uint64_t load_le(const char* p, size_t n) {
   return v;
 }
 
-// Appends code point `cp` (< 0x110000, not a surrogate) as UTF-8.
-void append_utf8(std::string& out, uint32_t cp);
-
 // The value of hex digit `c`, or -1.
 int hex_digit(char c);
 // The character that backslash-`e` stands for in a JSON string (\" \\ \/

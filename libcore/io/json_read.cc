@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "libcore/base/error.h"
+#include "libcore/base/utf8.h"
 #include "libcore/io/foreign_bytes.h"
 
 namespace tfm::io {
@@ -184,7 +185,7 @@ class JsonParser {
         if (low < 0xdc00 || low > 0xdfff) error_at(escape_at, "a string holds a lone high surrogate");
         cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
       }
-      append_utf8(out, cp);
+      append_utf8(static_cast<char32_t>(cp), out);
     }
   }
 

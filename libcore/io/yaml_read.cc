@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "libcore/base/error.h"
+#include "libcore/base/utf8.h"
 #include "libcore/io/foreign_bytes.h"
 
 namespace tfm::io {
@@ -349,7 +350,7 @@ class YamlParser {
         cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
       }
       if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) error(fmt::format("an escape names U+{:X}, which is not a character", cp));
-      append_utf8(out, cp);
+      append_utf8(static_cast<char32_t>(cp), out);
     }
   }
 

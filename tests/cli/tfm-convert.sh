@@ -121,7 +121,7 @@ else:
         return {f"{stack}_{name}_ln_scale": r(1, D), f"{stack}_{name}_ln_bias": r(1, D)}
     t.update(layers([("encoder_l1", ["self"]), ("decoder_l1", ["self", "context"])], attention, linear, norm))
     if what != "no-yml":
-        t["special:model.yml"] = np.frombuffer(yml.encode(), dtype=np.int8)
+        t["special:model.yml"] = np.frombuffer(yml.encode() + b"\0", dtype=np.int8)  # as Marian: a C string
     np.savez(os.path.join(out, "model.npz"), **t)
     with open(os.path.join(out, "opus.vocab.yml"), "w", encoding="utf-8") as f:
         f.write("".join(f"{json.dumps(k, ensure_ascii=False)}: {v}\n" for k, v in vocab.items()))

@@ -320,7 +320,7 @@ def write_marian(model, vocab, fields, directory, hf_dir):
         "tied-embeddings-all: true", "dim-vocabs:", f"  - {V}", f"  - {V}",
         f"transformer-dropout: {c.dropout}", f"transformer-dropout-attention: {c.attention_dropout}",
         "label-smoothing: 0.1", ""])
-    out["special:model.yml"] = np.frombuffer(yml.encode(), dtype=np.int8)
+    out["special:model.yml"] = np.frombuffer(yml.encode() + b"\0", dtype=np.int8)  # a C string, as Marian writes it
     np.savez(os.path.join(directory, "model.npz"), **out)
     with open(os.path.join(directory, "opus.vocab.yml"), "w", encoding="utf-8") as f:
         for piece, i in sorted(vocab.items(), key=lambda kv: kv[1])[:V]:
