@@ -27,19 +27,23 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{
       "Convert a model of another toolkit into a tfm checkpoint (vocabulary embedded): a\n"
-      "Hugging Face MarianMTModel directory (OPUS-MT's models), or a Marian model (.npz)."};
+      "Hugging Face MarianMTModel directory (OPUS-MT's models), a Marian model (.npz) or a\n"
+      "fairseq transformer checkpoint (.pt)."};
   tfm::add_common_options(app, o.common);
-  app.add_option("INPUT", o.convert.input, "The model: a Hugging Face directory, or a Marian .npz")->required();
+  app.add_option("INPUT", o.convert.input, "The model: a Hugging Face directory, a Marian .npz or a fairseq .pt")
+      ->required();
   app.add_option("-o,--output", o.convert.output, "The tfm checkpoint to write (atomically)")->required();
   app.add_option("--from", o.convert.from, "The input's toolkit (default auto: by what INPUT holds)")
-      ->check(CLI::IsMember({"auto", "hf", "marian"}));
+      ->check(CLI::IsMember({"auto", "hf", "marian", "fairseq"}));
   app.add_option("--vocab", o.convert.vocab,
                  "The vocabulary (default: vocab.json in a Hugging Face directory; the one *.vocab.yml beside a "
-                 "Marian model, which may also be a .json)");
+                 "Marian model, which may also be a .json; fairseq's dict.SRC.txt and dict.TGT.txt beside it)");
   app.add_option("--source-spm", o.convert.source_spm,
-                 "The SentencePiece model of the source side (default: source.spm beside INPUT)");
+                 "The SentencePiece model of the source side (default: source.spm beside INPUT; fairseq: "
+                 "sentencepiece.bpe.model)");
   app.add_option("--target-spm", o.convert.target_spm,
-                 "The SentencePiece model of the target side (default: target.spm beside INPUT)");
+                 "The SentencePiece model of the target side (default: target.spm beside INPUT; fairseq: "
+                 "sentencepiece.bpe.model)");
 
   return tfm::run_program("tfm-convert", app, argc, argv, o.common, [&] {
     const tfm::convert::ConvertReport r = tfm::convert::convert_model(o.convert);

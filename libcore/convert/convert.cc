@@ -9,7 +9,8 @@
 namespace tfm::convert {
 namespace {
 
-// auto: a directory with config.json is Hugging Face's, a .npz Marian's.
+// auto: a directory with config.json is Hugging Face's, a .npz Marian's, a
+// .pt fairseq's.
 std::string source_kind(const ConvertOptions& o) {
   namespace fs = std::filesystem;
   TFM_REQUIRE(fs::exists(o.input), "{} does not exist", o.input);
@@ -21,7 +22,9 @@ std::string source_kind(const ConvertOptions& o) {
     return "hf";
   }
   if (o.input.ends_with(".npz")) return "marian";
-  fail("cannot tell which toolkit wrote {}: give a Hugging Face model directory or a Marian .npz (--from)",
+  if (o.input.ends_with(".pt")) return "fairseq";
+  fail("cannot tell which toolkit wrote {}: give a Hugging Face model directory, a Marian .npz or a fairseq .pt "
+       "(--from)",
        o.input);
 }
 
@@ -29,7 +32,7 @@ std::string source_kind(const ConvertOptions& o) {
 
 ConvertReport convert_model(const ConvertOptions& o) {
   const std::string kind = source_kind(o);
-  Converted c = kind == "hf" ? read_hf(o) : read_marian(o);
+  Converted c = kind == "hf" ? read_hf(o) : kind == "marian" ? read_marian(o) : read_fairseq(o);
   c.model.save(o.output, c.vocab);
   return {c.model.origin(), describe(c.model.config()), c.model.parameters(), c.vocab.size()};
 }

@@ -10,6 +10,8 @@
 //           and target.spm (OPUS-MT's models as transformers publishes them)
 //   marian  a Marian model: the .npz with its special:model.yml, the
 //           vocabulary (.yml or .json) and OPUS-MT's source.spm / target.spm
+//   fairseq a fairseq transformer checkpoint (.pt), its dict.SRC.txt and
+//           dict.TGT.txt (one joined dictionary) and its SentencePiece model
 //
 // Whatever a source model uses that tfm cannot represent (another
 // activation, separate source and target vocabularies, heads of different
@@ -23,10 +25,10 @@
 namespace tfm::convert {
 
 struct ConvertOptions {
-  std::string input;       // a directory (hf) or a file (marian .npz)
+  std::string input;       // a directory (hf) or a file (marian .npz, fairseq .pt)
   std::string output;      // the tfm checkpoint, written atomically
-  std::string from = "auto";  // auto | hf | marian
-  std::string vocab;       // marian: the vocabulary file ("": found beside input)
+  std::string from = "auto";  // auto | hf | marian | fairseq
+  std::string vocab;       // the vocabulary file ("": found beside input)
   std::string source_spm;  // "": source.spm beside input
   std::string target_spm;  // "": target.spm beside input
 };

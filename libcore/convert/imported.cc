@@ -102,8 +102,7 @@ std::string beside(const std::string& given, const std::string& dir, std::string
 Vocab bundle(const std::string& source_spm, const std::string& target_spm, std::vector<std::string> pieces,
              std::string_view origin) {
   TFM_REQUIRE(!source_spm.empty() && !target_spm.empty(),
-              "{}: no SentencePiece models (source.spm and target.spm beside it, or --source-spm and "
-              "--target-spm)",
+              "{}: no SentencePiece models beside it (give --source-spm and --target-spm)",
               origin);
   return Vocab::from_parts(io::read_file(source_spm), io::read_file(target_spm), std::move(pieces),
                            fmt::format("{} (vocabulary)", origin));

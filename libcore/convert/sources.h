@@ -16,5 +16,8 @@ struct Converted {
 Converted read_hf(const ConvertOptions& options);
 // A Marian .npz, its vocabulary and SentencePiece models (marian.cc).
 Converted read_marian(const ConvertOptions& options);
+// A fairseq transformer checkpoint (.pt), its dictionaries and SentencePiece
+// model (fairseq.cc).
+Converted read_fairseq(const ConvertOptions& options);
 
 }  // namespace tfm::convert

@@ -2,7 +2,7 @@
 _tfm_convert() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
   case "$prev" in
-    --from) mapfile -t COMPREPLY < <(compgen -W "auto hf marian" -- "$cur"); return ;;
+    --from) mapfile -t COMPREPLY < <(compgen -W "auto hf marian fairseq" -- "$cur"); return ;;
     -o|--output|--vocab|--source-spm|--target-spm) mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
   esac
   if [[ "$cur" == -* ]]; then

@@ -238,5 +238,5 @@ done
 bash -c "source '$TFM_SOURCE/share/completions/tfm-convert.bash'; COMP_WORDS=(tfm-convert --so); COMP_CWORD=1; _tfm_convert; echo \${COMPREPLY[*]}" \
   | grep -q -- --source-spm || fail "completion: no --source-spm"
 bash -c "source '$TFM_SOURCE/share/completions/tfm-convert.bash'; COMP_WORDS=(tfm-convert --from ''); COMP_CWORD=2; _tfm_convert; echo \${COMPREPLY[*]}" \
-  | grep -qx "auto hf marian" || fail "completion: --from does not offer auto hf marian"
+  | grep -qx "auto hf marian fairseq" || fail "completion: --from does not offer auto hf marian fairseq"
 finish

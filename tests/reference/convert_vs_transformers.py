@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""tfm-convert of Hugging Face Marian models against transformers itself.
+"""tfm-convert of Hugging Face Marian models, Marian models and fairseq
+checkpoints against transformers itself.
 
     convert_vs_transformers.py TFM_BIN DATA_DIR WORK_DIR
 
@@ -12,8 +13,8 @@ pytorch_model.bin. For each, tfm-convert writes a tfm checkpoint, and:
   pieces     tfm-tok (source model) and tfm-tok --side target give exactly
              spm_encode's pieces of each side.
   log-probs  tfm-score -m's per-token log-probabilities of reference
-             targets equal transformers' forward within 1e-5 (absolute,
-             every token of every sentence, eos included).
+             targets equal transformers' forward within 1e-5 (of the value,
+             absolute below 1; every token of every sentence, eos included).
   greedy     tfm-decode --beam 1 gives generate(num_beams=1)'s tokens, line
              for line.
   beam 4     tfm-decode --beam 4 --alpha 0 gives generate(num_beams=4,
@@ -30,6 +31,13 @@ pytorch_model.bin. For each, tfm-convert writes a tfm checkpoint, and:
              the vocabulary as a .yml without the <pad> transformers' port
              adds) convert to the same checkpoint, byte for byte.
 
+fairseq: checkpoints laid out by fairseq's state-dict keys and options, with
+a joined dictionary (fairseq's four specials, the pieces, madeupwords to a
+multiple of 8), holding the weights of a transformers FSMT model (its port of
+fairseq's WMT19 Transformer: fairseq's sinusoids from position 2, untied
+output projection, ReLU or GELU), whose forward and generate are the
+reference for the log-probabilities, greedy and beam-4 outputs.
+
 Each model is trained for a few seconds to copy sequences of pieces (a
 random one gives flat distributions, or outputs that run to the maximum
 length), with a random bias on its logits.
@@ -45,7 +53,7 @@ import numpy as np
 import torch
 from transformers import MarianConfig, MarianMTModel
 
-LOG_PROB_ATOL = 1e-5
+LOG_PROB_TOL = 1e-5  # of max(1, |log p|)
 SENTENCES = 24  # test sentences per variant
 MAX_NEW = 60    # generate's max_new_tokens (eos included)
 TRAIN_STEPS = 300
@@ -140,6 +148,11 @@ def make_model(directory, work, vocab, fields, fmt, seed):
     return model
 
 
+def log_prob_error(got, want):
+    """The worst |tfm - reference| as a share of its tolerance (LOG_PROB_TOL)."""
+    return max(abs(a - b) / (LOG_PROB_TOL * max(1.0, abs(b))) for a, b in zip(got, want))
+
+
 def ids_of(pieces, vocab):
     return [vocab.get(p, vocab["<unk>"]) for p in pieces.split()]
 
@@ -213,9 +226,9 @@ def check_variant(name, fields, fmt, seed, tfm, work, data, vocab, ct2_converter
         got = s["token_log_probs"]
         if len(got) != len(want):
             fail(f"{name}: line {i + 1}: tfm scores {len(got)} tokens, transformers {len(want)}")
-        worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
-    if worst > LOG_PROB_ATOL:
-        fail(f"{name}: token log-probabilities differ by up to {worst:.3g} (> {LOG_PROB_ATOL})")
+        worst = max(worst, log_prob_error(got, want))
+    if worst > 1:
+        fail(f"{name}: token log-probabilities differ by up to {worst:.3g} of the tolerance")
 
     # Search. generate's max_new_tokens counts the eos it forces at the end.
     src_pieces_file = os.path.join(work, "src.pieces")
@@ -267,7 +280,8 @@ def check_variant(name, fields, fmt, seed, tfm, work, data, vocab, ct2_converter
             if a.read() != b.read():
                 fail(f"{name}: the Marian .npz of the same weights converts to another checkpoint")
         marian = ", the Marian .npz"
-    print(f"convert_vs_transformers: {name} ({fmt}): pieces, log-probabilities (worst {worst:.2e}), greedy, "
+    print(f"convert_vs_transformers: {name} ({fmt}): pieces, log-probabilities (worst {worst:.2f} of the "
+          "tolerance), greedy, "
           f"beam 4 ({len(ended)} that end){', CTranslate2' if ct2_converter else ''}, text{marian} agree "
           f"on {SENTENCES} sentences (greedy outputs of {sum(map(len, greedy)) / SENTENCES:.1f} tokens)")
 
@@ -331,6 +345,107 @@ def write_marian(model, vocab, fields, directory, hf_dir):
     return os.path.join(directory, "model.npz")
 
 
+def check_fairseq(name, activation, tfm, work, data, vocab_pieces, seed):
+    """A fairseq transformer checkpoint, laid out by fairseq's state-dict keys
+    and options (args, an argparse.Namespace), its joined dictionary padded
+    with madeupwords to a multiple of 8 as fairseq pads it; transformers'
+    FSMT (its port of fairseq's WMT19 Transformer) holds the same weights
+    and is the computation's reference."""
+    import argparse
+    from transformers import FSMTConfig, FSMTForConditionalGeneration
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    pieces = ["<s>", "<pad>", "</s>", "<unk>"] + vocab_pieces
+    V = (len(pieces) + 7) // 8 * 8
+    dictionary = pieces + [f"madeupword{i:04d}" for i in range(V - len(pieces))]
+    ids = {p: i for i, p in enumerate(dictionary)}
+    config = FSMTConfig(langs=["en", "de"], src_vocab_size=V, tgt_vocab_size=V, d_model=32, encoder_layers=2,
+                        decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, activation_function=activation, dropout=0.0, max_position_embeddings=1024)
+    torch.manual_seed(seed)
+    model = FSMTForConditionalGeneration(config)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    g = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(TRAIN_STEPS):
+        n = int(torch.randint(3, 13, (1,), generator=g))
+        x = torch.cat([torch.randint(4, 24, (32, n), generator=g), torch.full((32, 1), 2)], 1)
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    state = {k[len("model."):]: v.detach().clone() for k, v in model.state_dict().items()
+             if "embed_positions" not in k}
+    state["encoder.embed_positions._float_tensor"] = torch.FloatTensor(1)
+    state["decoder.embed_positions._float_tensor"] = torch.FloatTensor(1)
+    state["encoder.version"] = torch.Tensor([3])
+    args = argparse.Namespace(
+        arch="transformer", encoder_embed_dim=32, decoder_embed_dim=32, encoder_layers=2, decoder_layers=3,
+        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_embed_dim=64, decoder_ffn_embed_dim=64,
+        activation_fn=activation, encoder_normalize_before=False, decoder_normalize_before=False,
+        share_all_embeddings=False, share_decoder_input_output_embed=False, no_scale_embedding=False,
+        encoder_learned_pos=False, decoder_learned_pos=False, max_source_positions=1024, max_target_positions=1024,
+        dropout=0.0, attention_dropout=0.0, label_smoothing=0.1, source_lang="en", target_lang="de",
+        adaptive_softmax_cutoff=None, layernorm_embedding=False)
+    ckpt_pt = os.path.join(d, "checkpoint_best.pt")
+    torch.save({"args": args, "model": state, "optimizer_history": [], "extra_state": {"epoch": 1}}, ckpt_pt)
+    for lang in ("en", "de"):
+        with open(os.path.join(d, f"dict.{lang}.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(f"{p} 1\n" for p in pieces[4:]))
+    ckpt = os.path.join(work, f"{name}.bin")
+    run(f"{tfm}/tfm-convert", "-q", ckpt_pt, "-o", ckpt, "--source-spm", f"{work}/source.spm",
+        "--target-spm", f"{work}/target.spm")
+
+    src_pieces = open(os.path.join(work, "src.pieces"), encoding="utf-8").read().splitlines()
+    tgt_pieces = open(os.path.join(work, "tgt.pieces"), encoding="utf-8").read().splitlines()
+    to_ids = lambda text: [ids.get(p, ids["<unk>"]) for p in text.split()]  # noqa: E731
+    scored = [json.loads(line) for line in run(f"{tfm}/tfm-score", "-q", "-m", ckpt, "--json", "--sentence-level",
+                                               os.path.join(work, "src.pieces"),
+                                               os.path.join(work, "tgt.pieces")).splitlines()
+              if line.startswith("{") and "token_log_probs" in line]
+    worst = 0.0
+    for i, sc in enumerate(scored):
+        src, tgt = to_ids(src_pieces[i]) + [2], to_ids(tgt_pieces[i])
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([[2] + tgt]),
+                           use_cache=False).logits[0]  # with the cache, FSMT reads the last input alone
+        lp = torch.log_softmax(logits.double(), dim=-1)
+        want = [float(lp[j, t]) for j, t in enumerate(tgt + [2])]
+        if len(sc["token_log_probs"]) != len(want):
+            fail(f"{name}: line {i + 1}: tfm scores {len(sc['token_log_probs'])} tokens, FSMT {len(want)}")
+        worst = max(worst, log_prob_error(sc["token_log_probs"], want))
+    if len(scored) != SENTENCES or worst > 1:
+        fail(f"{name}: {len(scored)} sentences scored; token log-probabilities differ by up to {worst:.3g} "
+             "of the tolerance")
+
+    def generate(**kw):
+        out = []
+        with torch.no_grad():
+            for p in src_pieces:
+                y = model.generate(torch.tensor([to_ids(p) + [2]]), max_new_tokens=MAX_NEW, do_sample=False,
+                                   **kw)[0].tolist()[1:]
+                out.append(" ".join(dictionary[t] for t in (y[:y.index(2)] if 2 in y else y)))
+        return out
+
+    def tfm_decode(*opts):
+        return run(f"{tfm}/tfm-decode", "-q", "-m", ckpt, "--max-len-a", "0", "--max-len-b", str(MAX_NEW - 1),
+                   *opts, os.path.join(work, "src.pieces")).splitlines()
+
+    greedy = generate(num_beams=1)
+    if sum(1 for y in greedy if y) < SENTENCES * 2 // 3:
+        fail(f"{name}: the model is too weak to test search: most greedy outputs are empty")
+    compare(name, "greedy outputs (tfm vs FSMT)", tfm_decode("--beam", "1"), greedy)
+    beam = generate(num_beams=4, length_penalty=0.0, early_stopping=False)
+    ours = tfm_decode("--beam", "4", "--alpha", "0")
+    ended = [i for i, y in enumerate(beam) if len(y.split()) < MAX_NEW - 1]
+    if len(ended) < SENTENCES // 3:
+        fail(f"{name}: only {len(ended)} of {SENTENCES} beam outputs end before the maximum length")
+    compare(name, "beam-4 outputs (tfm vs FSMT)", [ours[i] for i in ended], [beam[i] for i in ended])
+    print(f"convert_vs_transformers: {name} (a fairseq .pt, FSMT's computation): log-probabilities (worst "
+          f"{worst:.2f} of the tolerance), greedy, beam 4 ({len(ended)} that end) agree on {SENTENCES} sentences")
+
+
 def main(argv):
     if len(argv) != 4:
         print(__doc__, file=sys.stderr)
@@ -342,6 +457,9 @@ def main(argv):
     for seed, (name, fields, fmt) in enumerate(VARIANTS):
         check_variant(name, fields, fmt, seed + 1, tfm, work, data, vocab,
                       converter if os.path.exists(converter) else None)
+    pieces = [p for p in vocab if p not in ("</s>", "<unk>", "<pad>")]
+    for seed, activation in enumerate(("relu", "gelu")):
+        check_fairseq(f"fairseq-{activation}", activation, tfm, work, data, pieces, seed + 11)
     print("convert_vs_transformers: ok")
     return 0
 
