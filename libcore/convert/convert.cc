@@ -5,6 +5,7 @@
 #include "libcore/base/error.h"
 #include "libcore/base/log.h"
 #include "libcore/convert/sources.h"
+#include "libcore/model/model_file.h"
 
 namespace tfm::convert {
 namespace {
@@ -31,6 +32,13 @@ std::string source_kind(const ConvertOptions& o) {
 }  // namespace
 
 ConvertReport convert_model(const ConvertOptions& o) {
+  if (o.to == "ct2") {
+    TFM_REQUIRE(o.from == "auto", "--to ct2 reads a tfm checkpoint, not --from {}", o.from);
+    const ModelFile model(o.input);
+    write_ct2(model, o.output, o.ct2);
+    return {fmt::format("the tfm checkpoint {}", o.input), describe(model.config()), model.config().parameter_count(),
+            model.config().vocab_size};
+  }
   const std::string kind = source_kind(o);
   Converted c = kind == "hf" ? read_hf(o) : kind == "marian" ? read_marian(o) : read_fairseq(o);
   c.model.save(o.output, c.vocab);

@@ -12,6 +12,8 @@
 //           vocabulary (.yml or .json) and OPUS-MT's source.spm / target.spm
 //   fairseq a fairseq transformer checkpoint (.pt), its dict.SRC.txt and
 //           dict.TGT.txt (one joined dictionary) and its SentencePiece model
+// and the other way, a tfm checkpoint as a CTranslate2 model directory
+// (to = ct2; ct2.h).
 //
 // Whatever a source model uses that tfm cannot represent (another
 // activation, separate source and target vocabularies, heads of different
@@ -22,6 +24,8 @@
 #include <cstdint>
 #include <string>
 
+#include "libcore/convert/ct2.h"
+
 namespace tfm::convert {
 
 struct ConvertOptions {
@@ -31,6 +35,8 @@ struct ConvertOptions {
   std::string vocab;       // the vocabulary file ("": found beside input)
   std::string source_spm;  // "": source.spm beside input
   std::string target_spm;  // "": target.spm beside input
+  std::string to = "tfm";  // tfm | ct2 (input: a tfm checkpoint; output: a directory)
+  Ct2Options ct2;          // to = ct2
 };
 
 struct ConvertReport {

@@ -1,9 +1,9 @@
 #!/bin/bash
-# Usage: ct2_export.sh CT2_EXPORT TINY_CHECKPOINT VOCAB_BUNDLE
+# Usage: ct2_export.sh TINY_CHECKPOINT VOCAB_BUNDLE
 #   (TFM_BIN: the built programs; TFM_SOURCE: the source tree)
 #
-# tfm's native CTranslate2 writer (convert::write_ct2, through the test
-# driver tests/tools/ct2_export) against CTranslate2 4.8.5 (PyPI, in the
+# tfm's native CTranslate2 writer (tfm-convert --to ct2: convert::write_ct2)
+# against CTranslate2 4.8.5 (PyPI, in the
 # project's .venv from make -f Makefile.data deps) and against
 # scripts/tfm-to-ct2 (CTranslate2's own spec API). Models: tiny_checkpoint
 # makes each variant with the SentencePiece model of a sequence-reversal
@@ -33,7 +33,12 @@
 set -euo pipefail
 : "${TFM_BIN:?}" "${TFM_SOURCE:?}"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-export_=$1 tiny=$2 bundle=$3
+tiny=$1 bundle=$2
+export_() {  # export_ CHECKPOINT DIR [OPTIONS]: tfm-convert --to ct2
+  local checkpoint=$1 dir=$2
+  shift 2
+  "$TFM_BIN/tfm-convert" -q "$checkpoint" --to ct2 -o "$dir" "$@"
+}
 steps=${STEPS:-150}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 python=$TFM_SOURCE/.venv/bin/python
@@ -63,7 +68,7 @@ model() {  # model NAME CONFIG...: a trained variant, $TMP/NAME.bin
 agree() {  # agree NAME [CT2_EXPORT OPTIONS]: CTranslate2 on tfm's export of $TMP/NAME.bin
   local name=$1
   shift
-  "$export_" "$TMP/$name.bin" "$TMP/$name.ct2" "$@" || fail "ct2_export ($name)"
+  export_ "$TMP/$name.bin" "$TMP/$name.ct2" "$@" || fail "ct2_export ($name)"
   "$TFM_BIN/tfm-decode" -q -m "$TMP/$name.bin" --beam 1 --json <"$TMP/test.tok.src" >"$TMP/$name.json" ||
     fail "tfm-decode ($name)"
   "$TFM_BIN/tfm-score" -q -m "$TMP/$name.bin" -sl --json "$TMP/test.tok.src" "$TMP/test.tok.tgt" \
@@ -76,7 +81,7 @@ same() {  # same NAME OPTIONS...: tfm's export and tfm-to-ct2's, with OPTIONS
   local name=$1 out=$TMP/same
   shift
   rm -rf "$out.tfm" "$out.py"
-  "$export_" "$TMP/$name.bin" "$out.tfm" "$@" || fail "ct2_export ($name $*)"
+  export_ "$TMP/$name.bin" "$out.tfm" "$@" || fail "ct2_export ($name $*)"
   "$python" "$TFM_SOURCE/scripts/tfm-to-ct2" "$TMP/$name.bin" "$out.py" "$@" 2>"$TMP/convert.err" ||
     fail "tfm-to-ct2 ($name $*): $(cat "$TMP/convert.err")"
   "${check[@]}" same "$out.tfm" "$out.py" "$name $*" || fail "tfm's export differs from tfm-to-ct2's ($name $*)"
@@ -104,7 +109,7 @@ agree bundle
 grep -q '"decoder_start_token": "<pad>"' "$TMP/bundle.ct2/config.json" || fail "bundle: decoder_start_token is not <pad>"
 
 for name in paper silu; do
-  "$export_" "$TMP/$name.bin" "$TMP/$name.int8" --quantization int8 || fail "ct2_export int8 ($name)"
+  export_ "$TMP/$name.bin" "$TMP/$name.int8" --quantization int8 || fail "ct2_export int8 ($name)"
   "${check[@]}" loads "$TMP/$name.int8" "$TMP/test.tok.src" "$name int8" || fail "int8 ($name)"
 done
 
@@ -118,16 +123,16 @@ refused() {  # refused WHAT PATTERN COMMAND...: exit 1, one line on stderr match
 mkdir "$TMP/errors"
 "$tiny" "$TMP/errors/dkdv.bin" d_v=16 || fail "tiny_checkpoint (d_v 16)"
 refused "d_k != d_v" "dkdv.bin: d_v = 16 cannot be represented in CTranslate2" \
-  "$export_" "$TMP/errors/dkdv.bin" "$TMP/errors/out" --ids
+  export_ "$TMP/errors/dkdv.bin" "$TMP/errors/out" --ids
 "$tiny" "$TMP/errors/plain.bin" || fail "tiny_checkpoint (plain)"
-refused "no tokenizer" "plain.bin: the checkpoint has no vocabulary" "$export_" "$TMP/errors/plain.bin" "$TMP/errors/out"
+refused "no tokenizer" "plain.bin: the checkpoint has no vocabulary" export_ "$TMP/errors/plain.bin" "$TMP/errors/out"
 [ -z "$(ls "$TMP/errors" | grep -v '\.bin$')" ] || fail "a refused export left $(ls "$TMP/errors")"
-refused "existing directory" "already exists" "$export_" "$TMP/paper.bin" "$TMP/paper.ct2"
-"$export_" "$TMP/pre.bin" "$TMP/paper.ct2" --force || fail "--force"
+refused "existing directory" "already exists" export_ "$TMP/paper.bin" "$TMP/paper.ct2"
+export_ "$TMP/pre.bin" "$TMP/paper.ct2" --force || fail "--force"
 cmp -s "$TMP/paper.ct2/model.bin" "$TMP/pre.ct2/model.bin" || fail "--force did not replace the model"
 mkdir "$TMP/other" && touch "$TMP/other/notes.txt"
 refused "a directory of other files" "not a CTranslate2 model directory" \
-  "$export_" "$TMP/paper.bin" "$TMP/other" --force
+  export_ "$TMP/paper.bin" "$TMP/other" --force
 [ -f "$TMP/other/notes.txt" ] || fail "a refused --force removed files"
 [ -z "$(ls -d "$TMP"/*.tmp-* 2>/dev/null)" ] || fail "temporary directories left: $(ls -d "$TMP"/*.tmp-*)"
 echo "ct2_export: ok (paper, pre, gelu, silu, bundle; int8; errors)"
