@@ -5,14 +5,16 @@
 #   scripts/fuzz-seeds.sh BIN OUT     BIN: the folder of tfm-tok, tfm-batch, tfm-train, tfm-avgckpt
 #
 # OUT/spm.model (TFM_FUZZ_SPM of fuzz_pieces), and OUT/checkpoint/,
-# OUT/tfmb/, OUT/pieces/, OUT/config/ with a few small valid inputs each.
+# OUT/tfmb/, OUT/pieces/, OUT/config/, OUT/foreign/ with a few small valid
+# inputs each (foreign/: written by Debian's numpy and torch, in
+# /usr/bin/python3).
 set -euo pipefail
 bin=$1
 out=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
-mkdir -p "$out"/{checkpoint,tfmb,pieces,config}
+mkdir -p "$out"/{checkpoint,tfmb,pieces,config,foreign}
 
 python3 - "$tmp" <<'PY'
 import random, sys
@@ -65,4 +67,36 @@ for preset in tiny base big; do
 done
 printf 'layers = 2\nd_model = 32\n[model]\n# a comment\nlabel_smoothing = 0.1\nsave-every = 1h30m\n' \
   >"$out/config/mixed.ini"
+printf 'layers = 2\nencoder_layers = 3\nactivation = silu\nposition_layout = halves\noutput_bias = true\n'\
+'tie_output = false\ndecoder_start_id = 5\neos_id = 0\nsource_eos = true\nscale_embeddings = false\n' \
+  >"$out/config/variants.ini"
+
+# Other toolkits' files, each behind the byte that picks fuzz_foreign's reader
+# (0 JSON, 1 YAML, 2 safetensors, 3 npz, 4 torch.save).
+/usr/bin/python3 - "$out/foreign" <<'PY'
+import io, json, struct, sys, argparse, collections
+import numpy as np, torch
+out = sys.argv[1]
+def put(name, kind, data):
+    open(f"{out}/{name}", "wb").write(bytes([kind]) + data)
+put("config.json", 0, json.dumps({"model_type": "marian", "d_model": 16, "vocab": {"\u00e9": 1, "a\"b": 2},
+                                  "list": [1, 2.5, None, True, -3e-7]}).encode())
+put("model.yml", 1, b'type: transformer\ndim-emb: 16\ntransformer-preprocess: ""\ndim-vocabs:\n  - 8\n  - 8\n'
+    b'tied-embeddings-all: true\n')
+put("vocab.yml", 1, '"</s>": 0\n"<unk>": 1\n\u2581a: 2\n\'b\'\'c\': 3\n"\\u00e9": 4\n'.encode())
+t = np.arange(6, dtype=np.float32).reshape(2, 3)
+header = json.dumps({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                     "b": {"dtype": "F16", "shape": [2], "data_offsets": [24, 28]},
+                     "__metadata__": {"format": "pt"}}).encode()
+put("model.safetensors", 2, struct.pack("<Q", len(header)) + header + t.tobytes() + np.ones(2, np.float16).tobytes())
+for name, save in (("model.npz", np.savez), ("compressed.npz", np.savez_compressed)):
+    b = io.BytesIO()
+    save(b, W=t, b=np.ones((1, 3), np.float32), **{"special:model.yml": np.frombuffer(b"type: transformer\0", np.int8)})
+    put(name, 3, b.getvalue())
+b = io.BytesIO()
+w = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+torch.save({"args": argparse.Namespace(arch="transformer", encoder_layers=2),
+            "model": collections.OrderedDict(w=w, t=w.t(), h=w.half(), i=torch.tensor([1, 2]))}, b)
+put("checkpoint.pt", 4, b.getvalue())
+PY
 echo "fuzz-seeds: $(find "$out" -type f | wc -l) files in $out"

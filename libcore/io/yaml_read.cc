@@ -218,6 +218,7 @@ class YamlParser {
   }
 
   Value node(bool flow) {
+    if (pos_ >= line_.size()) error("a value is missing");
     const char c = line_[pos_];
     if (c == '"') return Value::string(double_quoted());
     if (c == '\'') return Value::string(single_quoted());
@@ -254,6 +255,8 @@ class YamlParser {
 
   Value flow_collection(char open) {
     const char close = open == '[' ? ']' : '}';
+    // Marian's files nest one level; a bound keeps a hostile file off the stack.
+    if (++flow_depth_ > kMaxFlowDepth) error(fmt::format("flow collections nested over {} deep", kMaxFlowDepth));
     ++pos_;
     Value::List items;
     Value::Dict members;
@@ -282,6 +285,7 @@ class YamlParser {
       error(fmt::format("expected ',' or '{}' in a flow collection", close));
     }
     ++pos_;
+    --flow_depth_;
     return open == '[' ? Value::list(std::move(items)) : Value::dict(std::move(members));
   }
 
@@ -360,6 +364,8 @@ class YamlParser {
   int line_no_ = 0;
   std::string_view line_;
   size_t pos_ = 0;
+  static constexpr int kMaxFlowDepth = 64;
+  int flow_depth_ = 0;
 };
 
 }  // namespace
