@@ -7,7 +7,7 @@
 # usage: bible-pairs.pl KJV.imp SPARV.imp OUTDIR DEV_BOOKS TEST_BOOKS
 #   DEV_BOOKS, TEST_BOOKS: comma-separated SWORD book names ("Ruth,I Peter").
 # writes OUTDIR/{train,dev,test}.src (English) and .tgt (Spanish), one verse
-# a line, line i of .src aligned with line i of .tgt, and OUTDIR/{dev,test}.ref
+# a line, line i of .src aligned with line i of .tgt, and OUTDIR/{train,dev,test}.ref
 # (the verse of each line); every file through a temporary name, renamed once
 # all of them are complete; one summary line on stderr.
 #
@@ -81,7 +81,7 @@ for (sort keys %split) {
 
 my %fh;
 for my $s (qw(train dev test)) {
-  for my $ext ('src', 'tgt', $s eq 'train' ? () : 'ref') {
+  for my $ext ('src', 'tgt', 'ref') {
     open($fh{"$s.$ext"}, '>', "$out/$s.$ext.tmp") or die "bible-pairs.pl: error: cannot write $out/$s.$ext.tmp: $!\n";
   }
 }
@@ -94,7 +94,7 @@ for my $ref (@$en_order) {
   my $s = $split{$book} // 'train';
   print { $fh{"$s.src"} } "$en->{$ref}\n";
   print { $fh{"$s.tgt"} } "$es->{$ref}\n";
-  print { $fh{"$s.ref"} } "$ref\n" if $s ne 'train';
+  print { $fh{"$s.ref"} } "$ref\n";
   ++$count{$s};
 }
 for (keys %fh) { close $fh{$_} or die "bible-pairs.pl: error: cannot write $out/$_: $!\n"; }
