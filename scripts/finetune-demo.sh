@@ -71,7 +71,7 @@ wait %1 && wait %2
 : >"$out/results.txt.tmp"
 for m in base fine-tuned scratch; do
   "$bin/tfm-decode" -q -m "$out/$m.bin" --beam 4 --detok <"$out/tok/test.src" >"$out/$m.hyp"
-  bleu=$("$bin/tfm-score" -b -i "$out/$m.hyp" "$out/text/test.tgt")
+  bleu=$("$bin/tfm-score" -b -i "$out/$m.hyp" -r "$out/text/test.tgt")
   printf '%-11s BLEU %s\n' "$m" "$bleu" >>"$out/results.txt.tmp"
 done
 mv -f "$out/results.txt.tmp" "$out/results.txt"
