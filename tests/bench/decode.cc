@@ -21,8 +21,10 @@
 // bit-identical to the batched run's (100% on the CPU by design). The exit
 // status says whether the targets were met (3 when not; 1 is an error).
 //
-// CTranslate2, on the CPU: the same model, converted by scripts/tfm-to-ct2
-// --ids, decoded by decode_ct2.py (run by the project's .venv/bin/python)
+// CTranslate2, on the CPU: the same model, written by tfm's CTranslate2
+// writer (tfm-convert --to ct2 --ids: libcore/convert/ct2.h; for the
+// paper's models byte-identical to CTranslate2's own spec API, for the
+// others output-identical: tests/reference/ct2_export.sh), decoded by decode_ct2.py (run by the project's .venv/bin/python)
 // in float32 and in int8 on the same sentences in tfm's batches, tokens/s
 // side by side with tfm's and the ratios. With more than one thread each
 // engine runs in both of its thread settings (tfm's threads taking whole
@@ -32,7 +34,10 @@
 // lengths per call, not per sentence, so with random weights it needs
 // --forced-length N (every output N tokens, e.g. 24). --preset demo is the demo's CPU model (2
 // layers, d_model 128, 4,000 pieces; source ids folded into its
-// vocabulary); --model CKPT --input IDS decodes a trained checkpoint on ids
+// vocabulary); --preset opus-mt is the shape of OPUS-MT's Marian models
+// (6 + 6 layers, d_model 512, SiLU, a 58,101-piece vocabulary, sinusoids
+// in halves, a logit bias, sources ending in eos: what tfm-convert makes of
+// one); --model CKPT --input IDS decodes a trained checkpoint on ids
 // (tfm-tok --ids) with natural lengths (|x| + 50 at most, plain length
 // penalty as CTranslate2's), and reports the share of CTranslate2 float32's
 // outputs identical to tfm's. --repeat N runs every engine and setting in
@@ -45,7 +50,7 @@
 // scores the best hypotheses of each, detokenized by the checkpoint's
 // SentencePiece model, with tfm's sacreBLEU-exact BLEU.
 //
-//   decode [--preset base|big|tiny|demo] [--device cpu] [--precision fp32] [--sentences N]
+//   decode [--preset base|big|tiny|demo|opus-mt] [--device cpu] [--precision fp32] [--sentences N]
 //          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N] [--forced-length N]
 //          [--model CKPT --input IDS [--reference TEXT]] [--ct2 auto|on|off] [--repeat N] [--no-int8]
 //          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes]
@@ -70,6 +75,7 @@
 #include "libcore/app/app.h"
 #include "libcore/base/log.h"
 #include "libcore/base/precision.h"
+#include "libcore/convert/ct2.h"
 #include "libcore/data/line_reader.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
@@ -77,6 +83,7 @@
 #include "libcore/eval/bleu.h"
 #include "libcore/io/atomic_file.h"
 #include "libcore/model/model_file.h"
+#include "libcore/model/batch.h"
 #include "libcore/model/model_io.h"
 #include "tests/bench/decode_reference.h"
 #include "tests/bench/reference.h"
@@ -113,7 +120,6 @@ struct Options {
   std::string ct2 = "auto";
   std::string ct2_python = TFM_BENCH_SOURCE_DIR "/../../.venv/bin/python";
   std::string ct2_script = TFM_BENCH_SOURCE_DIR "/decode_ct2.py";
-  std::string converter = TFM_BENCH_SOURCE_DIR "/../../scripts/tfm-to-ct2";
   int64_t repeat = 1;
   bool no_int8 = false;
   bool unpacked = false;
@@ -126,8 +132,16 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// The demo's CPU model (Makefile.data, demo_MODEL), random weights.
+// The demo's CPU model (Makefile.data, demo_MODEL), or an OPUS-MT model as
+// tfm-convert makes it (libcore/convert/hf.cc), random weights.
 ModelConfig bench_config(const std::string& preset) {
+  if (preset == "opus-mt") {
+    ModelConfig c = ModelConfig::preset("base");
+    c.parse("vocab_size = 58101\nactivation = silu\nposition_layout = halves\noutput_bias = true\n"
+            "source_eos = true\ndecoder_start_id = 58100\neos_id = 0\nmax_positions = 512",
+            "the opus-mt preset");
+    return c;
+  }
   if (preset != "demo") return ModelConfig::preset(preset);
   ModelConfig c = ModelConfig::preset("tiny");
   c.vocab_size = 4000;
@@ -310,13 +324,16 @@ struct Ct2Result {
 class Ct2 {
  public:
   // Converts `model` (saved first when it is not o.model's checkpoint).
+  // The sources without the eos tfm's requests end in where the model
+  // reads one: CTranslate2 adds it (add_source_eos).
   Ct2(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests) : o_(o) {
     char dir_template[] = "/tmp/tfm-bench-ct2-XXXXXX";
     TFM_REQUIRE(mkdtemp(dir_template) != nullptr, "cannot make a temporary directory");
     dir_ = dir_template;
     std::string ids, lengths;
+    const size_t framed = model.config().source_eos ? 1 : 0;
     for (const SearchRequest& r : requests) {
-      for (size_t i = 0; i < r.source.size(); ++i) ids += fmt::format("{}{}", i ? " " : "", r.source[i]);
+      for (size_t i = 0; i + framed < r.source.size(); ++i) ids += fmt::format("{}{}", i ? " " : "", r.source[i]);
       ids += '\n';
       lengths += fmt::format("{}\n", r.max_len);
     }
@@ -327,14 +344,13 @@ class Ct2 {
       checkpoint = dir_ + "/model.bin";
       save_model(checkpoint, model);
     }
-    const std::string cmd = fmt::format("{} {} --ids {} {}/ct2 > {}/convert.log 2>&1", o.ct2_python, o.converter,
-                                        checkpoint, dir_, dir_);
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream in(dir_ + "/convert.log");
-      std::string why((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      while (!why.empty() && why.back() == '\n') why.pop_back();
+    try {
+      convert::Ct2Options ids;
+      ids.ids = true;
+      convert::write_ct2(ModelFile(checkpoint), dir_ + "/ct2", ids);
+    } catch (const Error&) {
       fs::remove_all(dir_);
-      fail("scripts/tfm-to-ct2 failed: {}", why.empty() ? cmd : why);
+      throw;
     }
   }
   ~Ct2() { fs::remove_all(dir_); }
@@ -414,7 +430,8 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"Decoding benchmark: tfm beam search against PyTorch on newstest2014."};
   add_common_options(app, o.common);
-  app.add_option("--preset", o.preset, "Model preset: base, big, tiny, or demo (the demo's CPU model)")
+  app.add_option("--preset", o.preset,
+                 "Model preset: base, big, tiny, demo (the demo's CPU model) or opus-mt (OPUS-MT's shape)")
       ->capture_default_str();
   app.add_option("--device", o.device, "cpu, or cuda[:N]")->capture_default_str();
   app.add_option("--precision", o.precision, "fp32, or bf16 / fp16 on cuda")
@@ -476,6 +493,7 @@ int main(int argc, char** argv) {
         for (int32_t id : r.source)
           TFM_REQUIRE(id >= 0 && id < config.vocab_size, "{}: id {} outside the model's vocabulary", o.input, id);
         r.max_len = static_cast<int64_t>(r.source.size()) + 50;  // tfm-decode's default, natural lengths
+        r.source = Framing::of(config).source(std::move(r.source));  // as tfm-decode frames it
         src_tokens += static_cast<int64_t>(r.source.size());
         requests.push_back(std::move(r));
       }
@@ -496,6 +514,7 @@ int main(int argc, char** argv) {
         const int64_t forced = o.forced_length > 0 ? o.forced_length : static_cast<int64_t>(vocab.encode_ids(ref[i]).size());
         // Within tfm-decode's limit a |x| + b (a = 1, b = 50), as the plan assumes.
         r.max_len = r.min_len = std::min<int64_t>(forced, static_cast<int64_t>(r.source.size()) + 50);
+        r.source = Framing::of(config).source(std::move(r.source));  // as tfm-decode frames it
         src_tokens += static_cast<int64_t>(r.source.size());
         requests.push_back(std::move(r));
       }
@@ -707,9 +726,12 @@ int main(int argc, char** argv) {
 
     const double share = o.invariance > 0 ? invariance_share(o, *model, requests, mine, o.invariance) : -1;
     TorchResult ref_result;
-    const bool run_torch = !o.no_reference && o.model.empty();
+    // decode_pytorch.py builds the paper's model: not a checkpoint's, nor opus-mt's variants.
+    const bool run_torch = !o.no_reference && o.model.empty() && o.preset != "opus-mt";
     if (!o.no_reference && !o.model.empty())
       std::printf("pytorch: not run: its reference builds random weights, not a checkpoint's\n");
+    else if (!o.no_reference && o.preset == "opus-mt")
+      std::printf("pytorch: not run: its reference builds the paper's model, not opus-mt's variants\n");
     if (run_torch) {
       ref_result = run_reference(o, config, requests, device);
       TFM_REQUIRE(ref_result.tokens == mine.tokens, "PyTorch produced {} tokens, tfm {}: not the same work",
