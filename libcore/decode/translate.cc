@@ -114,7 +114,7 @@ std::vector<int32_t> Translator::parse(const std::string& line) const {
 
 std::string Translator::tokens_text(const std::vector<int32_t>& ids) const {
   // Ids past the tokenizer's pieces (a model with spare rows) read as <unk>.
-  auto known = [&](int32_t id) { return !vocab_ || id < vocab_->size() ? id : kUnkId; };
+  auto known = [&](int32_t id) { return !vocab_ || id < vocab_->size() ? id : vocab_->unk_id(); };
   if (options_.detok) {
     std::vector<int32_t> in;
     for (int32_t id : ids) in.push_back(known(id));
@@ -153,7 +153,7 @@ std::string Translator::format(const Item& item, const std::vector<Hypothesis>& 
       if (o.ids)
         j.value(id);
       else
-        j.value(vocab_->piece(!vocab_ || id < vocab_->size() ? id : kUnkId));
+        j.value(vocab_->piece(id < vocab_->size() ? id : vocab_->unk_id()));
     }
     j.end_array();
     if (o.detok) j.field("text", tokens_text(h.tokens));

@@ -47,9 +47,10 @@ std::unique_ptr<Vocab> checked_model_vocab(const std::string& path, std::string 
   if (tokenizer.empty()) return nullptr;
   auto vocab = std::make_unique<Vocab>(Vocab::from_bytes(std::move(tokenizer), path + " (its embedded vocabulary)"));
   TFM_REQUIRE(vocab->size() == config.vocab_size,
-              "vocabulary mismatch: {} embeds a SentencePiece model of {} pieces ({}), but its "
+              "vocabulary mismatch: {} embeds a {} of {} pieces ({}), but its "
               "configuration says vocab_size = {}",
-              path, vocab->size(), vocab->fingerprint(), config.vocab_size);
+              path, vocab->is_bundle() ? "vocabulary bundle" : "SentencePiece model", vocab->size(),
+              vocab->fingerprint(), config.vocab_size);
   return vocab;
 }
 
