@@ -29,11 +29,6 @@
 namespace tfm::convert {
 namespace {
 
-std::string string_or(const io::Value& v, std::string_view key, std::string fallback) {
-  const io::Value* x = v.find(key);
-  return x && x->is(io::Value::Kind::string) ? x->as_string() : fallback;
-}
-
 // The model's options: args (a Namespace), or cfg["model"] (fairseq >= 0.10).
 const io::Value& model_options(const std::string& path, const io::Value& ck) {
   if (const io::Value* args = ck.find("args"); args && !args->is_null()) return *args;

@@ -39,11 +39,6 @@ std::unordered_map<std::string, io::Array> read_tensors(const std::string& dir, 
   return out;
 }
 
-std::string string_or(const io::Value& c, std::string_view key, std::string fallback) {
-  const io::Value* v = c.find(key);
-  return v && !v->is_null() ? v->as_string() : fallback;
-}
-
 // Two fields tfm has once must agree.
 int64_t one_of_two(const std::string& origin, const io::Value& c, std::string_view a, std::string_view b,
                    int64_t fallback) {

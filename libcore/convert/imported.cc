@@ -93,6 +93,11 @@ double float_or(const io::Value& config, std::string_view key, double fallback) 
   return v && !v->is_null() ? v->as_float() : fallback;
 }
 
+std::string string_or(const io::Value& config, std::string_view key, std::string fallback) {
+  const io::Value* v = config.find(key);
+  return v && !v->is_null() ? v->as_string() : fallback;
+}
+
 std::string beside(const std::string& given, const std::string& dir, std::string_view name) {
   if (!given.empty()) return given;
   const std::filesystem::path p = std::filesystem::path(dir) / name;

@@ -61,6 +61,7 @@ std::string describe(const ModelConfig& c);
 int64_t int_or(const io::Value& config, std::string_view key, int64_t fallback);
 bool bool_or(const io::Value& config, std::string_view key, bool fallback);
 double float_or(const io::Value& config, std::string_view key, double fallback);
+std::string string_or(const io::Value& config, std::string_view key, std::string fallback);
 
 // The file at `given`, or else `name` in `dir` when it exists; "" when neither.
 std::string beside(const std::string& given, const std::string& dir, std::string_view name);
