@@ -90,25 +90,6 @@ ModelConfig hf_config(const std::string& origin, const io::Value& c, bool logit_
   return m;
 }
 
-// vocab.json: piece -> id, the ids 0 .. V - 1 each once.
-std::vector<std::string> hf_pieces(const std::string& path, int64_t vocab_size) {
-  const io::Value v = io::parse_json(io::read_file(path), path);
-  std::vector<std::string> pieces(static_cast<size_t>(vocab_size));
-  std::vector<bool> seen(pieces.size(), false);
-  for (const auto& [key, value] : v.as_dict()) {
-    const int64_t id = value.as_int();
-    TFM_REQUIRE(id >= 0 && id < vocab_size, "{}: '{}' has id {}, outside the model's {} ids", path,
-                printable(key.as_string()), id, vocab_size);
-    TFM_REQUIRE(!seen[static_cast<size_t>(id)], "{}: id {} is given twice ('{}' and '{}')", path, id,
-                printable(pieces[static_cast<size_t>(id)]), printable(key.as_string()));
-    seen[static_cast<size_t>(id)] = true;
-    pieces[static_cast<size_t>(id)] = key.as_string();
-  }
-  for (size_t id = 0; id < seen.size(); ++id)
-    TFM_REQUIRE(seen[id], "{}: no piece has id {} (the model has {} ids)", path, id, vocab_size);
-  return pieces;
-}
-
 bool all_zero(const io::Array& a) {
   for (float x : a.to_f32())
     if (x != 0) return false;
@@ -157,7 +138,8 @@ Converted read_hf(const ConvertOptions& o) {
   const std::string vocab_path = beside(o.vocab, dir, "vocab.json");
   TFM_REQUIRE(!vocab_path.empty(), "{} has no vocab.json (or give --vocab)", dir);
   Vocab vocab = bundle(beside(o.source_spm, dir, "source.spm"), beside(o.target_spm, dir, "target.spm"),
-                       hf_pieces(vocab_path, config.vocab_size), origin);
+                       pieces_by_id(io::parse_json(io::read_file(vocab_path), vocab_path), vocab_path,
+                                    config.vocab_size), origin);
   return {std::move(model), std::move(vocab)};
 }
 

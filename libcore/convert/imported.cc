@@ -70,9 +70,8 @@ void ImportedModel::save(const std::string& path, const Vocab& vocab) const {
 }
 
 std::string describe(const ModelConfig& c) {
-  static constexpr std::string_view kActivation[] = {"relu", "gelu", "silu"};
   return fmt::format("{} + {} layers, d_model {}, {} heads, d_ff {}, {}, {}", c.encoder_layers, c.decoder_layers,
-                     c.d_model, c.heads, c.d_ff, kActivation[static_cast<int>(c.activation)],
+                     c.d_model, c.heads, c.d_ff, activation_name(c.activation),
                      c.pre_norm ? "pre-norm" : "post-norm");
 }
 
@@ -96,6 +95,23 @@ double float_or(const io::Value& config, std::string_view key, double fallback) 
 std::string string_or(const io::Value& config, std::string_view key, std::string fallback) {
   const io::Value* v = config.find(key);
   return v && !v->is_null() ? v->as_string() : fallback;
+}
+
+std::vector<std::string> pieces_by_id(const io::Value& map, const std::string& path, int64_t size) {
+  std::vector<std::string> pieces(static_cast<size_t>(size));
+  std::vector<bool> seen(pieces.size(), false);
+  for (const auto& [key, value] : map.as_dict()) {
+    const int64_t id = value.as_int();
+    TFM_REQUIRE(id >= 0 && id < size, "{}: '{}' has id {}, outside the model's {} ids", path,
+                printable(key.as_string()), id, size);
+    TFM_REQUIRE(!seen[static_cast<size_t>(id)], "{}: id {} is given twice ('{}' and '{}')", path, id,
+                printable(pieces[static_cast<size_t>(id)]), printable(key.as_string()));
+    seen[static_cast<size_t>(id)] = true;
+    pieces[static_cast<size_t>(id)] = key.as_string();
+  }
+  for (size_t id = 0; id < seen.size(); ++id)
+    TFM_REQUIRE(seen[id], "{}: no piece has id {} (the model has {} ids)", path, id, size);
+  return pieces;
 }
 
 std::string beside(const std::string& given, const std::string& dir, std::string_view name) {

@@ -63,6 +63,11 @@ bool bool_or(const io::Value& config, std::string_view key, bool fallback);
 double float_or(const io::Value& config, std::string_view key, double fallback);
 std::string string_or(const io::Value& config, std::string_view key, std::string fallback);
 
+// A piece table from a "piece: id" mapping (vocab.json, Marian's .yml):
+// every id from 0 to `size` - 1 exactly once; `path` names the file in
+// errors.
+std::vector<std::string> pieces_by_id(const io::Value& map, const std::string& path, int64_t size);
+
 // The file at `given`, or else `name` in `dir` when it exists; "" when neither.
 std::string beside(const std::string& given, const std::string& dir, std::string_view name);
 

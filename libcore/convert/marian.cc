@@ -108,17 +108,7 @@ ModelConfig marian_config(const std::string& origin, const io::Value& y, int64_t
 std::vector<std::string> marian_pieces(const std::string& path) {
   const std::string text = io::read_file(path);
   const io::Value v = path.ends_with(".json") ? io::parse_json(text, path) : io::parse_yaml(text, path);
-  std::vector<std::string> pieces(v.size());
-  std::vector<bool> seen(v.size(), false);
-  for (const auto& [key, value] : v.as_dict()) {
-    const int64_t id = value.as_int();
-    TFM_REQUIRE(id >= 0 && id < static_cast<int64_t>(pieces.size()) && !seen[static_cast<size_t>(id)],
-                "{}: '{}' has id {}: the ids must be 0 .. {}, each once", path, printable(key.as_string()), id,
-                pieces.size() - 1);
-    seen[static_cast<size_t>(id)] = true;
-    pieces[static_cast<size_t>(id)] = key.as_string();
-  }
-  return pieces;
+  return pieces_by_id(v, path, static_cast<int64_t>(v.size()));
 }
 
 // The one *.vocab.yml beside the model, when --vocab does not name one.

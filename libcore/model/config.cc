@@ -37,6 +37,12 @@ const Names<PositionLayout> kPositionLayouts{{{PositionLayout::interleaved, "int
                                               {PositionLayout::halves, "halves"},
                                               {PositionLayout::fairseq, "fairseq"}}};
 
+}  // namespace
+
+std::string_view activation_name(ops::Activation a) { return kActivations(a); }
+
+namespace {
+
 template <typename E>
 E parse_choice(std::string_view key, std::string_view v, const Names<E>& names) {
   std::string known;
@@ -130,7 +136,7 @@ std::string ModelConfig::to_text() const {
       label_smoothing, learned_positions, max_positions, share_embeddings, pre_norm,
       layer_norm_eps);
   const ModelConfig paper;
-  if (activation != paper.activation) text += fmt::format("activation = {}\n", kActivations(activation));
+  if (activation != paper.activation) text += fmt::format("activation = {}\n", activation_name(activation));
   if (scale_embeddings != paper.scale_embeddings) text += fmt::format("scale_embeddings = {}\n", scale_embeddings);
   if (position_layout != paper.position_layout)
     text += fmt::format("position_layout = {}\n", kPositionLayouts(position_layout));

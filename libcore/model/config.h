@@ -23,6 +23,9 @@ namespace tfm {
 // p runs from position_offset (fairseq starts at 2: its padding id + 1).
 enum class PositionLayout : uint8_t { interleaved, halves, fairseq };
 
+// "relu", "gelu", "silu": the names of the configuration's text form.
+std::string_view activation_name(ops::Activation a);
+
 struct ModelConfig {
   int64_t vocab_size = 37000;   // V, shared source-target vocabulary
   int64_t encoder_layers = 6;   // N of the encoder ("layers" sets both depths)
