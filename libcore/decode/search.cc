@@ -134,15 +134,23 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
   const int64_t W = o.beam_size, k = step.k, t = s.t++;
   const int32_t eos_id = step.eos_id;
   const int64_t src_len = static_cast<int64_t>(s.request->source.size());
-  // A hypothesis from live h (fed by `row`) and one more token.
-  auto extended = [&](const Live& h, int32_t row, int32_t token, float lp) {
+  // A hypothesis from live h (fed by `row`) and one more token; `last`:
+  // h's last extension this step, which takes h's vectors instead of
+  // copying them.
+  auto extended = [&](Live& h, int32_t row, int32_t token, float lp, bool last) {
     Live n;
-    n.tokens = h.tokens;
-    if (token != eos_id) n.tokens.push_back(token);
-    n.token_log_probs = h.token_log_probs;
-    n.token_log_probs.push_back(lp);
     n.log_prob = h.log_prob + lp;
-    n.attention = h.attention;
+    if (last) {
+      n.tokens = std::move(h.tokens);
+      n.token_log_probs = std::move(h.token_log_probs);
+      n.attention = std::move(h.attention);
+    } else {
+      n.tokens = h.tokens;
+      n.token_log_probs = h.token_log_probs;
+      n.attention = h.attention;
+    }
+    if (token != eos_id) n.tokens.push_back(token);
+    n.token_log_probs.push_back(lp);
     if (o.attention_layer >= 0) append_attention(step.weights, row, src_len, o.attention_heads, n.attention);
     n.row = row;
     return n;
@@ -155,7 +163,7 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
   if (t >= s.request->max_len) {  // only eos may follow
     for (size_t h = 0; h < s.live.size(); ++h) {
       const int32_t row = first + static_cast<int32_t>(h);
-      finish(extended(s.live[h], row, eos_id, static_cast<float>(step.eos[static_cast<size_t>(row)])));
+      finish(extended(s.live[h], row, eos_id, static_cast<float>(step.eos[static_cast<size_t>(row)]), true));
     }
     s.live.clear();
     s.done = true;
@@ -176,10 +184,18 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
     if (a.live != b.live) return a.live < b.live;
     return a.token < b.token;
   });
+  // The proposals taken: up to the W-th that does not end. The last taken
+  // of each live hypothesis moves its vectors.
+  size_t taken = 0;
+  for (int64_t kept = 0; taken < proposals.size() && kept < W; ++taken) kept += proposals[taken].token != eos_id;
+  std::vector<size_t> last_use(s.live.size(), proposals.size());
+  for (size_t i = 0; i < taken; ++i) last_use[static_cast<size_t>(proposals[i].live)] = i;
   std::vector<Live> next;
   next.reserve(static_cast<size_t>(W));
-  for (const Proposal& p : proposals) {
-    Live n = extended(s.live[static_cast<size_t>(p.live)], first + p.live, p.token, p.token_log_prob);
+  for (size_t i = 0; i < taken; ++i) {
+    const Proposal& p = proposals[i];
+    Live n = extended(s.live[static_cast<size_t>(p.live)], first + p.live, p.token, p.token_log_prob,
+                      last_use[static_cast<size_t>(p.live)] == i);
     if (p.token == eos_id) {
       finish(std::move(n));
       continue;
