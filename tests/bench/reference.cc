@@ -143,11 +143,11 @@ TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const Host
   const std::string cmd = fmt::format(
       "{} {} --vocab {} --layers {} --d-model {} --d-ff {} --heads {} --dropout {} "
       "--label-smoothing {}{} --steps {} --warmup 1 --threads {} --device {} "
-      "--batch {}/batch --precision {}{}{}",
+      "--batch {}/batch --precision {}{}{}{}",
       run.python, run.script, config.vocab_size, config.decoder_layers, config.d_model, config.d_ff,
       config.heads, config.dropout, config.label_smoothing, config.pre_norm ? " --pre-norm" : "",
       run.steps, cpu_threads(), device.is_cuda() ? fmt::format("cuda:{}", device.index) : "cpu",
-      dir, run.precision, run.compile ? " --compile" : "",
+      dir, run.precision, run.compile ? " --compile" : "", run.strong ? " --strong" : "",
       run.adam ? fmt::format(" --adam --warmup-steps {}", run.warmup) : "");
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) {
@@ -178,6 +178,10 @@ TorchResult run_torch(const TorchRun& run, const ModelConfig& config, const Host
     r.attention = get("attention");
     r.adam = get("adam");
     r.compile = get("compile");
+    r.variant = get("variant");
+    r.attention_impl = get("attention_impl");
+    r.sdpa = get("sdpa");
+    r.loss = get("loss");
     found = true;
   }
   const int status = pclose(pipe);

@@ -62,6 +62,8 @@ struct TorchRun {
   int64_t warmup = 4000;                    // of the schedule, with adam
   std::string precision = "fp32";           // fp32, or bf16 / fp16 autocast (CUDA)
   bool compile = false;                     // torch.compile, where torch has it
+  bool strong = false;                      // model_pytorch.py --strong: the whole step compiled,
+                                            // packed rows, tfm's exact architecture
 };
 
 struct TorchResult {
@@ -72,6 +74,7 @@ struct TorchResult {
   std::string version;
   size_t peak_bytes = 0;  // the caching allocator's peak reserved (CUDA), else 0
   std::string attention, adam, compile;  // how it ran (model_pytorch.py's RESULT line)
+  std::string variant, attention_impl, sdpa, loss;  // likewise, where the script says (--strong)
 };
 
 // Runs the reference on the same batch: `batch`'s ids, written to a
