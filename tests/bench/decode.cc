@@ -15,7 +15,7 @@
 // search is otherwise tfm-decode's: beam 4, batches of --max-tokens and
 // --batch-size sorted by length, finished sentences leaving the batch.
 //
-// Targets: 3x PyTorch and 400 tokens/s on the CPU; 40,000 tokens/s on a GPU
+// Targets: 3x PyTorch and 400 tokens/s on the CPU; 100,000 tokens/s on a GPU
 // (and peak memory, the plan's total). --invariance N decodes the first N
 // sentences alone and reports the share whose n-best lists and scores are
 // bit-identical to the batched run's (100% on the CPU by design). The exit
@@ -43,6 +43,14 @@
 // outputs identical to tfm's. --repeat N runs every engine and setting in
 // turn N times and reports the medians (for shared machines).
 //
+// CTranslate2, on a GPU (--batch-sizes 32,64,..., with --forced-length N
+// for random weights): tfm and CTranslate2 each at every batch size, the
+// model loaded once a compute type (--ct2-types: bfloat16, float16,
+// int8_bfloat16, and bfloat16@2, two batches in flight, its inter_threads
+// on one GPU), a table of tokens/s a batch size, the ratio to CTranslate2's
+// fastest setting at each size and at each engine's best, and the share of
+// identical outputs (--sweep-out: the TSV).
+//
 // tfm int8 (tfm-decode --precision int8): on the CPU in fp32 the same
 // weights are also quantized into a second model, decoded in turn with the
 // others, and its share of outputs identical to fp32's reported (--no-int8:
@@ -53,6 +61,7 @@
 //   decode [--preset base|big|tiny|demo|opus-mt] [--device cpu] [--precision fp32] [--sentences N]
 //          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N] [--forced-length N]
 //          [--model CKPT --input IDS [--reference TEXT]] [--ct2 auto|on|off] [--repeat N] [--no-int8]
+//          [--batch-sizes N,N,... [--ct2-types T,T@N,...] [--sweep-out FILE]]
 //          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes]
 #include <omp.h>
 #include <unistd.h>
@@ -102,7 +111,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kMissed = 3;            // exit status when a target is missed
 constexpr double kCpuRatio = 3.0;     // tfm tokens/s over PyTorch's, CPU
 constexpr double kCpuTokens = 400;    // tokens/s, CPU (2 cores)
-constexpr double kGpuTokens = 40000;  // tokens/s, GPU (H100)
+constexpr double kGpuTokens = 100000;  // tokens/s, GPU (H100 or H200)
 constexpr int64_t kSpmVocab = 32000;
 
 struct Options {
@@ -125,6 +134,9 @@ struct Options {
   bool unpacked = false;
   bool no_refill = false;
   std::string reference;  // with --model: reference text of --input's lines, for BLEU
+  std::vector<int64_t> batch_sizes;  // on a GPU: tfm and CTranslate2 at each of these
+  std::vector<std::string> ct2_types = {"bfloat16", "float16", "int8_bfloat16", "bfloat16@2"};
+  std::string sweep_out = "decode-sweep.tsv";
 };
 
 double median(std::vector<double> v) {
@@ -360,12 +372,42 @@ class Ct2 {
   // inter: the threads take whole batches (inter_threads); else each batch
   // is split between them (intra_threads).
   Ct2Result run(const std::string& compute_type, bool inter) const {
-    const std::string cmd = fmt::format(
-        "{} {} --model {}/ct2 --ids {}/ids {} --beam {} --alpha 0.6 --max-tokens {} --batch-size {} --threads {} "
-        "{}--compute-type {} --hyps {}/hyps",
-        o_.ct2_python, o_.ct2_script, dir_, dir_, o_.model.empty() ? fmt::format("--lengths {}/lengths", dir_) : "",
-        o_.beam, o_.max_tokens, o_.batch_size, cpu_threads(), inter ? "--inter " : "", compute_type, dir_);
-    const std::string result = bench::run_reference(cmd, o_.ct2_python, "CTranslate2", "--ct2 off times tfm without it");
+    const std::string cmd = command(compute_type, o_.max_tokens,
+                                    fmt::format("--batch-size {} --threads {} {}", o_.batch_size, cpu_threads(),
+                                                inter ? "--inter" : ""));
+    Ct2Result r = parse(bench::run_reference(cmd, o_.ct2_python, "CTranslate2", "--ct2 off times tfm without it"));
+    r.hyps = read_lines(dir_ + "/hyps", 0);
+    return r;
+  }
+
+  // On a GPU: one run a batch size, the model loaded once (decode_ct2.py
+  // --batch-sizes), `workers` batches in flight (inter_threads).
+  std::vector<Ct2Result> sweep(const std::string& compute_type, int workers, const std::vector<int64_t>& sizes,
+                               int64_t max_tokens, Device device) const {
+    const std::string cmd = command(
+        compute_type, max_tokens,
+        fmt::format("--batch-sizes {} --device cuda:{} --threads {} {}", fmt::join(sizes, ","), device.index,
+                    workers, workers > 1 ? "--inter" : ""));
+    std::vector<Ct2Result> out;
+    for (const std::string& line :
+         bench::run_reference_lines(cmd, o_.ct2_python, "CTranslate2", "--ct2 off times tfm without it")) {
+      Ct2Result& r = out.emplace_back(parse(line));
+      r.hyps = read_lines(fmt::format("{}/hyps.{}", dir_, sizes.at(out.size() - 1)), 0);
+    }
+    TFM_REQUIRE(out.size() == sizes.size(), "decode_ct2.py reported {} of {} batch sizes", out.size(), sizes.size());
+    return out;
+  }
+
+ private:
+  std::string command(const std::string& compute_type, int64_t max_tokens, const std::string& more) const {
+    return fmt::format("{} {} --model {}/ct2 --ids {}/ids {} --beam {} --alpha 0.6 --max-tokens {} {} "
+                       "--compute-type {} --hyps {}/hyps",
+                       o_.ct2_python, o_.ct2_script, dir_, dir_,
+                       o_.model.empty() ? fmt::format("--lengths {}/lengths", dir_) : "", o_.beam, max_tokens, more,
+                       compute_type, dir_);
+  }
+
+  static Ct2Result parse(const std::string& result) {
     Ct2Result r;
     char version[64] = {0}, type[32] = {0}, isa[32] = {0}, sgemm[32] = {0}, s8[32] = {0};
     long long tokens = 0;
@@ -381,11 +423,9 @@ class Ct2 {
     r.isa = isa;
     r.sgemm = sgemm;
     r.gemm_s8 = s8;
-    r.hyps = read_lines(dir_ + "/hyps", 0);
     return r;
   }
 
- private:
   const Options& o_;
   std::string dir_;
 };
@@ -421,6 +461,106 @@ double bleu_of(const std::vector<std::string>& ids, const Vocab& vocab, const st
   eval::BleuStats total;
   for (const eval::BleuStats& st : eval::bleu_corpus_stats(hyps, {refs}, options)) total += st;
   return eval::compute_bleu(total, options).score;
+}
+
+// On a GPU: tfm and CTranslate2 at each of --batch-sizes (sentences a
+// batch; the token cut raised so that the size binds), CTranslate2 in each
+// of --ct2-types (a compute type, "@N": N batches in flight, its
+// inter_threads), on the same sentences, batches and lengths; each engine's
+// best, and tfm over CTranslate2's best at each size and at each one's best.
+void gpu_sweep(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests,
+               const Ct2& ct2, const std::string& name) {
+  const std::vector<int64_t>& sizes = o.batch_sizes;
+  struct Setting {
+    std::string label, type;
+    int workers = 1;
+    std::vector<Ct2Result> runs;  // one a size
+  };
+  std::vector<Setting> settings;
+  for (const std::string& t : o.ct2_types) {
+    Setting& st = settings.emplace_back();
+    st.label = t;
+    const size_t at = t.find('@');
+    st.type = t.substr(0, at);
+    if (at != std::string::npos) {
+      const std::string n = t.substr(at + 1);
+      TFM_REQUIRE(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos && std::stoi(n) >= 1,
+                  "--ct2-types: '{}' is not TYPE or TYPE@N (N batches in flight)", t);
+      st.workers = std::stoi(n);
+    }
+  }
+  int64_t longest = 0;
+  for (const SearchRequest& r : requests) longest = std::max<int64_t>(longest, static_cast<int64_t>(r.source.size()));
+  const int64_t max_tokens = longest * *std::max_element(sizes.begin(), sizes.end());
+  std::vector<double> tfm;
+  std::vector<int64_t> tfm_tokens;
+  std::vector<std::vector<std::string>> tfm_lines;
+  for (const int64_t size : sizes) {
+    Options at = o;
+    at.batch_size = size;
+    at.max_tokens = max_tokens;
+    const Run r = run_tfm(at, model, requests, ThreadWork::rows);
+    tfm.push_back(static_cast<double>(r.tokens) / r.seconds);
+    tfm_lines.push_back(id_lines(r));
+    std::printf("sweep: tfm, batches of %lld: %lld tokens in %.2f s, %.1f tokens/s (host waited %.2f s)\n",
+                static_cast<long long>(size), static_cast<long long>(r.tokens), r.seconds, tfm.back(),
+                r.device_wait);
+    std::fflush(stdout);
+    tfm_tokens.push_back(r.tokens);
+  }
+  std::string tsv = "model\tbatch_size\tengine\tsetting\ttokens_per_s\tsame_share\n";
+  for (Setting& st : settings) {
+    try {
+      st.runs = ct2.sweep(st.type, st.workers, sizes, max_tokens, model.device());
+    } catch (const Error& e) {
+      std::printf("sweep: ctranslate2 %s: not run: %s\n", st.label.c_str(), e.what());
+      continue;
+    }
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const Ct2Result& r = st.runs[i];
+      if (o.model.empty())
+        TFM_REQUIRE(r.tokens == tfm_tokens[i], "CTranslate2 {} produced {} tokens, tfm {}: not the same work",
+                    st.label, r.tokens, tfm_tokens[i]);
+      std::printf("sweep: ctranslate2 %s %s, batches of %lld: %lld tokens in %.2f s, %.1f tokens/s\n",
+                  r.version.c_str(), st.label.c_str(), static_cast<long long>(sizes[i]),
+                  static_cast<long long>(r.tokens), r.seconds, r.tokens_per_s);
+    }
+    std::fflush(stdout);
+  }
+  // The table: a row a batch size.
+  std::printf("\n%-10s %6s %11s", "model", "batch", "tfm");
+  for (const Setting& st : settings) std::printf(" %16s", ("ct2 " + st.label).c_str());
+  std::printf(" %14s %11s\n", "tfm/best ct2", "same lines");
+  double tfm_best = 0, ct2_best = 0;
+  std::string ct2_best_at, tfm_best_at;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    double best = 0;
+    const Ct2Result* best_run = nullptr;
+    std::printf("%-10s %6lld %11.1f", name.c_str(), static_cast<long long>(sizes[i]), tfm[i]);
+    tsv += fmt::format("{}\t{}\ttfm\t{}\t{:.1f}\t\n", name, sizes[i], o.precision, tfm[i]);
+    for (const Setting& st : settings) {
+      if (st.runs.empty()) {
+        std::printf(" %16s", "-");
+        continue;
+      }
+      const Ct2Result& r = st.runs[i];
+      const double same = same_share(tfm_lines[i], r.hyps);
+      std::printf(" %16.1f", r.tokens_per_s);
+      tsv += fmt::format("{}\t{}\tctranslate2 {}\t{}\t{:.1f}\t{:.4f}\n", name, sizes[i], r.version, st.label,
+                         r.tokens_per_s, same);
+      if (r.tokens_per_s > best) best = r.tokens_per_s, best_run = &r;
+      if (r.tokens_per_s > ct2_best) ct2_best = r.tokens_per_s, ct2_best_at = fmt::format("{} at {}", st.label, sizes[i]);
+    }
+    if (tfm[i] > tfm_best) tfm_best = tfm[i], tfm_best_at = fmt::format("{}", sizes[i]);
+    std::printf(" %14s %11s\n", best > 0 ? fmt::format("{:.2f}x", tfm[i] / best).c_str() : "-",
+                best_run ? fmt::format("{:.1f}%", 100 * same_share(tfm_lines[i], best_run->hyps)).c_str() : "-");
+  }
+  if (ct2_best > 0)
+    std::printf("each at its best: tfm %.1f tokens/s (batches of %s) / ctranslate2 %.1f (%s) = %.2fx\n", tfm_best,
+                tfm_best_at.c_str(), ct2_best, ct2_best_at.c_str(), tfm_best / ct2_best);
+  std::printf("same lines: the share of sentences whose best hypothesis is the same in tfm's %s and the "
+              "faster CTranslate2 setting's. Written to %s\n", o.precision.c_str(), o.sweep_out.c_str());
+  io::write_file_atomic(o.sweep_out, tsv);
 }
 
 }  // namespace
@@ -469,6 +609,13 @@ int main(int argc, char** argv) {
   app.add_flag("--no-refill", o.no_refill,
                "Decode a batch at a time, no sentence joining before the whole batch has finished (A/B of "
                "continuous batching, which tfm-decode does)");
+  app.add_option("--batch-sizes", o.batch_sizes,
+                 "On a GPU: tfm and CTranslate2 (--ct2 on) at each of these batch sizes, comma-separated")
+      ->delimiter(',')->check(tfm::AtLeast(int64_t{1}));
+  app.add_option("--ct2-types", o.ct2_types,
+                 "With --batch-sizes: CTranslate2's compute types, TYPE@N for N batches in flight (inter_threads)")
+      ->delimiter(',')->capture_default_str();
+  app.add_option("--sweep-out", o.sweep_out, "With --batch-sizes: the sweep as TSV")->capture_default_str();
   app.add_option("--reference", o.reference, "With --model: reference text of --input's lines; BLEU of each");
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
@@ -476,6 +623,7 @@ int main(int argc, char** argv) {
     const Precision precision = kDecodePrecision.resolve(kDecodePrecision.parse("--precision", o.precision), device);
     const DType dtype = compute_dtype(precision);
     TFM_REQUIRE(o.model.empty() == o.input.empty(), "--model and --input go together");
+    TFM_REQUIRE(o.batch_sizes.empty() || device.is_cuda(), "--batch-sizes sweeps tfm and CTranslate2 on a GPU");
     std::vector<SearchRequest> requests;
     int64_t src_tokens = 0;
     ModelConfig config;
@@ -563,7 +711,8 @@ int main(int argc, char** argv) {
     // CTranslate2: where it runs, and why not where it does not.
     std::string ct2_skip;
     if (o.ct2 == "off") ct2_skip = "--ct2 off";
-    else if (!device.is_cpu()) ct2_skip = "CTranslate2 is compared on the CPU";
+    else if (!device.is_cpu() && o.batch_sizes.empty())
+      ct2_skip = "on a GPU CTranslate2 is compared in the --batch-sizes sweep";
     else if (o.model.empty() && o.forced_length == 0)
       ct2_skip = "CTranslate2 forces one output length a call: --forced-length N";
     TFM_REQUIRE(o.ct2 != "on" || ct2_skip.empty(), "--ct2 on: {}", ct2_skip);
@@ -643,7 +792,7 @@ int main(int argc, char** argv) {
         }
         std::fflush(stdout);
       }
-      if (!ct2) continue;
+      if (!ct2 || !device.is_cpu()) continue;  // on a GPU: the sweep below
       try {
         // inter_threads (whole batches a thread) and intra_threads (each
         // batch split); the faster counts, in this run.
@@ -844,6 +993,10 @@ int main(int argc, char** argv) {
                        opt(!c32_intra.empty(), median(c32_intra)), opt(!c8_inter.empty(), median(c8_inter)),
                        opt(!c8_intra.empty(), median(c8_intra)));
     io::write_file_atomic(o.out, tsv);
+    if (!o.batch_sizes.empty()) {
+      if (ct2) gpu_sweep(o, *model, requests, *ct2, name);
+      else std::printf("sweep: not run: %s\n", ct2_skip.c_str());
+    }
     status = ok ? 0 : kMissed;
   });
   return rc != 0 ? rc : status;

@@ -41,7 +41,10 @@ def parse_args():
     p.add_argument("--max-tokens", type=int, default=8192)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    p.add_argument("--compute-type", default="float32", choices=["float32", "int8", "int8_float32"])
+    p.add_argument("--compute-type", default="float32",
+                   choices=["float32", "int8", "int8_float32", "bfloat16", "float16", "int8_bfloat16", "int8_float16"])
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--batch-sizes", help="comma-separated: one run a batch size (instead of --batch-size)")
     p.add_argument("--inter", action="store_true", help="one thread a batch, --threads batches at once")
     p.add_argument("--hyps", help="write the hypotheses (ids) here")
     return p.parse_args()
@@ -77,19 +80,23 @@ def main():
             forced = [int(line) for line in f]
         if len(forced) != len(sources):
             raise SystemExit("decode_ct2.py: --ids and --lengths differ in length")
-    batches = length_batches([len(s) for s in sources], args.max_tokens, args.batch_size)
-    calls = []
-    for batch in batches:
-        options = dict(beam_size=args.beam, length_penalty=args.alpha, max_batch_size=0)
-        if forced is not None:
-            n = {forced[i] for i in batch}
-            if len(n) != 1:
-                raise SystemExit("decode_ct2.py: a batch mixes forced lengths; CTranslate2 forces one a call")
-            n = n.pop()
-            options.update(min_decoding_length=n, max_decoding_length=n)
-        else:
-            options.update(min_decoding_length=0, max_decoding_length=max(len(sources[i]) for i in batch) + 50)
-        calls.append((batch, options))
+    def plan(batch_size):
+        """tfm's batches and each one's search options."""
+        calls = []
+        for batch in length_batches([len(s) for s in sources], args.max_tokens, batch_size):
+            options = dict(beam_size=args.beam, length_penalty=args.alpha, max_batch_size=0)
+            if forced is not None:
+                n = {forced[i] for i in batch}
+                if len(n) != 1:
+                    raise SystemExit("decode_ct2.py: a batch mixes forced lengths; CTranslate2 forces one a call")
+                n = n.pop()
+                options.update(min_decoding_length=n, max_decoding_length=n)
+            else:
+                options.update(min_decoding_length=0, max_decoding_length=max(len(sources[i]) for i in batch) + 50)
+            calls.append((batch, options))
+        return calls
+    sizes = [int(x) for x in args.batch_sizes.split(",")] if args.batch_sizes else [args.batch_size]
+    device, _, index = args.device.partition(":")
 
     # CTranslate2 logs what it runs on (CT2_VERBOSE) to stderr while it loads
     # the model: caught there and reported on the RESULT line.
@@ -98,8 +105,9 @@ def main():
         os.dup2(log.fileno(), 2)
         try:
             inter, intra = (args.threads, 1) if args.inter else (1, args.threads)
-            tr = ctranslate2.Translator(args.model, device="cpu", compute_type=args.compute_type,
-                                        intra_threads=intra, inter_threads=inter)
+            tr = ctranslate2.Translator(args.model, device=device, device_index=int(index or 0),
+                                        compute_type=args.compute_type, intra_threads=intra,
+                                        inter_threads=inter)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -109,27 +117,32 @@ def main():
     def logged(what):
         m = re.search(what + r":\s*(\S+)", text)
         return m.group(1) if m else "unknown"
-    hyps = [None] * len(sources)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    if args.inter:  # every call queued, then the results as the workers finish them
-        pending = [(batch, tr.translate_batch([sources[i] for i in batch], asynchronous=True, **options))
-                   for batch, options in calls]
-        for batch, results in pending:
-            for i, r in zip(batch, results):
-                hyps[i] = r.result().hypotheses[0]
-    else:
-        for batch, options in calls:
-            for i, r in zip(batch, tr.translate_batch([sources[i] for i in batch], **options)):
-                hyps[i] = r.hypotheses[0]
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    tokens = sum(len(h) for h in hyps)
-    if args.hyps:
-        with open(args.hyps, "w") as f:
-            f.write("".join(" ".join(h) + "\n" for h in hyps))
-    print(f"RESULT tokens_per_s={tokens / seconds:.1f} seconds={seconds:.3f} cpu_seconds={cpu_seconds:.3f} "
-          f"sentences={len(sources)} tokens={tokens} threads={args.threads} ct2={ctranslate2.__version__} "
-          f"compute_type={args.compute_type} isa={logged('Selected ISA')} sgemm={logged('SGEMM backend')} "
-          f"gemm_s8={logged('GEMM_S8 backend')}", flush=True)
+    for batch_size in sizes:
+        calls = plan(batch_size)
+        if device == "cuda":  # untimed: first-call setup at this size
+            batch, options = calls[-1]
+            tr.translate_batch([sources[i] for i in batch], **options)
+        hyps = [None] * len(sources)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        if args.inter:  # every call queued, then the results as the workers finish them
+            pending = [(batch, tr.translate_batch([sources[i] for i in batch], asynchronous=True, **options))
+                       for batch, options in calls]
+            for batch, results in pending:
+                for i, r in zip(batch, results):
+                    hyps[i] = r.result().hypotheses[0]
+        else:
+            for batch, options in calls:
+                for i, r in zip(batch, tr.translate_batch([sources[i] for i in batch], **options)):
+                    hyps[i] = r.hypotheses[0]
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+        tokens = sum(len(h) for h in hyps)
+        if args.hyps:
+            with open(args.hyps + (f".{batch_size}" if args.batch_sizes else ""), "w") as f:
+                f.write("".join(" ".join(h) + "\n" for h in hyps))
+        print(f"RESULT tokens_per_s={tokens / seconds:.1f} seconds={seconds:.3f} cpu_seconds={cpu_seconds:.3f} "
+              f"sentences={len(sources)} tokens={tokens} threads={args.threads} ct2={ctranslate2.__version__} "
+              f"compute_type={args.compute_type} isa={logged('Selected ISA')} sgemm={logged('SGEMM backend')} "
+              f"gemm_s8={logged('GEMM_S8 backend')} batch_size={batch_size}", flush=True)
     return 0
 
 
