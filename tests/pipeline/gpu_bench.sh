@@ -21,7 +21,7 @@ for s in deps configure build train-tiny decode data-parallel multi30k; do
   case $(awk '{ print $2 }' <<<"$r") in ok|slow) ;; *) fail "step $s: $r" ;; esac
 done
 num='[0-9][0-9.]*'
-row train-tiny | grep -q "tfm $num tok/s (MFU -, $num GiB) | torch $num tok/s (MFU -, -) | ${num}x" \
+row train-tiny | grep -q "tfm $num tok/s (MFU - of spec, - of GEMM peak -; $num GiB) | torch $num tok/s (-) ${num}x | strong torch $num tok/s (-, [a-z]* attention, SDPA [a-z]*) ${num}x" \
   || fail "train-tiny: not both tokens/s and the ratio: $(row train-tiny)"
 [ "$(awk -F'\t' 'NR == 2 { print $1, $3, ($11 > 0), ($14 > 0) }' "$TMP/out/train-tiny.tsv")" = "tiny fp32 1 1" ] \
   || fail "train-tiny.tsv: $(cat "$TMP/out/train-tiny.tsv")"
