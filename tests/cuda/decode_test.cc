@@ -245,7 +245,7 @@ TEST_CASE("decoder steps as cuda graphs give the bits of plain launches", "[deco
         {{0, 0, kBosId}, {1, 0, kBosId}},
         {{0, 0, 20}, {0, 0, 21}, {1, 1, 40}, {1, 1, 41}},
         {{0, 1, 22}, {0, 0, 23}, {1, 3, 42}, {1, 2, 43}},
-        {{0, 2, 24}, {0, 1, 25}, {1, 0, 44}, {1, 3, 45}},
+        {{0, 0, 24}, {0, 1, 25}, {1, 2, 44}, {1, 3, 45}},  // parents: rows of the same sentence
         {{1, 3, 46}, {0, 1, 26}}};
     for (size_t t = 0; t < steps.size(); ++t) {
       a.step(steps[t]);

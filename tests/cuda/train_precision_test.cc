@@ -218,7 +218,7 @@ TEST_CASE("bf16 on cuda: two accumulated micro-batches give the update of the ba
     CHECK(std::abs(rh.sums.loss - rj.sums.loss) <= 2e-3 * std::abs(rj.sums.loss));
     CHECK(std::abs(rh.sums.loss - rc.sums.loss) <= 2e-2 * std::abs(rc.sums.loss));
     CHECK(std::abs(rh.grad_norm - rj.grad_norm) <= 1e-2 * rj.grad_norm);
-    CHECK(e_hj < 2e-2);  // one half left out or counted twice: ~0.5 and more
+    CHECK(e_hj < 4e-2);  // one half left out or counted twice: ~0.5 and more (an H200 gave 0.022)
     CHECK(e_hc < 8e-2);
     CHECK(e_jc < 8e-2);
   }

@@ -271,8 +271,11 @@ TEST_CASE("bf16 and f16 decoding on cuda give fp32's outputs on a trained model"
   INFO("fp32 copies " << copied << " of 64");
   REQUIRE(copied >= 60);
 
+  // score_tol bounds the worst of every shared n-best hypothesis, unlikely
+  // tails included, of a model trained anew each run (the GPU's atomic
+  // sums vary it): an H200 gave f16 0.0006 and 0.023 on two runs.
   struct Mode { DType dtype; double min_share, score_tol; };
-  for (const Mode& mode : {Mode{DType::bf16, 0.95, 0.05}, Mode{DType::f16, 0.98, 0.01}}) {
+  for (const Mode& mode : {Mode{DType::bf16, 0.95, 0.05}, Mode{DType::f16, 0.98, 0.04}}) {
     const auto got = decode(mode.dtype);
     int64_t same = 0;
     double worst = 0;
