@@ -215,10 +215,13 @@ check_deps() {
 
 # pack_step: the pack unpacked into a fresh folder, which becomes BUILD (the
 # binaries lie at their build paths); its libraries that this machine's
-# loader cannot find, and those the pack left to the machine (lib/NEEDED:
-# CUDA's) that lie off the loader's path (CUDA's or PyTorch's folders), go
-# on LD_LIBRARY_PATH (only those, so that the Python the benchmarks start
-# keeps its own). In this shell, as the table's first row, like deps_step.
+# loader cannot find, its C++ libraries even where the machine has one of
+# the name (a C++ library has no ABI across builds: another distribution's
+# libsentencepiece crashed tfm-tok on an H200 machine), and those the pack
+# left to the machine (lib/NEEDED: CUDA's) that lie off the loader's path
+# (CUDA's or PyTorch's folders), go on LD_LIBRARY_PATH (only those, so
+# that the Python the benchmarks start keeps its own C libraries). In this
+# shell, as the table's first row, like deps_step.
 pack_step() {
   local start=$EPOCHREALTIME seconds dir libs known f n missing
   dir=$(mktemp -d "${TMPDIR:-/tmp}/tfm-pack.XXXXXX")
@@ -234,7 +237,7 @@ pack_step() {
   known=$(ldconfig -p 2>/dev/null | awk 'NR > 1 { print $1 }')
   for f in "$dir"/lib/*.so*; do
     n=${f##*/}
-    grep -qxF "$n" <<<"$known" || ln -sf "$f" "$libs/$n"
+    grep -qxF "$n" <<<"$known" && ! grep -qaF 'libstdc++.so.6' "$f" || ln -sf "$f" "$libs/$n"
   done
   while read -r n; do
     grep -qxF "$n" <<<"$known" && continue
