@@ -4,10 +4,12 @@
 //   cat src.txt | tfm-tok -m model.bin | tfm-decode -m model.bin --detok
 //   tfm-decode -m model.bin --beam 4 --alpha 0.6 test.pieces > test.hyp.pieces
 //   tfm-decode -m model.bin --n-best 4 --scores --json --attention < test.pieces
+//   tfm-decode -m reverse.bin --sampling --sampling-topk 10 --seed 7 mono.pieces   # back-translation
 //
 // A sentence's output does not depend on the batch it is decoded in: on the
 // CPU the n-best lists and scores are bit-identical at any --batch-size or
 // --max-tokens (libcore/decode/incremental.h says how).
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -74,7 +76,7 @@ int main(int argc, char** argv) {
   app.add_flag("--ids", t.ids, "Read and write ids instead of pieces");
   app.add_flag("--detok", t.detok, "Write text, decoded by the checkpoint's SentencePiece model");
   auto* search = "Search";
-  app.add_option("-b,--beam", t.search.beam_size, "Beam size; 1 is greedy search")
+  auto* beam = app.add_option("-b,--beam", t.search.beam_size, "Beam size; 1 is greedy search")
       ->default_val(4)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(search);
   app.add_option("--alpha", t.search.alpha, "Length penalty exponent (0: none)")
       ->default_val(0.6)->check(tfm::Range(0.0, 1e6))->group(search);
@@ -89,8 +91,26 @@ int main(int argc, char** argv) {
                  "bound: stop once no hypothesis can still enter the n-best (exact); beam: once "
                  "--beam hypotheses have ended; never")
       ->default_val("bound")->check(CLI::IsMember({"bound", "beam", "never"}))->group(search);
+  auto* sampling = "Sampling";
+  app.add_flag("--sampling", t.search.sampling.on,
+               "Draw -n samples a sentence from the model instead of searching (back-translation)")
+      ->group(sampling);
+  auto* topk = app.add_option("--sampling-topk", t.search.sampling.top_k,
+                              "With --sampling: draw among the K most likely tokens (0: all)")
+                   ->default_val(0)->check(tfm::Range(int64_t{0}, int64_t{1} << 30))->group(sampling);
+  auto* topp = app.add_option("--sampling-topp", t.search.sampling.top_p,
+                              "With --sampling: then among the fewest most likely whose probability reaches P, "
+                              "0 < P <= 1 (nucleus)")
+                   ->default_val(1.0)->group(sampling);
+  auto* temperature = app.add_option("--temperature", t.search.sampling.temperature,
+                                     "With --sampling: log-probabilities divided by T before the draw (> 0)")
+                          ->default_val(1.0)->group(sampling);
+  auto* seed = app.add_option("--seed", t.search.sampling.seed,
+                              "With --sampling: the draws' seed; a line's samples depend on it and the line alone")
+                   ->default_val(1)->group(sampling);
   auto* output = "Output";
-  app.add_option("-n,--n-best", t.search.n_best, "Hypotheses per sentence, best first (<= --beam)")
+  app.add_option("-n,--n-best", t.search.n_best,
+                 "Hypotheses per sentence, best first (<= --beam); with --sampling, the samples")
       ->default_val(1)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(output);
   app.add_flag("--scores", t.scores, "Write each hypothesis's score before it (SCORE<TAB>)")->group(output);
   app.add_flag("--json", t.json, "One JSON object a line: tokens, scores, log-probabilities")->group(output);
@@ -122,6 +142,19 @@ int main(int argc, char** argv) {
 
   app.callback([&] {
     o.model = tfm::model_or_environment(o.model);
+    tfm::SamplingOptions& p = t.search.sampling;
+    if (!p.on) {
+      for (const CLI::Option* opt : {topk, topp, temperature, seed})
+        if (opt->count() > 0) throw CLI::ValidationError(fmt::format("{} goes with --sampling", opt->get_name()));
+    } else {
+      if (beam->count() > 0)
+        throw CLI::ValidationError("--beam and --sampling: each sample is drawn alone; -n N asks for N");
+      if (!(p.top_p > 0 && p.top_p <= 1))
+        throw CLI::ValidationError(fmt::format("--sampling-topp must be in (0, 1], not {}", p.top_p));
+      if (!(p.temperature > 0 && std::isfinite(p.temperature)))
+        throw CLI::ValidationError(fmt::format("--temperature must be > 0, not {}", p.temperature));
+      t.search.beam_size = t.search.n_best;  // a row a sample
+    }
     if (t.search.n_best > t.search.beam_size)
       throw CLI::ValidationError(fmt::format("--n-best {} is more than --beam {}", t.search.n_best,
                                              t.search.beam_size));

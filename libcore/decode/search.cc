@@ -6,11 +6,13 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <utility>
 
 #include "libcore/base/error.h"
+#include "libcore/base/rng.h"
 #include "libcore/model/batch.h"
 
 namespace tfm {
@@ -24,6 +26,7 @@ struct Live {
   std::vector<float> attention;
   double log_prob = 0;
   int32_t row = 0;
+  int32_t sample = 0;  // sampling: which of the sentence's samples
 };
 
 struct Sentence {
@@ -33,6 +36,7 @@ struct Sentence {
   int64_t t = 0;        // positions decoded
   std::vector<Live> live;
   std::vector<Hypothesis> finished;
+  std::vector<int32_t> finished_samples;  // sampling: each finished one's sample
   bool done = false;
 };
 
@@ -81,6 +85,53 @@ double length_penalty(int64_t length, double alpha, LengthPenalty form) {
 
 int64_t search_rows(int64_t sentences, const BeamSearchOptions& o) { return sentences * o.beam_size; }
 
+int32_t sample_token(const double* log_probs, int64_t V, const SamplingOptions& o, double u, int32_t barred,
+                     std::vector<int32_t>& order) {
+  order.clear();
+  for (int32_t v = 0; v < static_cast<int32_t>(V); ++v)
+    if (v != barred) order.push_back(v);
+  TFM_REQUIRE(!order.empty(), "sampling: no token may be drawn");
+  const auto before = [&](int32_t a, int32_t b) {
+    return log_probs[a] != log_probs[b] ? log_probs[a] > log_probs[b] : a < b;
+  };
+  size_t n = order.size();
+  if (o.top_k > 0 && static_cast<size_t>(o.top_k) < n) {
+    n = static_cast<size_t>(o.top_k);
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(), before);
+    order.resize(n);
+  } else if (o.top_p < 1) {
+    std::sort(order.begin(), order.end(), before);
+  }
+  // Tempered weights relative to the most likely kept token (no overflow).
+  double top = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < n; ++i) top = std::max(top, log_probs[order[i]]);
+  const auto weight = [&](int32_t v) { return std::exp((log_probs[v] - top) / o.temperature); };
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += weight(order[i]);
+  if (o.top_p < 1) {  // the fewest, down the ranking, whose share reaches top_p
+    double kept = 0;
+    size_t m = 0;
+    while (m < n && kept < o.top_p * total) kept += weight(order[m++]);
+    n = std::max<size_t>(m, 1);
+    total = kept > 0 ? kept : weight(order[0]);
+  }
+  const double target = u * total;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sum += weight(order[i]);
+    if (target < sum) return order[i];
+  }
+  return order[n - 1];  // rounding: u * total at the very top
+}
+
+double sample_uniform(uint64_t seed, uint64_t key, int64_t sample, int64_t t) {
+  // Counter: (sample, key's high half) as the block, key's low half as the
+  // tensor, the position as the step.
+  const RngKey k{seed, static_cast<uint32_t>(key), static_cast<uint32_t>(t)};
+  const Philox4 r = philox_block(k, (key >> 32) << 32 | static_cast<uint32_t>(sample));
+  return static_cast<double>((uint64_t{r.v[0]} >> 5) << 26 | (r.v[1] >> 6)) / 9007199254740992.0;  // / 2^53
+}
+
 int64_t search_steps(const std::vector<SearchRequest>& batch) {
   int64_t steps = 1;
   for (const SearchRequest& r : batch) steps = std::max(steps, r.max_len + 1);
@@ -104,6 +155,15 @@ int64_t check_search(const IncrementalDecoder& decoder, const std::vector<Search
   const int64_t V = decoder.vocab_size();
   TFM_REQUIRE(V > decoder.config().eos_id, "beam search: a vocabulary of {} has no eos (id {})", V,
               decoder.config().eos_id);
+  if (o.sampling.on) {
+    const SamplingOptions& p = o.sampling;
+    TFM_REQUIRE(o.n_best == W, "sampling: the samples a sentence ({}) are its rows: the beam size ({}) must equal them",
+                o.n_best, W);
+    TFM_REQUIRE(p.top_k >= 0 && p.top_p > 0 && p.top_p <= 1 && p.temperature > 0 && std::isfinite(p.temperature),
+                "sampling: top-k {} must be >= 0, top-p {} in (0, 1] and the temperature {} > 0", p.top_k, p.top_p,
+                p.temperature);
+    return 0;
+  }
   const int64_t k = std::min<int64_t>(2 * W, V);
   TFM_REQUIRE(decoder.limits().top_k >= k, "beam search: the decoder plans the top {} tokens, a beam of {} needs {}",
               decoder.limits().top_k, W, k);
@@ -216,8 +276,49 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
   }
 }
 
+// One step of sentence s under sampling: each live sample, fed by rows
+// first, first + 1, ..., draws its next token from `lp` (the step's (N, V)
+// log-probabilities); eos ends it, and at max_len eos is forced.
+void advance_sampling(Sentence& s, int32_t first, const double* lp, int64_t V, int32_t eos_id,
+                      const BeamSearchOptions& o, const Tensor& weights, std::vector<int32_t>& scratch) {
+  const int64_t t = s.t++;
+  const int64_t src_len = static_cast<int64_t>(s.request->source.size());
+  std::vector<Live> next;
+  for (size_t h = 0; h < s.live.size(); ++h) {
+    Live& n = s.live[h];
+    const int32_t row = first + static_cast<int32_t>(h);
+    const double* p = lp + static_cast<int64_t>(row) * V;
+    const int32_t token =
+        t >= s.request->max_len
+            ? eos_id
+            : sample_token(p, V, o.sampling, sample_uniform(o.sampling.seed, s.request->key, n.sample, t),
+                           t < s.request->min_len ? eos_id : -1, scratch);
+    n.log_prob += p[token];
+    n.token_log_probs.push_back(static_cast<float>(p[token]));
+    if (o.attention_layer >= 0) append_attention(weights, row, src_len, o.attention_heads, n.attention);
+    n.row = row;
+    if (token != eos_id) {
+      n.tokens.push_back(token);
+      next.push_back(std::move(n));
+      continue;
+    }
+    const double penalty = length_penalty(static_cast<int64_t>(n.tokens.size()) + 1, o.alpha, o.length_penalty);
+    s.finished.push_back({std::move(n.tokens), std::move(n.token_log_probs), n.log_prob, n.log_prob / penalty,
+                          std::move(n.attention)});
+    s.finished_samples.push_back(n.sample);
+  }
+  s.live = std::move(next);
+  s.done = s.live.empty();
+}
+
 // A sentence's finished hypotheses, best first, at most n_best.
 std::vector<Hypothesis> collect(Sentence& s, int64_t n_best) {
+  if (!s.finished_samples.empty()) {  // sampling: in the order drawn
+    std::vector<Hypothesis> out(s.finished.size());
+    for (size_t i = 0; i < s.finished.size(); ++i)
+      out[static_cast<size_t>(s.finished_samples[i])] = std::move(s.finished[i]);
+    return out;
+  }
   std::sort(s.finished.begin(), s.finished.end(), ranks_before);
   if (static_cast<int64_t>(s.finished.size()) > n_best) s.finished.resize(static_cast<size_t>(n_best));
   return std::move(s.finished);
@@ -252,6 +353,8 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
   std::vector<double> log_probs, eos;
   std::vector<int32_t> ids;
   std::vector<Proposal> proposals;
+  std::vector<double> sampled;   // sampling: the step's log-probabilities
+  std::vector<int32_t> scratch;  // sampling: sample_token's
   Tensor weights;
   for (;;) {
     // Admissions: the next requests while all of their beams fit.
@@ -281,6 +384,7 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
       s.request = r;
       s.index = index;
       s.live.emplace_back();
+      for (int32_t j = 1; o.sampling.on && j < W; ++j) s.live.emplace_back().sample = j;  // every sample a row
       joining.push_back(std::move(s));
       sources.push_back(r->source);
     }
@@ -307,17 +411,35 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
     for (const Sentence& s : live)
       for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.tokens.empty() ? start_id : h.tokens.back()});
     decoder.step(rows);
-    decoder.top_k(k, log_probs, ids);
-    bool at_max = false;
-    for (const Sentence& s : live) at_max |= s.t >= s.request->max_len;
-    if (at_max) eos = decoder.log_prob_of(eos_id);
-    if (o.attention_layer >= 0) weights = decoder.attention();
-    const StepResult step{k, eos_id, log_probs, ids, eos, weights};
-    int32_t first = 0;  // the first row of the sentence at hand
-    for (Sentence& s : live) {
-      const int32_t n = static_cast<int32_t>(s.live.size());
-      advance(s, first, step, o, stopping, proposals);
-      first += n;
+    if (o.sampling.on) {
+      const Tensor lp = decoder.log_probs();  // (N, V) on the host
+      sampled.resize(static_cast<size_t>(lp.numel()));
+      if (lp.dtype() == DType::f64) {
+        std::copy_n(lp.data_as<double>(), lp.numel(), sampled.begin());
+      } else {
+        TFM_REQUIRE(lp.dtype() == DType::f32, "sampling: log-probabilities in {}", dtype_name(lp.dtype()));
+        std::copy_n(lp.data_as<float>(), lp.numel(), sampled.begin());
+      }
+      if (o.attention_layer >= 0) weights = decoder.attention();
+      int32_t first = 0;
+      for (Sentence& s : live) {
+        const int32_t n = static_cast<int32_t>(s.live.size());
+        advance_sampling(s, first, sampled.data(), decoder.vocab_size(), eos_id, o, weights, scratch);
+        first += n;
+      }
+    } else {
+      decoder.top_k(k, log_probs, ids);
+      bool at_max = false;
+      for (const Sentence& s : live) at_max |= s.t >= s.request->max_len;
+      if (at_max) eos = decoder.log_prob_of(eos_id);
+      if (o.attention_layer >= 0) weights = decoder.attention();
+      const StepResult step{k, eos_id, log_probs, ids, eos, weights};
+      int32_t first = 0;  // the first row of the sentence at hand
+      for (Sentence& s : live) {
+        const int32_t n = static_cast<int32_t>(s.live.size());
+        advance(s, first, step, o, stopping, proposals);
+        first += n;
+      }
     }
     // Those that stopped: reported, and their room given back.
     size_t kept = 0;

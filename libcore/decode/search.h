@@ -24,6 +24,18 @@
 // With W = 1 the search is greedy: the most likely token at each position,
 // until eos (the length penalty does not enter).
 //
+// Sampling (SamplingOptions::on; back-translation's, Edunov et al. 2018)
+// replaces the search: each of a sentence's n_best samples is a row of
+// its own that draws its next token from the model's distribution,
+// tempered and cut to the top k and then to the top p (sample_token),
+// until it draws eos (barred before min_len) or reaches max_len (then eos
+// is forced). A draw is a pure function of (seed, the request's key, the
+// sample, the position): Philox (libcore/base/rng.h), so a sentence's
+// samples depend on the seed and the sentence alone, never on the batch,
+// the threads or the other sentences. A sample's log_prob and
+// token_log_probs are the model's own (untempered, untruncated); samples
+// are returned in the order drawn (sample 0 first), not ranked.
+//
 // Sentences are searched together: their live hypotheses are the
 // decoder's rows. A sentence that stops leaves at once, and the next
 // sentences waiting join in its place (continuous batching: the decoder
@@ -50,8 +62,16 @@ enum class EarlyStopping { bound, beam, never };
 // lp(length) for alpha >= 0 and length >= 1.
 double length_penalty(int64_t length, double alpha, LengthPenalty form);
 
+struct SamplingOptions {
+  bool on = false;
+  int64_t top_k = 0;          // draw among the k most likely tokens (0: all)
+  double top_p = 1.0;         // then among the fewest most likely whose probability reaches p, in (0, 1]
+  double temperature = 1.0;   // log-probabilities divided by it before the cuts, > 0
+  uint64_t seed = 1;
+};
+
 struct BeamSearchOptions {
-  int64_t beam_size = 4;       // W; 1 is greedy search
+  int64_t beam_size = 4;       // W; 1 is greedy search (sampling: the samples, = n_best)
   double alpha = 0.6;          // length penalty exponent, >= 0
   LengthPenalty length_penalty = LengthPenalty::gnmt;
   EarlyStopping early_stopping = EarlyStopping::bound;
@@ -62,12 +82,14 @@ struct BeamSearchOptions {
   // (continuous batching); false: only once every sentence admitted with
   // it has finished (a batch at a time; the A/B of the benchmarks).
   bool refill = true;
+  SamplingOptions sampling = {};  // on: sampling instead of the search (above)
 };
 
 struct SearchRequest {
   std::vector<int32_t> source;  // ids, no bos/eos, not empty
   int64_t max_len = 0;          // tokens before eos: eos comes at the latest after these
   int64_t min_len = 0;          // tokens before eos is allowed (benchmarks force lengths)
+  uint64_t key = 0;             // the sentence's identity for sampling's draws (tfm-decode: its line)
 };
 
 struct Hypothesis {
@@ -80,6 +102,19 @@ struct Hypothesis {
   // source's length.
   std::vector<float> attention;
 };
+
+// Sampling's draw for one row: its V log-probabilities divided by the
+// temperature, cut to the top_k most likely (0: none), then to the
+// fewest most likely whose probability (renormalized after the first cut)
+// reaches top_p, ranked by log-probability, ties by the smaller id; token
+// `barred` (eos before min_len; -1: none) left out first. The token whose
+// share of the rest holds u in [0, 1), going down that ranking (in id
+// order when nothing is cut). `scratch` is reused between calls.
+int32_t sample_token(const double* log_probs, int64_t V, const SamplingOptions& o, double u, int32_t barred,
+                     std::vector<int32_t>& scratch);
+// The uniform [0, 1) draw of sample `sample` of the request keyed `key` at
+// position t (53 random bits).
+double sample_uniform(uint64_t seed, uint64_t key, int64_t sample, int64_t t);
 
 // The rows and steps a batch of these requests needs from the decoder.
 int64_t search_rows(int64_t sentences, const BeamSearchOptions& options);

@@ -259,7 +259,9 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       const Framing framing = Framing::of(model_.config());
       for (size_t i : order) {
         const Item& it = items[todo[i]];
-        requests.push_back({framing.source(it.ids), max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0});
+        // Keyed by the line's number: a line's samples are the same however it is batched.
+        requests.push_back({framing.source(it.ids), max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0,
+                            static_cast<uint64_t>(it.number)});
       }
       search_stream(decoders_, requests, o.search, [&](size_t r, std::vector<Hypothesis>&& nbest) {
         const size_t at = todo[order[r]];

@@ -9,12 +9,14 @@ _tfm_decode() {
     --device) mapfile -t COMPREPLY < <(compgen -W "auto cpu cuda cuda:0 cuda:1" -- "$cur"); return ;;
     --precision) mapfile -t COMPREPLY < <(compgen -W "auto fp32 int8 bf16 fp16" -- "$cur"); return ;;
     --threads-take) mapfile -t COMPREPLY < <(compgen -W "auto batches rows" -- "$cur"); return ;;
-    -b|--beam|--alpha|--max-len-a|--max-len-b|-n|--n-best|--attention-layer|--max-tokens|--batch-size|--max-input-len)
+    -b|--beam|--alpha|--max-len-a|--max-len-b|-n|--n-best|--attention-layer|--max-tokens|--batch-size|--max-input-len|\
+    --sampling-topk|--sampling-topp|--temperature|--seed)
       COMPREPLY=(); return ;;
   esac
   if [[ "$cur" == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "--model --ids --detok --beam --alpha --length-penalty
-      --max-len-a --max-len-b --early-stopping --n-best --scores --json --attention --attention-layer
+      --max-len-a --max-len-b --early-stopping --sampling --sampling-topk --sampling-topp --temperature --seed
+      --n-best --scores --json --attention --attention-layer
       --attention-heads --max-tokens --batch-size --max-input-len --truncate --threads-take --device --precision
       --config --quiet --verbose --version --help -m -b -n -q -v -h" -- "$cur")
   else

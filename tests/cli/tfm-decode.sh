@@ -279,6 +279,27 @@ source "$completion"
 [ "$(complete_words --early-stopping b)" = "bound beam" ] || fail "completion: --early-stopping"
 complete_words --n-be | grep -q -- "--n-best" || fail "completion: --n-best"
 
+# Sampling: -n samples a line as LINE<TAB>HYP lines, the same at any batch
+# size or thread split (each line's draws are keyed by its number), other
+# samples under another seed, top-k 1 is greedy search; bad values are
+# usage errors.
+decode -m "$E" --sampling -n 3 --seed 5 "$TMP/in" >"$TMP/s1" || fail "sampling"
+[ "$(wc -l <"$TMP/s1")" -eq $((3 * $(wc -l <"$TMP/in"))) ] || fail "sampling: not 3 lines a line"
+[ "$(cut -f1 "$TMP/s1" | uniq -c | awk '{ print $1 }' | sort -u)" = 3 ] || fail "sampling: LINE numbers"
+decode -m "$E" --sampling -n 3 --seed 5 --batch-size 1 "$TMP/in" | cmp -s - "$TMP/s1" || fail "sampling: batch size 1"
+OMP_NUM_THREADS=2 decode -m "$E" --sampling -n 3 --seed 5 --threads-take batches --batch-size 2 "$TMP/in" |
+  cmp -s - "$TMP/s1" || fail "sampling: two threads taking batches"
+decode -m "$E" --sampling -n 3 --seed 6 "$TMP/in" | cmp -s - "$TMP/s1" && fail "sampling: seeds 5 and 6 drew alike"
+decode -m "$E" --sampling --sampling-topk 1 --temperature 0.5 "$TMP/in" >"$TMP/s2" || fail "sampling top-k 1"
+decode -m "$E" --beam 1 "$TMP/in" | cmp -s - "$TMP/s2" || fail "sampling: top-k 1 is not greedy search"
+for bad in "--sampling --sampling-topp 0" "--sampling --sampling-topp 1.5" "--sampling --temperature 0" \
+           "--seed 3" "--sampling-topk 4" "--sampling --beam 2"; do
+  # shellcheck disable=SC2086
+  run tfm-decode -m "$E" $bad "$TMP/in"
+  expect_rc 2 "$bad"
+  expect_one_error_line tfm-decode "$bad"
+done
+
 # Several GPUs, the Unix way (man tfm-decode, EXAMPLES): parts decoded
 # apart and joined in order give the output of one run.
 decode -m "$E" "$TMP/in" >"$TMP/whole" || fail "decode the whole"
