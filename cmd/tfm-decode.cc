@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "libcore/app/app.h"
@@ -32,6 +33,8 @@ struct Options {
   tfm::TranslateOptions translate;
   bool attention = false;
   int attention_layer = 0;  // 1-based; 0: the last
+  std::string alignment;    // pieces or words ("": none)
+  int alignment_layer = 0;  // 1-based; 0: the last
 };
 
 void decode(Options& o) {
@@ -42,13 +45,18 @@ void decode(Options& o) {
   auto model = file.load_weights(device, precision);
   model->pack_weights();  // on the CPU (f32, int8): the decoder's GEMMs read their weights' panels
   tfm::TranslateOptions& t = o.translate;
-  if (o.attention) {
-    const int64_t layers = model->config().decoder_layers;
-    if (o.attention_layer > layers)
-      throw tfm::UsageError(fmt::format("--attention-layer {} is past the model's {} decoder layers",
-                                        o.attention_layer, layers));
-    t.search.attention_layer = static_cast<int>(o.attention_layer > 0 ? o.attention_layer - 1 : layers - 1);
+  // The one decoder layer whose attention is kept: --attention's, --alignment's.
+  const int64_t layers = model->config().decoder_layers;
+  for (const auto& [on, layer, name] : {std::tuple{o.attention, o.attention_layer, "--attention-layer"},
+                                        std::tuple{!o.alignment.empty(), o.alignment_layer, "--alignment-layer"}}) {
+    if (!on) continue;
+    if (layer > layers)
+      throw tfm::UsageError(fmt::format("{} {} is past the model's {} decoder layers", name, layer, layers));
+    t.search.attention_layer = static_cast<int>(layer > 0 ? layer - 1 : layers - 1);
   }
+  if (t.alignment_heads > model->config().heads)
+    throw tfm::UsageError(fmt::format("--alignment-heads {} is more than the model's {} heads", t.alignment_heads,
+                                      model->config().heads));
   t.thread_work = tfm::parse_thread_work(o.thread_work);
   tfm::Progress progress(o.common.quiet);
   t.progress = &progress;
@@ -119,6 +127,16 @@ int main(int argc, char** argv) {
       ->group(output);
   app.add_option("--attention-layer", o.attention_layer, "With --attention: this layer (1-based)")
       ->check(tfm::AtLeast(1))->group(output);
+  app.add_option("--alignment", o.alignment,
+                 "After each hypothesis, ' ||| i-j ...': each target piece's most attended source piece "
+                 "(pieces), or those links merged to words")
+      ->check(CLI::IsMember({"pieces", "words"}))->group(output);
+  app.add_option("--alignment-layer", o.alignment_layer, "With --alignment: this decoder layer (1-based; "
+                 "default the last)")
+      ->check(tfm::AtLeast(1))->group(output);
+  app.add_option("--alignment-heads", t.alignment_heads,
+                 "With --alignment: the mean of the first N heads (default all)")
+      ->check(tfm::AtLeast(int64_t{1}))->group(output);
   app.add_flag("--attention-heads", t.search.attention_heads,
                "With --attention: every head instead of their mean")->group(output);
   auto* batching = "Batching and limits";
@@ -162,6 +180,17 @@ int main(int argc, char** argv) {
     if (attention_detail && !o.attention)
       throw CLI::ValidationError("--attention-layer and --attention-heads go with --attention");
     if (o.attention && !t.json) throw CLI::ValidationError("--attention goes with --json");
+    if (o.alignment.empty() && (o.alignment_layer > 0 || t.alignment_heads > 0))
+      throw CLI::ValidationError("--alignment-layer and --alignment-heads go with --alignment");
+    if (!o.alignment.empty() && o.attention && o.alignment_layer != o.attention_layer)
+      throw CLI::ValidationError("--attention and --alignment read one layer: give both the same layer");
+    if (!o.alignment.empty() && o.attention && t.alignment_heads > 0 && !t.search.attention_heads)
+      throw CLI::ValidationError("--alignment-heads keeps every head: with --attention, add --attention-heads");
+    t.alignment = o.alignment == "pieces" ? tfm::Alignment::pieces
+                  : o.alignment == "words" ? tfm::Alignment::words
+                                           : tfm::Alignment::none;
+    t.json_attention = o.attention;
+    if (t.alignment_heads > 0) t.search.attention_heads = true;
     if (t.scores && t.json) throw CLI::ValidationError("--json has the scores already; drop --scores");
     t.search.length_penalty =
         o.length_penalty == "plain" ? tfm::LengthPenalty::plain : tfm::LengthPenalty::gnmt;

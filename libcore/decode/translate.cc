@@ -86,6 +86,12 @@ Translator::Translator(const ModelWeights& model, const Vocab* vocab, const Tran
   TFM_REQUIRE(!vocab_ || vocab_->size() <= c.vocab_size,
               "the checkpoint's tokenizer has {} pieces but the model only {} ids",
               vocab_ ? vocab_->size() : 0, c.vocab_size);
+  TFM_REQUIRE(o.alignment == Alignment::none || o.search.attention_layer >= 0,
+              "internal: an alignment without the attention kept");
+  TFM_REQUIRE(o.alignment != Alignment::words || vocab_,
+              "--alignment words needs the checkpoint's SentencePiece model to find the words, and it has none");
+  TFM_REQUIRE(o.alignment_heads == 0 || o.search.attention_heads,
+              "internal: --alignment-heads without every head kept");
   TFM_REQUIRE(o.search.attention_layer < c.decoder_layers,
               "--attention-layer {} is past the model's {} decoder layers", o.search.attention_layer + 1,
               c.decoder_layers);
@@ -131,6 +137,44 @@ std::string Translator::tokens_text(const std::vector<int32_t>& ids) const {
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> Translator::align(const Item& item, const Hypothesis& h) const {
+  const TranslateOptions& o = options_;
+  const int64_t X = static_cast<int64_t>(item.ids.size());
+  const int64_t S = X + (X > 0 && model_.config().source_eos ? 1 : 0);  // the attention's columns
+  const int64_t H = o.search.attention_heads ? model_.config().heads : 1;
+  const int64_t use = o.alignment_heads > 0 ? std::min(o.alignment_heads, H) : H;
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  if (X == 0) return pairs;
+  for (size_t y = 0; y < h.tokens.size(); ++y) {
+    int64_t best = 0;
+    double best_w = -1;
+    for (int64_t x = 0; x < X; ++x) {
+      double w = 0;
+      for (int64_t hd = 0; hd < use; ++hd) w += h.attention[static_cast<size_t>((static_cast<int64_t>(y) * H + hd) * S + x)];
+      if (w > best_w) best_w = w, best = x;
+    }
+    pairs.emplace_back(best, static_cast<int64_t>(y));
+  }
+  if (o.alignment == Alignment::words) {
+    // Piece positions to word positions, then each word pair once, in order.
+    const auto words = [&](const std::vector<int32_t>& ids) {
+      std::vector<int64_t> word(ids.size());
+      int64_t w = -1;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const std::string_view piece = vocab_->piece(ids[i] < vocab_->size() ? ids[i] : vocab_->unk_id());
+        if (i == 0 || piece.starts_with("\u2581")) ++w;
+        word[i] = w;
+      }
+      return word;
+    };
+    const std::vector<int64_t> src = words(item.ids), tgt = words(h.tokens);
+    for (auto& [x, y] : pairs) x = src[static_cast<size_t>(x)], y = tgt[static_cast<size_t>(y)];
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  }
+  return pairs;
+}
+
 std::string Translator::format(const Item& item, const std::vector<Hypothesis>& nbest) const {
   const TranslateOptions& o = options_;
   if (!o.json) {
@@ -139,13 +183,19 @@ std::string Translator::format(const Item& item, const std::vector<Hypothesis>& 
       if (o.search.n_best > 1) out += fmt::format("{}\t", item.number);
       if (o.scores) out += fmt::format("{:.6f}\t", h.score);
       out += tokens_text(h.tokens);
+      if (o.alignment != Alignment::none) {
+        out += " |||";
+        for (const auto& [x, y] : align(item, h)) out += fmt::format(" {}-{}", x, y);
+      }
       out += '\n';
     }
     return out;
   }
   JsonWriter j;
   j.begin_object().field("line", item.number).key("hypotheses").begin_array();
-  const int64_t S = static_cast<int64_t>(item.ids.size());
+  // The attention's columns: the source, and the eos the model's framing adds.
+  const int64_t X = static_cast<int64_t>(item.ids.size());
+  const int64_t S = X + (X > 0 && model_.config().source_eos ? 1 : 0);
   const int64_t heads = o.search.attention_heads ? model_.config().heads : 1;
   for (const Hypothesis& h : nbest) {
     j.begin_object().key("tokens").begin_array();
@@ -160,7 +210,12 @@ std::string Translator::format(const Item& item, const std::vector<Hypothesis>& 
     j.field("score", h.score).field("log_prob", h.log_prob).key("token_log_probs").begin_array();
     for (float lp : h.token_log_probs) j.value(lp);
     j.end_array();
-    if (o.search.attention_layer >= 0) {
+    if (o.alignment != Alignment::none) {
+      j.key("alignment").begin_array();
+      for (const auto& [x, y] : align(item, h)) j.begin_array().value(x).value(y).end_array();
+      j.end_array();
+    }
+    if (o.search.attention_layer >= 0 && o.json_attention) {
       // (|Y|, S) or (|Y|, H, S), |Y| = tokens + eos (empty for an empty source).
       j.key("attention").begin_array();
       const int64_t rows = S > 0 ? static_cast<int64_t>(h.attention.size()) / (heads * S) : 0;

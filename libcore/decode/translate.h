@@ -15,8 +15,9 @@
 // Output, one per input line: the best hypothesis (pieces, ids, or text
 // through the checkpoint's SentencePiece model); with n_best > 1 that many
 // lines, each "LINE<TAB>HYP", LINE the 1-based number of the input line
-// counted over all inputs; `scores` puts "SCORE<TAB>" before HYP; `json`
-// writes one JSON object a line instead (man tfm-decode).
+// counted over all inputs; `scores` puts "SCORE<TAB>" before HYP; an
+// alignment follows HYP as " ||| i-j ..." (Marian's); `json` writes one
+// JSON object a line instead (man tfm-decode).
 //
 // Memory is planned once, at construction, for the largest batch the
 // options allow (DecoderLimits); the batch and beam never outgrow it.
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "libcore/data/vocab.h"
@@ -35,8 +37,18 @@ namespace tfm {
 
 class Progress;
 
+// Hard alignments written with each hypothesis (Pharaoh "i-j" pairs, 0-based
+// source then target positions): from the kept layer's cross-attention
+// (BeamSearchOptions::attention_layer), each target token's (eos left out)
+// most attended source token (the framing's eos left out; ties: the first),
+// over pieces, or merged to words at SentencePiece's word boundaries (a
+// piece that starts with U+2581 starts a word).
+enum class Alignment { none, pieces, words };
+
 struct TranslateOptions {
   BeamSearchOptions search;
+  Alignment alignment = Alignment::none;
+  int64_t alignment_heads = 0;   // average the first N heads (0: the mean of all; N needs attention_heads)
   double max_len_a = 1.0;        // output tokens at most a * |x| + b (eos not counted)
   double max_len_b = 50.0;
   int64_t max_tokens = 8192;     // source tokens decoded together, padding included
@@ -46,7 +58,8 @@ struct TranslateOptions {
   bool ids = false;              // read and write ids instead of pieces
   bool detok = false;            // write text (SentencePiece's decoding)
   bool scores = false;           // the hypothesis's score before it
-  bool json = false;             // JSON lines with tokens, scores (and attention)
+  bool json = false;             // JSON lines with tokens, scores (and alignments)
+  bool json_attention = false;   // with json: the kept attention weights too
   ThreadWork thread_work = ThreadWork::automatic;  // how the CPU's threads share the batches
   // Sentences done, tokens/s and the ETA (by the bytes of the inputs read,
   // when they are files), after every batch.
@@ -84,6 +97,7 @@ class Translator {
   struct Item;
   std::vector<int32_t> parse(const std::string& line) const;
   std::string format(const Item& item, const std::vector<Hypothesis>& nbest) const;
+  std::vector<std::pair<int64_t, int64_t>> align(const Item& item, const Hypothesis& h) const;
   std::string tokens_text(const std::vector<int32_t>& ids) const;
 
   const ModelWeights& model_;

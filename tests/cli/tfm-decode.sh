@@ -300,6 +300,43 @@ for bad in "--sampling --sampling-topp 0" "--sampling --sampling-topp 1.5" "--sa
   expect_one_error_line tfm-decode "$bad"
 done
 
+# Alignments: each target piece's most attended source piece, as the JSON's
+# attention weights give it (computed here apart), " ||| i-j" after the
+# hypothesis; words: those links merged at the pieces' word boundaries.
+decode -m "$M" --json --attention --alignment pieces "$TMP/in" >"$TMP/al.json" || fail "--alignment with --json"
+python3 - "$TMP/al.json" <<'PY' || fail "--alignment: not the attention's argmax"
+import json, sys
+for line in open(sys.argv[1]):
+    for h in json.loads(line)["hypotheses"]:
+        want = [[max(range(len(row)), key=lambda i: (row[i], -i)), j] for j, row in enumerate(h["attention"][:len(h["tokens"])])]
+        assert h["alignment"] == want, (h["alignment"], want)
+PY
+decode -m "$M" --alignment pieces "$TMP/in" >"$TMP/al.txt" || fail "--alignment pieces"
+decode -m "$M" "$TMP/in" | cmp -s - <(sed 's/ |||.*//' "$TMP/al.txt") || fail "--alignment changed the hypotheses"
+decode -m "$M" --alignment words "$TMP/in" >"$TMP/alw.txt" || fail "--alignment words"
+python3 - "$TMP/in" "$TMP/al.txt" "$TMP/alw.txt" <<'PY' || fail "--alignment words: not the pieces' links merged to words"
+import sys
+def words(pieces):
+    out, w = [], -1
+    for i, p in enumerate(pieces):
+        w += i == 0 or p.startswith("\u2581")
+        out.append(w)
+    return out
+for src, al, alw in zip(open(sys.argv[1]), open(sys.argv[2]), open(sys.argv[3])):
+    hyp, links = al.rstrip("\n").split(" |||")
+    sw, tw = words(src.split()), words(hyp.split())
+    want = sorted({(sw[int(x)], tw[int(y)]) for x, y in (l.split("-") for l in links.split())})
+    got = [tuple(int(v) for v in l.split("-")) for l in alw.rstrip("\n").split(" |||")[1].split()]
+    assert got == want, (got, want)
+PY
+run tfm-decode -m "$M" --alignment pieces --alignment-heads 99 "$TMP/in"
+expect_rc 2 "--alignment-heads past the heads"
+run tfm-decode -m "$M" --alignment-layer 1 "$TMP/in"
+expect_rc 2 "--alignment-layer without --alignment"
+run tfm-decode -m "$TMP/plain.bin" --ids --alignment words "$TMP/ids"
+expect_rc 1 "--alignment words without a tokenizer"
+expect_one_error_line tfm-decode "--alignment words without a tokenizer"
+
 # Several GPUs, the Unix way (man tfm-decode, EXAMPLES): parts decoded
 # apart and joined in order give the output of one run.
 decode -m "$E" "$TMP/in" >"$TMP/whole" || fail "decode the whole"
