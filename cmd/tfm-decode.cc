@@ -27,7 +27,9 @@ namespace {
 
 struct Options {
   tfm::CommonOptions common;
-  std::string model, device = "auto", precision = "auto";
+  std::vector<std::string> models;  // several: an ensemble
+  std::vector<double> weights;      // one a model (default: 1 each)
+  std::string device = "auto", precision = "auto";
   std::string length_penalty = "gnmt", early_stopping = "bound", thread_work = "auto";
   std::vector<std::string> files;
   tfm::TranslateOptions translate;
@@ -41,9 +43,22 @@ void decode(Options& o) {
   const tfm::Device device = tfm::select_device(tfm::parse_device(o.device));
   const tfm::Precision precision =
       tfm::kDecodePrecision.resolve(tfm::kDecodePrecision.parse("--precision", o.precision), device);
-  const tfm::ModelFile file(o.model);
-  auto model = file.load_weights(device, precision);
-  model->pack_weights();  // on the CPU (f32, int8): the decoder's GEMMs read their weights' panels
+  std::vector<std::unique_ptr<tfm::ModelFile>> files;
+  std::vector<std::unique_ptr<tfm::ModelWeights>> weights;
+  std::vector<const tfm::ModelWeights*> models;
+  for (const std::string& path : o.models) {
+    const tfm::ModelFile& file = *files.emplace_back(std::make_unique<tfm::ModelFile>(path));
+    // An ensemble reads one vocabulary: every model's tokenizer the first's.
+    const tfm::Vocab *first = files.front()->vocab(), *vocab = file.vocab();
+    if ((first == nullptr) != (vocab == nullptr) || (first && first->fingerprint() != vocab->fingerprint()))
+      tfm::fail("{} and {} have other vocabularies ({} and {}): an ensemble's models must share theirs",
+                o.models.front(), path, first ? first->fingerprint() : "none", vocab ? vocab->fingerprint() : "none");
+    models.push_back(weights.emplace_back(file.load_weights(device, precision)).get());
+    // On the CPU (f32, int8): the decoder's GEMMs read their weights' panels.
+    weights.back()->pack_weights();
+  }
+  const tfm::ModelWeights* model = models.front();
+  const tfm::ModelFile& file = *files.front();
   tfm::TranslateOptions& t = o.translate;
   // The one decoder layer whose attention is kept: --attention's, --alignment's.
   const int64_t layers = model->config().decoder_layers;
@@ -60,9 +75,14 @@ void decode(Options& o) {
   t.thread_work = tfm::parse_thread_work(o.thread_work);
   tfm::Progress progress(o.common.quiet);
   t.progress = &progress;
-  tfm::Translator translator(*model, file.vocab(), t);
-  tfm::log::info("{} on {}: model {}; decoder {}", o.model, device.str(), model->memory_report(),
-                 translator.memory_report());
+  std::vector<double> mix = o.weights;
+  if (mix.empty()) mix.assign(models.size(), 1.0);
+  if (mix.size() != models.size())
+    throw tfm::UsageError(fmt::format("--weights gives {} weights for {} models", mix.size(), models.size()));
+  tfm::Translator translator(models, mix, file.vocab(), t);
+  for (size_t m = 0; m < models.size(); ++m)
+    tfm::log::info("{} on {}: model {}", o.models[m], device.str(), models[m]->memory_report());
+  tfm::log::info("decoder {}", translator.memory_report());
   const tfm::TranslateTotals n = translator.run(o.files, stdout);
   tfm::log::info("{} sentences, {} tokens in {:.1f} s: {:.1f} tokens/s", n.sentences, n.tokens,
                  n.seconds, n.seconds > 0 ? static_cast<double>(n.tokens) / n.seconds : 0.0);
@@ -79,7 +99,12 @@ int main(int argc, char** argv) {
       "line, translations out in the same order. FILE... or stdin to stdout."};
   tfm::add_common_options(app, o.common);
   tfm::add_config_option(app, "Read options from an INI or TOML file (KEY = VALUE, long names)");
-  app.add_option("-m,--model", o.model, "The checkpoint (default: $TFM_MODEL)");
+  app.add_option("-m,--model", o.models,
+                 "The checkpoint (default: $TFM_MODEL); several (-m a.bin -m b.bin): an ensemble")
+      ->allow_extra_args(false);
+  app.add_option("--weights", o.weights,
+                 "With several -m: each model's weight in the ensemble's mix (default 1 each)")
+      ->delimiter(',')->allow_extra_args(false)->check(tfm::Range(0.0, 1e6));
   app.add_option("FILE", o.files, "Input files, plain or gzip (default or '-': stdin)");
   app.add_flag("--ids", t.ids, "Read and write ids instead of pieces");
   app.add_flag("--detok", t.detok, "Write text, decoded by the checkpoint's SentencePiece model");
@@ -159,7 +184,10 @@ int main(int argc, char** argv) {
       ->default_val("auto")->check(CLI::IsMember(tfm::kDecodePrecision.names()));
 
   app.callback([&] {
-    o.model = tfm::model_or_environment(o.model);
+    if (o.models.empty()) o.models.push_back(tfm::model_or_environment(""));
+    if (!o.weights.empty() && o.weights.size() != o.models.size())
+      throw CLI::ValidationError(fmt::format("--weights gives {} weights for {} models", o.weights.size(),
+                                             o.models.size()));
     tfm::SamplingOptions& p = t.search.sampling;
     if (!p.on) {
       for (const CLI::Option* opt : {topk, topp, temperature, seed})

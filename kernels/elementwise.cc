@@ -13,6 +13,15 @@ void add(const TensorView& a, const TensorView& b, const TensorView& y, const St
   on_device(stream, [&]<DeviceType D> { impl::add<D>(a, b, y, stream); });
 }
 
+void scaled_difference(const TensorView& x, const TensorView& base, float w, const TensorView& y,
+                       const Stream& stream) {
+  require_device("scaled_difference", stream, {{"x", &x}, {"base", &base}, {"y", &y}});
+  require_float("scaled_difference", x, "x");
+  require_same("scaled_difference", x, "x", base, "base");
+  require_same("scaled_difference", x, "x", y, "y");
+  on_device(stream, [&]<DeviceType D> { impl::scaled_difference<D>(x, base, w, y, stream); });
+}
+
 void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream) {
   require_device("relu_forward", stream, {{"x", &x}, {"y", &y}});
   require_float("relu_forward", x, "x");

@@ -14,6 +14,12 @@ namespace tfm::ops {
 // y = a + b                                    (same shape; y =; y may be a or b)
 void add(const TensorView& a, const TensorView& b, const TensorView& y, const Stream& stream);
 
+// y = w (x - base)                             (same shape; y =; y may be x or base)
+// In f32 (f64 for f64 tensors): an ensemble's mean of logits as z_0 plus
+// its members' weighted differences from z_0, exactly z_0 for copies.
+void scaled_difference(const TensorView& x, const TensorView& base, float w, const TensorView& y,
+                       const Stream& stream);
+
 // y = max(0, x)                                (y =; saves y, whose sign is the mask)
 void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream);
 
@@ -69,6 +75,9 @@ namespace tfm::ops::impl {
 
 template <DeviceType D>
 void add(const TensorView& a, const TensorView& b, const TensorView& y, const Stream& stream);
+template <DeviceType D>
+void scaled_difference(const TensorView& x, const TensorView& base, float w, const TensorView& y,
+                       const Stream& stream);
 template <DeviceType D>
 void relu_forward(const TensorView& x, const TensorView& y, const Stream& stream);
 template <DeviceType D>

@@ -101,6 +101,20 @@ void add<DeviceType::cpu>(const TensorView& a, const TensorView& b, const Tensor
 }
 
 template <>
+void scaled_difference<DeviceType::cpu>(const TensorView& x, const TensorView& base, float w, const TensorView& y,
+                                        const Stream&) {
+  with_float(y, "scaled_difference", [&](auto* py) {
+    using T = std::remove_pointer_t<decltype(py)>;
+    const T* px = x.data_as<T>();
+    const T* pb = base.data_as<T>();
+    const T tw = static_cast<T>(w);
+    parallel_chunks(y.numel(), kChunk, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) py[i] = tw * (px[i] - pb[i]);
+    });
+  });
+}
+
+template <>
 void relu_forward<DeviceType::cpu>(const TensorView& x, const TensorView& y, const Stream&) {
   with_float(y, "relu_forward", [&](auto* py) {
     using T = std::remove_pointer_t<decltype(py)>;

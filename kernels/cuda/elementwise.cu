@@ -46,6 +46,11 @@ struct AddOp {
   __device__ T operator()(T a, T b) const { return from_float<T>(to_float(a) + to_float(b)); }
 };
 template <typename T>
+struct ScaledDifferenceOp {
+  float w;
+  __device__ T operator()(T x, T base) const { return from_float<T>(w * (to_float(x) - to_float(base))); }
+};
+template <typename T>
 struct ReluOp {
   __device__ T operator()(T x, T) const { return from_float<T>(fmaxf(to_float(x), 0.0f)); }
 };
@@ -184,6 +189,18 @@ void add<DeviceType::cuda>(const TensorView& a, const TensorView& b, const Tenso
     using T = decltype(t);
     map2(static_cast<const T*>(a.data()), static_cast<const T*>(b.data()), static_cast<T*>(y.data()),
          n, AddOp<T>{}, native(stream));
+  });
+}
+
+template <>
+void scaled_difference<DeviceType::cuda>(const TensorView& x, const TensorView& base, float w, const TensorView& y,
+                                         const Stream& stream) {
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  with_storage_type(y.dtype(), "scaled_difference", [&](auto t) {
+    using T = decltype(t);
+    map2(static_cast<const T*>(x.data()), static_cast<const T*>(base.data()), static_cast<T*>(y.data()), n,
+         ScaledDifferenceOp<T>{w}, native(stream));
   });
 }
 

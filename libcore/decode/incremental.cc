@@ -565,6 +565,33 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
                            L.out_bias >= 0 ? model_.param(L.out_bias) : TensorView());
 }
 
+void IncrementalDecoder::mix_logits(const std::vector<IncrementalDecoder*>& others, const std::vector<double>& weights) {
+  TFM_REQUIRE(weights.size() == others.size() + 1, "internal: {} weights for {} models", weights.size(),
+              others.size() + 1);
+  TFM_REQUIRE(N_ > 0, "mix_logits before a step");
+  double total = 0;
+  for (double w : weights) total += w;
+  TFM_REQUIRE(total > 0, "an ensemble's weights must sum to more than 0");
+  const int64_t V = vocab_size();
+  const TensorView mine = prefix(view(plan_->logits), {N_, V});
+  const Stream& st = model_.stream();
+  // Each other member's logits := w_i / W (z_i - z_0), all against z_0
+  // before any is added; then added in order. A member's step ran on its
+  // own stream: done before this one reads it, and this one's reads done
+  // before the member's next step writes there.
+  for (size_t i = 0; i < others.size(); ++i) {
+    IncrementalDecoder& o = *others[i];
+    TFM_REQUIRE(o.N_ == N_ && o.vocab_size() == V && o.model_.device() == model_.device(),
+                "an ensemble's members must step the same rows over one vocabulary on one device");
+    o.model_.stream().synchronize();
+    const TensorView theirs = prefix(o.view(o.plan_->logits), {N_, V});
+    ops::scaled_difference(theirs, mine, static_cast<float>(weights[i + 1] / total), theirs, st);
+  }
+  for (IncrementalDecoder* o : others) ops::add(mine, prefix(o->view(o->plan_->logits), {N_, V}), mine, st);
+  st.synchronize();
+  lse_ready_ = false;
+}
+
 void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids) {
   TFM_REQUIRE(N_ > 0, "top_k before a step");
   TFM_REQUIRE(k >= 1 && k <= limits_.top_k, "top_k: k = {} is outside the planned [1, {}]", k,

@@ -113,6 +113,16 @@ class IncrementalDecoder {
   // continues a row of the last step of the same sentence, one position on.
   void step(const std::vector<Row>& rows);
 
+  // Ensembles: after every member's step() on the same rows, this
+  // decoder's logits become the members' weighted mean (weights[0] this
+  // decoder's, the others' in order), computed as z_0 + sum_i (w_i / W)
+  // (z_i - z_0), W the weights' sum: z_0 itself when the members are
+  // copies of one model. The others' logits are overwritten. top_k,
+  // log_prob_of and log_probs then read the mean: their log-softmax is the
+  // normalized log-linear mix of the members' distributions (Marian's
+  // weighted sum of log-probabilities, renormalized).
+  void mix_logits(const std::vector<IncrementalDecoder*>& others, const std::vector<double>& weights);
+
   // Of the last step, per row r: the k most likely next tokens, best first
   // (ties: smaller id), and their log-probabilities, at [r * k + i].
   void top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids);

@@ -173,6 +173,21 @@ int64_t check_search(const IncrementalDecoder& decoder, const std::vector<Search
   return k;
 }
 
+// An ensemble: one decoder a model, planned alike, one weight each.
+void check_team(const Team& t) {
+  TFM_REQUIRE(!t.members.empty() && t.weights.size() == t.members.size(),
+              "internal: an ensemble of {} decoders with {} weights", t.members.size(), t.weights.size());
+  const IncrementalDecoder& first = *t.members.front();
+  for (const IncrementalDecoder* d : t.members) {
+    const DecoderLimits &a = d->limits(), &b = first.limits();
+    TFM_REQUIRE(d->vocab_size() == first.vocab_size() && a.sentences == b.sentences && a.rows == b.rows &&
+                    a.steps == b.steps && a.src_len == b.src_len && a.src_tokens == b.src_tokens &&
+                    a.cache_rows == b.cache_rows && a.top_k == b.top_k,
+                "internal: an ensemble's decoders are planned differently");
+  }
+  for (double w : t.weights) TFM_REQUIRE(w >= 0 && std::isfinite(w), "an ensemble weight must be >= 0, got {}", w);
+}
+
 // What a decoder step gave every row: the top k tokens and their
 // log-probabilities (row-major), eos's log-probability where a sentence is
 // at its longest, and the attention weights when kept.
@@ -335,9 +350,15 @@ namespace {
 // each), and a sentence that stops is reported and released at once, so
 // that steps stay full. take(fits) gives the next request's index if
 // fits(request) holds for it (under the caller's lock), else none.
-void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
+//
+// An ensemble's members (team, beside the first) are admitted, stepped and
+// released alike; after each step the first's logits become their weighted
+// mean (mix_logits), and everything else is read from the first.
+void stream(const Team& team, const BeamSearchOptions& o,
             const std::function<const SearchRequest*(const std::function<bool(const SearchRequest&)>&, size_t&)>& take,
             const std::function<void(size_t, std::vector<Hypothesis>&&)>& done) {
+  IncrementalDecoder& decoder = *team.members.front();
+  const std::vector<IncrementalDecoder*> others(team.members.begin() + 1, team.members.end());
   const DecoderLimits& l = decoder.limits();
   const int64_t W = o.beam_size;
   const EarlyStopping stopping = W == 1 ? EarlyStopping::beam : o.early_stopping;
@@ -346,7 +367,7 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
   const auto start_id = static_cast<int32_t>(decoder.config().decoder_start_id);
   const auto eos_id = static_cast<int32_t>(decoder.config().eos_id);
   const int64_t refill_at = std::max<int64_t>(1, l.sentences / 8);
-  decoder.reset();
+  for (IncrementalDecoder* d : team.members) d->reset();
   std::vector<Sentence> live;
   int64_t reserved = 0;  // pool rows the live sentences may still take, at most
   std::vector<IncrementalDecoder::Row> rows;
@@ -390,6 +411,8 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
     }
     if (!joining.empty()) {
       const std::vector<int32_t> slots = decoder.admit(sources);
+      for (IncrementalDecoder* d : others)
+        TFM_REQUIRE(d->admit(sources) == slots, "internal: an ensemble's members gave the sentences other slots");
       for (size_t j = 0; j < joining.size(); ++j) {
         joining[j].slot = slots[j];
         live.push_back(std::move(joining[j]));
@@ -410,7 +433,8 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
     rows.clear();
     for (const Sentence& s : live)
       for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.tokens.empty() ? start_id : h.tokens.back()});
-    decoder.step(rows);
+    for (IncrementalDecoder* d : team.members) d->step(rows);
+    if (!others.empty()) decoder.mix_logits(others, team.weights);
     if (o.sampling.on) {
       const Tensor lp = decoder.log_probs();  // (N, V) on the host
       sampled.resize(static_cast<size_t>(lp.numel()));
@@ -450,7 +474,7 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
         continue;
       }
       reserved -= W * (s.request->max_len + 1);
-      decoder.release(s.slot);
+      for (IncrementalDecoder* d : team.members) d->release(s.slot);
       done(s.index, collect(s, o.n_best));
     }
     live.resize(kept);
@@ -462,11 +486,17 @@ void stream(IncrementalDecoder& decoder, const BeamSearchOptions& o,
 std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
                                                  const std::vector<SearchRequest>& batch,
                                                  const BeamSearchOptions& o) {
-  check_search(decoder, batch, o);
+  return beam_search(Team{{&decoder}, {1.0}}, batch, o);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(const Team& team, const std::vector<SearchRequest>& batch,
+                                                 const BeamSearchOptions& o) {
+  check_team(team);
+  check_search(*team.members.front(), batch, o);
   std::vector<std::vector<Hypothesis>> out(batch.size());
   size_t next = 0;
   stream(
-      decoder, o,
+      team, o,
       [&](const std::function<bool(const SearchRequest&)>& fits, size_t& index) -> const SearchRequest* {
         if (next == batch.size() || !fits(batch[next])) return nullptr;
         index = next;
@@ -500,8 +530,16 @@ int search_threads(const ModelWeights& model, int threads, ThreadWork work) {
 void search_stream(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,
                    const std::vector<SearchRequest>& requests, const BeamSearchOptions& o,
                    const std::function<void(size_t, std::vector<Hypothesis>&&)>& done) {
-  TFM_REQUIRE(!decoders.empty(), "internal: search_stream without a decoder");
-  const int threads = static_cast<int>(std::min(decoders.size(), requests.size()));
+  std::vector<Team> teams;
+  for (const auto& d : decoders) teams.push_back({{d.get()}, {1.0}});
+  search_stream(teams, requests, o, done);
+}
+
+void search_stream(const std::vector<Team>& teams, const std::vector<SearchRequest>& requests,
+                   const BeamSearchOptions& o, const std::function<void(size_t, std::vector<Hypothesis>&&)>& done) {
+  TFM_REQUIRE(!teams.empty(), "internal: search_stream without a decoder");
+  for (const Team& t : teams) check_team(t);
+  const int threads = static_cast<int>(std::min(teams.size(), requests.size()));
   // The queue: requests in order, each taken by the first decoder with room.
   std::mutex queue_mutex, done_mutex;
   size_t next = 0;
@@ -523,19 +561,19 @@ void search_stream(const std::vector<std::unique_ptr<IncrementalDecoder>>& decod
     }
   };
   if (threads <= 1) {
-    stream(*decoders[0], o, take, report);
+    stream(teams[0], o, take, report);
     return;
   }
   std::vector<std::exception_ptr> failed(static_cast<size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
-    IncrementalDecoder& decoder = *decoders[static_cast<size_t>(omp_get_thread_num())];
+    const Team& team = teams[static_cast<size_t>(omp_get_thread_num())];
     // Regions nested in this one run on one thread already, but the decoder
     // and the GEMMs size their splits by omp_get_max_threads(): one here.
     // (An implicit task's own setting; the caller's is untouched.)
     omp_set_num_threads(1);
     try {
-      stream(decoder, o, take, report);
+      stream(team, o, take, report);
     } catch (...) {
       failed[static_cast<size_t>(omp_get_thread_num())] = std::current_exception();
       stop = true;

@@ -120,12 +120,26 @@ double sample_uniform(uint64_t seed, uint64_t key, int64_t sample, int64_t t);
 int64_t search_rows(int64_t sentences, const BeamSearchOptions& options);
 int64_t search_steps(const std::vector<SearchRequest>& batch);
 
+// An ensemble (fairseq's and Marian's): a decoder a model, planned alike
+// (the same limits, vocabulary and framing), stepped on the same rows; at
+// each step the first's logits become their weighted mean
+// (IncrementalDecoder::mix_logits: the normalized log-linear mix of the
+// models' distributions), from which the search reads everything, the
+// attention kept included (the first model's). A team of copies of one
+// model searches as that model alone, bit for bit.
+struct Team {
+  std::vector<IncrementalDecoder*> members;
+  std::vector<double> weights;  // one a member, >= 0
+};
+
 // Searches a batch of sentences together; returns each one's n-best list,
 // best first (ties: higher log-probability, then fewer tokens, then the
 // smaller token sequence). The decoder must be planned for the batch
 // (search_rows, search_steps, top_k >= min(2 W, V), and the attention layer).
 std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
                                                  const std::vector<SearchRequest>& batch,
+                                                 const BeamSearchOptions& options);
+std::vector<std::vector<Hypothesis>> beam_search(const Team& team, const std::vector<SearchRequest>& batch,
                                                  const BeamSearchOptions& options);
 
 // Many sentences (tfm-decode's, the benchmarks'), in the order given, with
@@ -144,6 +158,9 @@ std::vector<std::vector<Hypothesis>> beam_search(IncrementalDecoder& decoder,
 void search_stream(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,
                    const std::vector<SearchRequest>& requests, const BeamSearchOptions& options,
                    const std::function<void(size_t, std::vector<Hypothesis>&&)>& done);
+// The same with an ensemble a thread.
+void search_stream(const std::vector<Team>& teams, const std::vector<SearchRequest>& requests,
+                   const BeamSearchOptions& options, const std::function<void(size_t, std::vector<Hypothesis>&&)>& done);
 
 // How a CPU's threads share a search: each its own batches on a decoder of
 // its own (CTranslate2's inter_threads: no step waits on another thread;

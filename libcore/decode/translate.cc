@@ -76,9 +76,28 @@ DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions
 }
 
 Translator::Translator(const ModelWeights& model, const Vocab* vocab, const TranslateOptions& options)
-    : model_(model), vocab_(vocab), options_(options) {
+    : Translator(std::vector<const ModelWeights*>{&model}, {1.0}, vocab, options) {}
+
+Translator::Translator(const std::vector<const ModelWeights*>& models, const std::vector<double>& weights,
+                       const Vocab* vocab, const TranslateOptions& options)
+    : model_(*models.at(0)), models_(models), weights_(weights), vocab_(vocab), options_(options) {
   check_options(options_);
+  const ModelWeights& model = model_;
   const ModelConfig& c = model.config();
+  TFM_REQUIRE(weights_.size() == models_.size(), "{} weights for {} models", weights_.size(), models_.size());
+  for (size_t i = 1; i < models_.size(); ++i) {
+    const ModelConfig& other = models_[i]->config();
+    TFM_REQUIRE(other.vocab_size == c.vocab_size && other.decoder_start_id == c.decoder_start_id &&
+                    other.eos_id == c.eos_id && other.source_eos == c.source_eos,
+                "model {} of the ensemble has {} ids, start {}, eos {}{}; model 1 {}, {}, {}{}", i + 1,
+                other.vocab_size, other.decoder_start_id, other.eos_id, other.source_eos ? ", source eos" : "",
+                c.vocab_size, c.decoder_start_id, c.eos_id, c.source_eos ? ", source eos" : "");
+    TFM_REQUIRE(other.learned_positions == c.learned_positions &&
+                    (!c.learned_positions || other.max_positions == c.max_positions),
+                "model {} of the ensemble has other positions than model 1 (learned: {} and {}, {} and {})", i + 1,
+                other.learned_positions, c.learned_positions, other.max_positions, c.max_positions);
+    TFM_REQUIRE(models_[i]->device() == model.device(), "an ensemble's models must be on one device");
+  }
   TranslateOptions& o = options_;
   TFM_REQUIRE(vocab_ || (o.ids && !o.detok),
               "the checkpoint embeds no tokenizer, so tfm-decode can read and write ids only "
@@ -103,13 +122,23 @@ Translator::Translator(const ModelWeights& model, const Vocab* vocab, const Tran
   // One decoder a thread where the threads take sentences each on their
   // own decoder (search_stream); one line at a time (batch size 1), one.
   const int decoders = o.batch_size == 1 ? 1 : search_threads(model, omp_get_max_threads(), o.thread_work);
-  for (int d = 0; d < decoders; ++d)
-    decoders_.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, o)));
+  // Every model planned with the first's limits (positions, lengths), so
+  // that an ensemble's decoders step alike.
+  const DecoderLimits limits = translate_limits(model, o);
+  for (int d = 0; d < decoders; ++d) {
+    auto& team = decoders_.emplace_back();
+    for (const ModelWeights* m : models_) team.push_back(std::make_unique<IncrementalDecoder>(*m, limits));
+  }
 }
 
 std::string Translator::memory_report() const {
-  const std::string one = decoders_.front()->memory_report();
-  return decoders_.size() == 1 ? one : fmt::format("{} (x{}: a decoder a thread)", one, decoders_.size());
+  std::string out;
+  for (size_t m = 0; m < models_.size(); ++m) {
+    const std::string one = decoders_.front()[m]->memory_report();
+    if (models_.size() > 1) out += fmt::format("{}model {}: ", m ? "; " : "", m + 1);
+    out += decoders_.size() == 1 ? one : fmt::format("{} (x{}: a decoder a thread)", one, decoders_.size());
+  }
+  return out;
 }
 
 Translator::~Translator() = default;
@@ -318,7 +347,13 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
         requests.push_back({framing.source(it.ids), max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0,
                             static_cast<uint64_t>(it.number)});
       }
-      search_stream(decoders_, requests, o.search, [&](size_t r, std::vector<Hypothesis>&& nbest) {
+      std::vector<Team> teams;
+      for (const auto& members : decoders_) {
+        Team& t = teams.emplace_back();
+        for (const auto& d : members) t.members.push_back(d.get());
+        t.weights = weights_;
+      }
+      search_stream(teams, requests, o.search, [&](size_t r, std::vector<Hypothesis>&& nbest) {
         const size_t at = todo[order[r]];
         text[at] = format(items[at], nbest);
         done[at] = true;

@@ -84,6 +84,11 @@ class Translator {
  public:
   // `vocab` may be null when ids come in and go out (ids, no detok).
   Translator(const ModelWeights& model, const Vocab* vocab, const TranslateOptions& options);
+  // An ensemble (search.h, Team): the models' log-linear mix with these
+  // weights (one a model, >= 0); they must share the vocabulary size and
+  // the framing (start, eos, source eos), and the caller their tokenizer.
+  Translator(const std::vector<const ModelWeights*>& models, const std::vector<double>& weights,
+             const Vocab* vocab, const TranslateOptions& options);
   ~Translator();
 
   // Translates every line of `inputs` ("-" or none: stdin) to `out`.
@@ -91,6 +96,7 @@ class Translator {
   TranslateTotals run(const std::vector<std::string>& inputs, std::FILE* out);
 
   const TranslateOptions& options() const { return options_; }
+  // The decoders' memory, a model's each (an ensemble: one line a model).
   std::string memory_report() const;
 
  private:
@@ -100,10 +106,13 @@ class Translator {
   std::vector<std::pair<int64_t, int64_t>> align(const Item& item, const Hypothesis& h) const;
   std::string tokens_text(const std::vector<int32_t>& ids) const;
 
-  const ModelWeights& model_;
+  const ModelWeights& model_;  // the first of models_
+  std::vector<const ModelWeights*> models_;
+  std::vector<double> weights_;
   const Vocab* vocab_;
   TranslateOptions options_;
-  std::vector<std::unique_ptr<IncrementalDecoder>> decoders_;  // search_stream's
+  // search_stream's: a thread's decoders, one a model.
+  std::vector<std::vector<std::unique_ptr<IncrementalDecoder>>> decoders_;
 };
 
 }  // namespace tfm

@@ -11,11 +11,11 @@ _tfm_decode() {
     --alignment) mapfile -t COMPREPLY < <(compgen -W "pieces words" -- "$cur"); return ;;
     --threads-take) mapfile -t COMPREPLY < <(compgen -W "auto batches rows" -- "$cur"); return ;;
     -b|--beam|--alpha|--max-len-a|--max-len-b|-n|--n-best|--attention-layer|--max-tokens|--batch-size|--max-input-len|\
-    --sampling-topk|--sampling-topp|--temperature|--seed|--alignment-layer|--alignment-heads)
+    --sampling-topk|--sampling-topp|--temperature|--seed|--alignment-layer|--alignment-heads|--weights)
       COMPREPLY=(); return ;;
   esac
   if [[ "$cur" == -* ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "--model --ids --detok --beam --alpha --length-penalty
+    mapfile -t COMPREPLY < <(compgen -W "--model --weights --ids --detok --beam --alpha --length-penalty
       --max-len-a --max-len-b --early-stopping --sampling --sampling-topk --sampling-topp --temperature --seed
       --n-best --scores --json --attention --attention-layer --alignment --alignment-layer --alignment-heads
       --attention-heads --max-tokens --batch-size --max-input-len --truncate --threads-take --device --precision

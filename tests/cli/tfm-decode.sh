@@ -300,6 +300,25 @@ for bad in "--sampling --sampling-topp 0" "--sampling --sampling-topp 1.5" "--sa
   expect_one_error_line tfm-decode "$bad"
 done
 
+# Ensembles: -m twice. Copies of one model give its output and scores bit
+# for bit; a zero weight leaves a model out; two models give their own;
+# models with other vocabularies are refused, naming both.
+"$TFM_TOOLS/tiny_checkpoint" "$TMP/other.bin" --tokenizer "$TMP/spm.model" --seed 5 || fail "second model fixture"
+decode -m "$M" -n 2 --scores "$TMP/in" >"$TMP/one" || fail "decode one model"
+decode -m "$M" -m "$M" -m "$M" -n 2 --scores "$TMP/in" | cmp -s - "$TMP/one" || fail "ensemble of copies: not the model's output"
+decode -m "$M" -m "$TMP/other.bin" --weights 1,0 -n 2 --scores "$TMP/in" | cmp -s - "$TMP/one" ||
+  fail "ensemble with a zero weight: not the first model's output"
+decode -m "$M" -m "$TMP/other.bin" -n 2 --scores "$TMP/in" | cmp -s - "$TMP/one" && fail "ensemble of two models: the first's output"
+run tfm-decode -m "$M" -m "$TMP/other.bin" "$TMP/in"
+expect_rc 0 "ensemble"
+[ "$(grep -c "^tfm-decode: .* on cpu: model " "$TMP/err")" = 2 ] || fail "ensemble: memory not reported a model: $(cat "$TMP/err")"
+run tfm-decode -m "$M" -m "$TMP/plain.bin" "$TMP/in"
+expect_rc 1 "ensemble of other vocabularies"
+expect_one_error_line tfm-decode "ensemble of other vocabularies"
+grep -q "tiny.bin and .*plain.bin have other vocabularies" "$TMP/err" || fail "ensemble: the refusal names neither model"
+run tfm-decode -m "$M" -m "$TMP/other.bin" --weights 1 "$TMP/in"
+expect_rc 2 "--weights of another count"
+
 # Alignments: each target piece's most attended source piece, as the JSON's
 # attention weights give it (computed here apart), " ||| i-j" after the
 # hypothesis; words: those links merged at the pieces' word boundaries.
