@@ -181,6 +181,23 @@ std::vector<int> random_ints(int64_t count, int64_t below, uint64_t seed) {
   return out;
 }
 
+std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t lo, int64_t hi, int64_t V, uint64_t seed) {
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  const auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int32_t> s(static_cast<size_t>(lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1))));
+    for (int32_t& w : s) w = 4 + static_cast<int32_t>(next() % static_cast<uint64_t>(V - 4));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 TempDir::TempDir() {
   char tmpl[] = "/tmp/tfm-test-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);

@@ -82,6 +82,10 @@ Tensor i32(const std::vector<int>& values);
 std::string error_of(const std::function<void()>& fn);
 // `count` integers uniform in [0, below), from a seeded LCG (index tables).
 std::vector<int> random_ints(int64_t count, int64_t below, uint64_t seed);
+// `n` sentences of lo..hi words, each an id in [4, V) (past the reserved
+// ids), from a seeded xorshift: the copy task of tests/pipeline/copy.sh
+// at lo 3, hi 10, V 14.
+std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t lo, int64_t hi, int64_t V, uint64_t seed);
 
 // A fresh directory under /tmp, removed with everything in it.
 class TempDir {

@@ -27,30 +27,11 @@ using namespace tfm;
 
 namespace {
 
-// n sentences of lo..hi ids in [4, V), deterministic for a seed.
-std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t lo, int64_t hi, int64_t V, uint64_t seed) {
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 3;
-  const auto next = [&] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
-  std::vector<std::vector<int32_t>> out;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t len = lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
-    std::vector<int32_t> s(static_cast<size_t>(len));
-    for (int32_t& w : s) w = 4 + static_cast<int32_t>(next() % static_cast<uint64_t>(V - 4));
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
 // Sentences of exactly these lengths.
 std::vector<std::vector<int32_t>> sentences_of(const std::vector<int64_t>& lengths, int64_t V, uint64_t seed) {
   std::vector<std::vector<int32_t>> out;
   for (size_t i = 0; i < lengths.size(); ++i)
-    out.push_back(random_sentences(1, lengths[i], lengths[i], V, seed + i)[0]);
+    out.push_back(test::random_sentences(1, lengths[i], lengths[i], V, seed + i)[0]);
   return out;
 }
 
@@ -218,7 +199,7 @@ TEST_CASE("beam search with the big preset's widths on cuda matches the cpu in f
   ModelWeights cpu(c, Device::cpu()), gpu(c, Device::cuda(0));
   cpu.init(41);
   gpu.init(41);
-  const auto sources = random_sentences(4, 5, 16, c.vocab_size, 61);
+  const auto sources = test::random_sentences(4, 5, 16, c.vocab_size, 61);
   check_decoder_steps(cpu, gpu, {sources[0], sources[1]}, {20, 21, 40, 41, 42, 22, 23, 8191, 4}, 0);
   BeamSearchOptions o;
   o.beam_size = 4;
@@ -323,7 +304,7 @@ TEST_CASE("a 64k vocabulary on cuda: the decoder's top k and beam search match t
   o.beam_size = 4;
   o.n_best = 4;
   std::vector<SearchRequest> batch;
-  for (const auto& s : random_sentences(6, 3, 12, c.vocab_size, 71))
+  for (const auto& s : test::random_sentences(6, 3, 12, c.vocab_size, 71))
     batch.push_back({s, static_cast<int64_t>(s.size()) + 4, 0});
   check_beam_search(cpu, gpu, batch, o, 5e-4);
 }

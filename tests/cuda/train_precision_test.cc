@@ -20,23 +20,9 @@ using namespace tfm::train;
 
 namespace {
 
-// Sentences of 3..10 words out of 10 (ids 4..13), the copy task of
-// tests/pipeline/copy.sh; deterministic for a seed (as train_test.cc).
+// The copy task's sentences (support.h).
 std::vector<std::vector<int32_t>> random_sentences(int64_t n, uint64_t seed) {
-  std::vector<std::vector<int32_t>> out;
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  const auto next = [&] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<int32_t> s(3 + next() % 8);
-    for (int32_t& w : s) w = 4 + static_cast<int32_t>(next() % 10);
-    out.push_back(std::move(s));
-  }
-  return out;
+  return test::random_sentences(n, 3, 10, 14, seed);
 }
 
 // Targets 4, 5, 6, ... as long as the source: each next word follows from
