@@ -15,13 +15,16 @@ namespace tfm::ops {
 struct AdamOptions {
   float lr = 0;
   float beta1 = 0.9f, beta2 = 0.98f, eps = 1e-9f;  // the paper's
+  float weight_decay = 0;    // decoupled (AdamW, Loshchilov and Hutter 2019); the paper's is 0
   int64_t step = 1;          // 1-based, for bias correction
   float grad_scale = 1.0f;   // multiplies every gradient first (clipping, loss scale)
 };
 
 // One pass over the flat buffers (P), in place:
 //   g = grad_scale * grads;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//   params *= 1 - lr * weight_decay                       (only when weight_decay != 0)
 //   params -= lr * (m / (1 - b1^step)) / (sqrt(v / (1 - b2^step)) + eps)
+// (PyTorch's AdamW order: the decay first, with the update's learning rate.)
 // params, grads, m, v: f32 (f64 on the CPU for tests), one shape.
 // control: update_control's decision, on the device (optional: an empty
 // view). When given, its grad_scale, lr and bias corrections replace the

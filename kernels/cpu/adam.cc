@@ -24,6 +24,11 @@ void adam_typed(T* p, const T* grads, T* m, T* v, int64_t n, const AdamOptions& 
     bc2 = control[4];
   }
   const T b1 = o.beta1, b2 = o.beta2, eps = o.eps;
+  if (o.weight_decay != 0) {  // AdamW's decay, before the step (adam.h)
+    const T keep = T(1) - lr * static_cast<T>(o.weight_decay);
+#pragma omp parallel for simd if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) p[i] *= keep;
+  }
 #pragma omp parallel for simd if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T g = gs * grads[i];

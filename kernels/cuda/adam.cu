@@ -13,9 +13,11 @@ namespace {
 struct AdamConstants {
   float lr, beta1, beta2, eps, grad_scale;
   float bias1, bias2;  // 1 - beta^step
+  float weight_decay;
 };
 
 // g = grad_scale grads; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// params *= 1 - lr weight_decay (when not 0: AdamW's decay first);
 // params -= lr (m / bias1) / (sqrt(v / bias2) + eps)
 // control (update_control's, optional): {applied, grad_scale, lr, bias1,
 // bias2} replace the constants', and an update not applied changes nothing.
@@ -35,7 +37,9 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
     const float vi = k.beta2 * v[i] + (1.0f - k.beta2) * g * g;
     m[i] = mi;
     v[i] = vi;
-    params[i] -= k.lr * (mi / k.bias1) / (sqrtf(vi / k.bias2) + k.eps);
+    float p = params[i];
+    if (k.weight_decay != 0.0f) p *= 1.0f - k.lr * k.weight_decay;
+    params[i] = p - k.lr * (mi / k.bias1) / (sqrtf(vi / k.bias2) + k.eps);
   }
 }
 
@@ -70,8 +74,8 @@ void adam_step<DeviceType::cuda>(const TensorView& params, const TensorView& gra
   const int64_t n = params.numel();
   if (n == 0) return;
   const AdamSchedule s = adam_schedule(o.lr, o.beta1, o.beta2, o.step);
-  const AdamConstants k{static_cast<float>(s.lr), o.beta1, o.beta2, o.eps, o.grad_scale,
-                        static_cast<float>(s.bias1), static_cast<float>(s.bias2)};
+  const AdamConstants k{static_cast<float>(s.lr),    o.beta1, o.beta2, o.eps, o.grad_scale,
+                        static_cast<float>(s.bias1), static_cast<float>(s.bias2), o.weight_decay};
   adam_kernel<<<grid_for(n), kThreads, 0, native(stream)>>>(
       static_cast<float*>(params.data()), static_cast<const float*>(grads.data()),
       static_cast<float*>(m.data()), static_cast<float*>(v.data()), n, k,

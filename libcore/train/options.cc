@@ -18,9 +18,9 @@ namespace {
 constexpr double kHuge = 1e300;
 constexpr double kMaxInt = 1e15;  // integer knobs stay exact in a double
 
-enum class Kind { number, integer, seed, duration, precision };
-using Member = std::variant<double TrainOptions::*, int64_t TrainOptions::*,
-                            uint64_t TrainOptions::*, Precision TrainOptions::*>;
+enum class Kind { number, integer, seed, duration, precision, schedule };
+using Member = std::variant<double TrainOptions::*, int64_t TrainOptions::*, uint64_t TrainOptions::*,
+                            Precision TrainOptions::*, LrSchedule TrainOptions::*>;
 
 // One training knob. `lo` is exclusive when lo_open (a positive number).
 struct Field {
@@ -34,10 +34,23 @@ struct Field {
 };
 
 const Field kFields[] = {
+    {"lr-schedule", Kind::schedule, &TrainOptions::lr_schedule, 0, 0, false, "S",
+     "noam (the paper's), inverse-sqrt, linear, cosine or constant (man tfm-train)"},
     {"lr-scale", Kind::number, &TrainOptions::lr_scale, 0, kHuge, true, "X",
      "Multiply the paper's learning rate d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) by X"},
+    {"lr", Kind::number, &TrainOptions::lr, 0, kHuge, false, "X",
+     "The peak learning rate of the schedules but noam, reached after the warm-up"},
+    {"min-lr", Kind::number, &TrainOptions::min_lr, 0, kHuge, false, "X",
+     "linear and cosine: the learning rate they decay to"},
     {"warmup", Kind::integer, &TrainOptions::warmup, 1, kMaxInt, false, "STEPS",
      "Warm-up steps of the learning-rate schedule"},
+    {"decay-steps", Kind::integer, &TrainOptions::decay_steps, 0, kMaxInt, false, "N",
+     "linear and cosine: the update at which they reach --min-lr (0: --max-steps)"},
+    {"adam-beta1", Kind::number, &TrainOptions::adam_beta1, 0, 0.999999, false, "B", "Adam's beta1"},
+    {"adam-beta2", Kind::number, &TrainOptions::adam_beta2, 0, 0.999999999, false, "B", "Adam's beta2"},
+    {"adam-eps", Kind::number, &TrainOptions::adam_eps, 0, 1, true, "E", "Adam's epsilon"},
+    {"weight-decay", Kind::number, &TrainOptions::weight_decay, 0, 1e6, false, "X",
+     "Decoupled weight decay (AdamW): each update first multiplies the parameters by 1 - lr X"},
     {"max-tokens", Kind::integer, &TrainOptions::max_tokens, 0, kMaxInt, false, "N",
      "Re-pack the corpus into batches of N tokens a side, padding counted (0: as tfm-batch packed it)"},
     {"update-freq", Kind::integer, &TrainOptions::update_freq, 1, 1 << 20, false, "N",
@@ -206,6 +219,9 @@ void TrainOptions::set(std::string_view key, std::string_view value) {
     case Kind::precision:
       this->*std::get<Precision TrainOptions::*>(f.member) = kTrainPrecision.parse(f.key, v);
       break;
+    case Kind::schedule:
+      this->*std::get<LrSchedule TrainOptions::*>(f.member) = parse_lr_schedule(v);
+      break;
   }
 }
 
@@ -218,8 +234,33 @@ std::string TrainOptions::get(std::string_view key) const {
     case Kind::duration: return format_duration(this->*std::get<double TrainOptions::*>(f.member));
     case Kind::precision:
       return std::string(precision_name(this->*std::get<Precision TrainOptions::*>(f.member)));
+    case Kind::schedule:
+      return std::string(lr_schedule_name(this->*std::get<LrSchedule TrainOptions::*>(f.member)));
   }
   return {};
+}
+
+ScheduleConfig TrainOptions::schedule(int64_t d_model) const {
+  ScheduleConfig c;
+  c.kind = lr_schedule;
+  c.d_model = d_model;
+  c.warmup = warmup;
+  c.scale = lr_scale;
+  c.lr = lr;
+  c.min_lr = min_lr;
+  c.decay_steps = decay_steps > 0 ? decay_steps : max_steps;
+  const std::string_view name = lr_schedule_name(lr_schedule);
+  if (lr_schedule != LrSchedule::noam) TFM_REQUIRE(lr > 0, "--lr-schedule {} needs --lr, its peak", name);
+  if (lr_schedule == LrSchedule::linear || lr_schedule == LrSchedule::cosine)
+    TFM_REQUIRE(c.decay_steps > warmup,
+                "--lr-schedule {} decays until --decay-steps (else --max-steps), which must be past --warmup {}: "
+                "got {}", name, warmup, c.decay_steps);
+  return c;
+}
+
+AdamConfig TrainOptions::adam() const {
+  return {static_cast<float>(adam_beta1), static_cast<float>(adam_beta2), static_cast<float>(adam_eps),
+          static_cast<float>(weight_decay)};
 }
 
 std::string TrainOptions::to_text() const {

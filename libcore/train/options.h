@@ -18,6 +18,7 @@
 
 #include "libcore/base/precision.h"
 #include "libcore/model/config.h"
+#include "libcore/train/optimizer.h"
 
 namespace CLI {
 class App;
@@ -36,8 +37,14 @@ double parse_duration(std::string_view what, std::string_view text);
 std::string format_duration(double seconds);  // "10m", "1h30m", "0.5s", "0"
 
 struct TrainOptions {
-  double lr_scale = 1.0;        // times the paper's schedule
+  LrSchedule lr_schedule = LrSchedule::noam;  // libcore/train/optimizer.h
+  double lr_scale = 1.0;        // times the paper's schedule (noam)
+  double lr = 0;                // the other schedules' peak
+  double min_lr = 0;            // linear and cosine: the floor
   int64_t warmup = 4000;        // warm-up steps of the schedule
+  int64_t decay_steps = 0;      // linear and cosine: the step the floor is reached (0: max_steps)
+  double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9;  // the paper's
+  double weight_decay = 0;      // decoupled (AdamW); the paper's is 0
   int64_t max_tokens = 0;       // per batch and side, padding counted; 0: as the corpus is packed
   int64_t update_freq = 1;      // batches accumulated into one update
   int64_t max_steps = 0;        // updates; 0: no limit
@@ -61,6 +68,13 @@ struct TrainOptions {
   std::string get(std::string_view key) const;
   // Every knob, one "key = value" line each, in table order.
   std::string to_text() const;
+
+  // The schedule and Adam these options ask for; Error (naming the
+  // options) when a schedule lacks what it needs: --lr above 0 for all but
+  // noam, and for linear and cosine a decay past the warm-up (--decay-steps,
+  // else --max-steps).
+  ScheduleConfig schedule(int64_t d_model) const;
+  AdamConfig adam() const;
 
   friend bool operator==(const TrainOptions&, const TrainOptions&) = default;
 };

@@ -16,8 +16,9 @@ namespace {
 
 // The options that change what a resumed run computes: changing one on
 // resume is allowed, but the run no longer continues exactly.
-constexpr const char* kTrajectoryKeys[] = {"lr-scale", "warmup", "update-freq", "seed",
-                                           "clip-norm", "precision"};
+constexpr const char* kTrajectoryKeys[] = {"lr-schedule", "lr-scale", "lr", "min-lr", "warmup", "decay-steps",
+                                           "adam-beta1", "adam-beta2", "adam-eps", "weight-decay",
+                                           "update-freq", "seed", "clip-norm", "precision"};
 
 // Whether `file` lies in directory `dir`.
 bool same_directory(const std::string& file, const std::string& dir) {
@@ -158,6 +159,7 @@ void open_corpora(Run& run, const TrainRequest& req, const std::optional<Resumed
   run.train = std::make_unique<BatchSource>(req.train, run.options.max_tokens);
   if (resumed) check_resume_options(*run.train, run.options, resumed->state);
   run.options.max_tokens = run.train->max_tokens();  // 0 ("as packed") made explicit
+  run.options.schedule(1);  // a schedule short of what it needs: said before any training
   const Vocabulary vocab = read_vocab(req, model, *run.train);
   run.vocab_fingerprint = vocab.fingerprint;
   run.tokenizer = vocab.bytes;
@@ -200,7 +202,7 @@ void make_model(Run& run) {
          e.what(), limits.max_tokens);
   }
   const auto [m, v] = run.model->optimizer_state();
-  run.adam = std::make_unique<Adam>(m, v);
+  run.adam = std::make_unique<Adam>(m, v, run.options.adam());
 }
 
 // ------------------------------------------------------------ the directory

@@ -147,9 +147,8 @@ class Trainer {
   StepConfig step_config(bool one_unread) const {
     const TrainOptions& opt = run_.options;
     StepConfig sc;
-    const auto lr = [&](int64_t step) {
-      return noam_learning_rate(step, run_.config.d_model, opt.warmup, opt.lr_scale);
-    };
+    const ScheduleConfig schedule = opt.schedule(run_.config.d_model);
+    const auto lr = [&](int64_t step) { return learning_rate(schedule, step); };
     sc.step = run_.state.step + (one_unread ? 2 : 1);
     sc.lr = lr(sc.step);
     if (one_unread) {

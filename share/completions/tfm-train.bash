@@ -24,10 +24,12 @@ _tfm_train() {
     --device) mapfile -t COMPREPLY < <(compgen -W "auto cpu cuda cuda:0 cuda:1" -- "$cur"); return ;;
     --preset) mapfile -t COMPREPLY < <(compgen -W "base big tiny" -- "$cur"); return ;;
     --precision) mapfile -t COMPREPLY < <(compgen -W "fp32 tf32 bf16 fp16" -- "$cur"); return ;;
+    --lr-schedule) mapfile -t COMPREPLY < <(compgen -W "noam inverse-sqrt linear cosine constant" -- "$cur"); return ;;
     --learned-positions|--share-embeddings|--pre-norm)
       mapfile -t COMPREPLY < <(compgen -W "true false" -- "$cur"); return ;;
     --layers|--d-model|--d-ff|--heads|--d-k|--d-v|--dropout|--attention-dropout|--label-smoothing|\
     --max-positions|--layer-norm-eps|--lr-scale|--warmup|--max-tokens|--update-freq|--max-steps|\
+    --lr|--min-lr|--decay-steps|--adam-beta1|--adam-beta2|--adam-eps|--weight-decay|\
     --max-epochs|--max-time|--seed|--clip-norm|--save-every|--save-every-steps|--keep-last|\
     --valid-every|--early-stop|--max-bad-steps|--log-every|--dist-timeout|--bucket-mb)
       COMPREPLY=(); return ;;
@@ -36,7 +38,8 @@ _tfm_train() {
     mapfile -t COMPREPLY < <(compgen -W "--vocab --dev --output --resume --init --log --device --config
       --dump-config --preset --layers --d-model --d-ff --heads --d-k --d-v --dropout
       --attention-dropout --label-smoothing --learned-positions --max-positions --share-embeddings
-      --pre-norm --layer-norm-eps --lr-scale --warmup --max-tokens --update-freq --max-steps
+      --pre-norm --layer-norm-eps --lr-schedule --lr-scale --lr --min-lr --warmup --decay-steps
+      --adam-beta1 --adam-beta2 --adam-eps --weight-decay --max-tokens --update-freq --max-steps
       --max-epochs --max-time --seed --precision --clip-norm --save-every --save-every-steps
       --keep-last --valid-every --early-stop --max-bad-steps --log-every --dist-timeout --bucket-mb
       --quiet --verbose

@@ -190,6 +190,21 @@ bad "a run directory that holds a run" "already holds a run" $FAST -m "$M" -o "$
 bad "an output that is a file" "$TMP/train.tok" $FAST -m "$M" -o "$TMP/train.tok" "$T"
 bad "a log that cannot be written" "cannot write the log" $FAST -m "$M" -o "$TMP/x8" "$T" --log "$TMP/no/such/dir/log"
 bad "too few positions" "over the 4 positions" $FAST -m "$M" -o "$TMP/x9" "$T" --max-positions 4
+bad "a schedule without its peak" "--lr-schedule cosine needs --lr" $FAST -m "$M" -o "$TMP/x11" "$T" \
+  --lr-schedule cosine --max-steps 50
+bad "a decay within the warm-up" "must be past --warmup 100" $FAST -m "$M" -o "$TMP/x12" "$T" \
+  --lr-schedule linear --lr 1e-3 --warmup 100 --decay-steps 50
+# Another schedule and Adam, with weight decay: the run reports its rates,
+# and --dump-config carries every optimizer option.
+run $P $FAST -m "$M" -o "$TMP/sched" "$T" --lr-schedule cosine --lr 2e-3 --min-lr 1e-4 --warmup 2 --max-steps 4 \
+  --adam-beta2 0.999 --adam-eps 1e-8 --weight-decay 0.01 --log-every 1 --device cpu
+expect_rc 0 "--lr-schedule cosine with AdamW"
+run $P -m "$M" "$T" --lr-schedule inverse-sqrt --lr 5e-4 --weight-decay 0.1 --adam-beta1 0.85 --dump-config
+for kv in "lr-schedule = inverse-sqrt" "lr = 0.0005" "weight-decay = 0.1" "adam-beta1 = 0.85" "adam-beta2 = 0.98"; do
+  grep -qxF "$kv" "$TMP/out" || fail "--dump-config: no '$kv' in $(cat "$TMP/out")"
+done
+run $P $FAST -m "$M" -o "$TMP/x13" "$T" --lr-schedule triangle
+expect_rc 2 "an unknown schedule"
 for p in bf16 fp16 tf32; do
   bad "--precision $p on the CPU" "computes on a GPU only" $FAST -m "$M" -o "$TMP/p$p" "$T" --precision $p
 done
