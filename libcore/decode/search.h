@@ -90,6 +90,12 @@ struct SearchRequest {
   int64_t max_len = 0;          // tokens before eos: eos comes at the latest after these
   int64_t min_len = 0;          // tokens before eos is allowed (benchmarks force lengths)
   uint64_t key = 0;             // the sentence's identity for sampling's draws (tfm-decode: its line)
+  // Tokens every hypothesis starts with, forced and scored (no eos); and
+  // phrases every finished hypothesis contains, none empty, at most
+  // kMaxConstraints (not with sampling). max_len must hold them:
+  // forced_length (constraints.h).
+  std::vector<int32_t> prefix = {};
+  std::vector<std::vector<int32_t>> constraints = {};
 };
 
 struct Hypothesis {
