@@ -52,6 +52,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libcore/decode/constraints.h"
 #include "libcore/decode/incremental.h"
 
 namespace tfm {

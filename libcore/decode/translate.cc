@@ -22,7 +22,8 @@ namespace tfm {
 
 struct Translator::Item {
   std::vector<int32_t> ids;
-  int64_t number = 0;  // 1-based, over all inputs
+  SearchRequest forced;  // its prefix and constraints (the rest is filled in for the search)
+  int64_t number = 0;    // 1-based, over all inputs
 };
 
 namespace {
@@ -108,8 +109,56 @@ std::string Translator::memory_report() const {
 
 Translator::~Translator() = default;
 
-std::vector<int32_t> Translator::parse(const std::string& line) const {
+std::vector<int32_t> Translator::parse(std::string_view line) const {
   return parse_token_line(line, options_.ids ? nullptr : vocab_, model_.config().vocab_size);
+}
+
+void Translator::read_item(const std::string& line, Item& item) const {
+  if (!options_.constraints) {
+    item.ids = parse(line);
+    return;
+  }
+  std::string_view rest = line;
+  for (size_t field = 0;; ++field) {
+    const size_t tab = rest.find('\t');
+    const std::string_view text = rest.substr(0, tab);
+    if (field == 0) {
+      item.ids = parse(text);
+    } else {
+      item.forced.constraints.push_back(parse(text));
+      TFM_REQUIRE(!item.forced.constraints.back().empty(), "constraint {} (TAB field {}) is empty", field, field + 1);
+    }
+    if (tab == std::string_view::npos) break;
+    rest.remove_prefix(tab + 1);
+  }
+  TFM_REQUIRE(item.forced.constraints.size() <= kMaxConstraints, "{} constraints, more than {} a line",
+              item.forced.constraints.size(), kMaxConstraints);
+}
+
+void Translator::read_prefix(data::LineReader& prefixes, Item& item) const {
+  std::string line;
+  const std::string where = fmt::format("{}:{}", prefixes.path(), prefixes.line_number() + 1);
+  if (!prefixes.next(line))
+    throw Error(fmt::format("--prefix ends before the input: no prefix for input line {}", prefixes.line_number() + 1),
+                where);
+  try {
+    item.forced.prefix = parse(line);
+  } catch (const Error& e) {
+    throw Error(fmt::format("the prefix: {}", e.what()), where);
+  }
+}
+
+void Translator::check_forced(const Item& item, int64_t planned) const {
+  const SearchRequest& r = item.forced;
+  if (r.prefix.empty() && r.constraints.empty()) return;
+  TFM_REQUIRE(!item.ids.empty(), "an empty line has nothing to translate, but a prefix or constraints");
+  const auto eos = static_cast<int32_t>(model_.config().eos_id);
+  const auto has_eos = [&](const std::vector<int32_t>& t) { return std::find(t.begin(), t.end(), eos) != t.end(); };
+  TFM_REQUIRE(!has_eos(r.prefix) && std::none_of(r.constraints.begin(), r.constraints.end(), has_eos),
+              "a prefix or constraint holds the end token (id {})", eos);
+  TFM_REQUIRE(forced_length(r) <= planned,
+              "the prefix and constraints need {} output tokens, over the {} planned (--max-len-a, --max-len-b, "
+              "--max-input-len)", forced_length(r), planned);
 }
 
 std::string Translator::tokens_text(const std::vector<int32_t>& ids) const {
@@ -196,6 +245,11 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
     const int64_t size = data::input_size(path);
     total_bytes = size < 0 || total_bytes < 0 ? -1 : total_bytes + size;
   }
+  // The prefixes, a line for each input line (over all inputs).
+  std::unique_ptr<data::LineReader> prefixes;
+  if (!o.prefix_file.empty()) prefixes = std::make_unique<data::LineReader>(o.prefix_file);
+  const Framing framing = Framing::of(model_.config());
+  const int64_t planned = decoders_.front()->limits().steps - 1;  // output tokens a sentence may have
   std::vector<std::string> lines;
   for (const std::string& path : paths) {
     data::LineReader reader(path);
@@ -212,7 +266,8 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       for (size_t i = 0; i < n; ++i) {
         const std::string where = fmt::format("{}:{}", reader.path(), first_line + static_cast<int64_t>(i));
         try {
-          items[i].ids = parse(lines[i]);
+          read_item(lines[i], items[i]);
+          if (prefixes) read_prefix(*prefixes, items[i]);
           items[i].number = number + static_cast<int64_t>(i) + 1;
           const int64_t len = static_cast<int64_t>(items[i].ids.size());
           if (len > o.max_input_len) {
@@ -221,8 +276,9 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
             log::warn("{}: {} tokens cut to --max-input-len {}", where, len, o.max_input_len);
             items[i].ids.resize(static_cast<size_t>(o.max_input_len));
           }
+          check_forced(items[i], planned);
         } catch (const Error& e) {
-          error.emplace(e.what(), where);
+          error.emplace(e.what(), e.where().empty() ? where : e.where());
           good = i;
           break;
         }
@@ -256,12 +312,15 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       std::iota(order.begin(), order.end(), size_t{0});
       std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lengths[x] < lengths[y]; });
       std::vector<SearchRequest> requests;
-      const Framing framing = Framing::of(model_.config());
       for (size_t i : order) {
-        const Item& it = items[todo[i]];
+        Item& it = items[todo[i]];
         // Keyed by the line's number: a line's samples are the same however it is batched.
-        requests.push_back({framing.source(it.ids), max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0,
-                            static_cast<uint64_t>(it.number)});
+        SearchRequest& r = requests.emplace_back();
+        r.source = framing.source(it.ids);
+        r.key = static_cast<uint64_t>(it.number);
+        r.prefix = std::move(it.forced.prefix);
+        r.constraints = std::move(it.forced.constraints);
+        r.max_len = std::max(max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), forced_length(r));
       }
       search_stream(decoders_, requests, o.search, [&](size_t r, std::vector<Hypothesis>&& nbest) {
         const size_t at = todo[order[r]];
@@ -293,6 +352,9 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
     }
     done_bytes += std::max<int64_t>(0, reader.position());
   }
+  if (std::string more; prefixes && prefixes->next(more))
+    throw Error(fmt::format("--prefix has more lines than the input's {}", number),
+                fmt::format("{}:{}", prefixes->path(), prefixes->line_number()));
   if (o.progress) o.progress->end_live();
   totals.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return totals;

@@ -12,6 +12,14 @@
 // With batch_size 1 the window is one line: each line is answered (and
 // flushed) as soon as it is read, so the filter can sit behind a pipe.
 //
+// Constraints (`constraints`): each line is SOURCE<TAB>PHRASE<TAB>PHRASE...
+// (fairseq's --constraints), every phrase pieces or ids like the source
+// and none empty; every output contains every phrase. Prefixes
+// (`prefix_file`, CTranslate2's target_prefix): its line n is the start of
+// input line n's every hypothesis (empty: none), line counts matched as
+// read. A line's maximum output length grows to hold its prefix and
+// constraints (forced_length), within what the decoder was planned for.
+//
 // Output, one per input line: the best hypothesis (pieces, ids, or text
 // through the checkpoint's SentencePiece model); with n_best > 1 that many
 // lines, each "LINE<TAB>HYP", LINE the 1-based number of the input line
@@ -26,6 +34,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libcore/data/vocab.h"
@@ -34,6 +43,9 @@
 namespace tfm {
 
 class Progress;
+namespace data {
+class LineReader;
+}
 
 struct TranslateOptions {
   BeamSearchOptions search;
@@ -47,6 +59,8 @@ struct TranslateOptions {
   bool detok = false;            // write text (SentencePiece's decoding)
   bool scores = false;           // the hypothesis's score before it
   bool json = false;             // JSON lines with tokens, scores (and attention)
+  bool constraints = false;      // TAB fields after the source are constraints
+  std::string prefix_file;       // a target prefix a line ("": none)
   ThreadWork thread_work = ThreadWork::automatic;  // how the CPU's threads share the batches
   // Sentences done, tokens/s and the ETA (by the bytes of the inputs read,
   // when they are files), after every batch.
@@ -82,7 +96,10 @@ class Translator {
 
  private:
   struct Item;
-  std::vector<int32_t> parse(const std::string& line) const;
+  std::vector<int32_t> parse(std::string_view line) const;
+  void read_item(const std::string& line, Item& item) const;
+  void read_prefix(data::LineReader& prefixes, Item& item) const;
+  void check_forced(const Item& item, int64_t planned) const;
   std::string format(const Item& item, const std::vector<Hypothesis>& nbest) const;
   std::string tokens_text(const std::vector<int32_t>& ids) const;
 
