@@ -51,6 +51,14 @@ int64_t max_output_len(const ModelWeights& model, const TranslateOptions& o, int
   return len;
 }
 
+int64_t planned_output_len(const ModelWeights& model, const TranslateOptions& o) {
+  int64_t len = max_output_len(model, o, o.max_input_len);
+  if (!o.constraints && o.prefix_file.empty()) return len;
+  len += o.max_input_len;
+  const ModelConfig& c = model.config();
+  return c.learned_positions ? std::min<int64_t>(len, c.max_positions - 1) : len;
+}
+
 DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions& o) {
   const ModelConfig& c = model.config();
   const int64_t W = o.search.beam_size;
@@ -60,7 +68,7 @@ DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions
   l.src_len = o.max_input_len + c.source_eos;
   l.src_tokens = std::max(o.max_tokens, o.max_input_len) + (c.source_eos ? o.batch_size : 0);
   l.rows = search_rows(o.batch_size, o.search);
-  l.steps = max_output_len(model, o, o.max_input_len) + 1;
+  l.steps = planned_output_len(model, o) + 1;
   l.top_k = std::min<int64_t>(2 * W, c.vocab_size);
   l.attention_layer = o.search.attention_layer;
   // TFM_CUDA_GRAPHS=0: each step launched kernel by kernel (an A/B run).
@@ -157,8 +165,8 @@ void Translator::check_forced(const Item& item, int64_t planned) const {
   TFM_REQUIRE(!has_eos(r.prefix) && std::none_of(r.constraints.begin(), r.constraints.end(), has_eos),
               "a prefix or constraint holds the end token (id {})", eos);
   TFM_REQUIRE(forced_length(r) <= planned,
-              "the prefix and constraints need {} output tokens, over the {} planned (--max-len-a, --max-len-b, "
-              "--max-input-len)", forced_length(r), planned);
+              "the prefix and constraints need {} output tokens, over the {} planned (--max-len-a, --max-len-b "
+              "and --max-input-len over)", forced_length(r), planned);
 }
 
 std::string Translator::tokens_text(const std::vector<int32_t>& ids) const {
@@ -249,7 +257,7 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
   std::unique_ptr<data::LineReader> prefixes;
   if (!o.prefix_file.empty()) prefixes = std::make_unique<data::LineReader>(o.prefix_file);
   const Framing framing = Framing::of(model_.config());
-  const int64_t planned = decoders_.front()->limits().steps - 1;  // output tokens a sentence may have
+  const int64_t planned = planned_output_len(model_, o);
   std::vector<std::string> lines;
   for (const std::string& path : paths) {
     data::LineReader reader(path);

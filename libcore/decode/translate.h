@@ -18,7 +18,7 @@
 // (`prefix_file`, CTranslate2's target_prefix): its line n is the start of
 // input line n's every hypothesis (empty: none), line counts matched as
 // read. A line's maximum output length grows to hold its prefix and
-// constraints (forced_length), within what the decoder was planned for.
+// constraints (forced_length), within planned_output_len.
 //
 // Output, one per input line: the best hypothesis (pieces, ids, or text
 // through the checkpoint's SentencePiece model); with n_best > 1 that many
@@ -74,6 +74,11 @@ DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions
 // The most output tokens a source of `source_len` tokens may get:
 // floor(a * source_len + b), within the model's learned positions.
 int64_t max_output_len(const ModelWeights& model, const TranslateOptions& options, int64_t source_len);
+
+// The most output tokens any line may get: max_output_len of the longest
+// line, and as many again for a prefix and constraints when they may come
+// (within the model's learned positions).
+int64_t planned_output_len(const ModelWeights& model, const TranslateOptions& options);
 
 struct TranslateTotals {
   int64_t sentences = 0;
