@@ -201,7 +201,7 @@ void check_request(const SearchRequest& r, size_t i, const BeamSearchOptions& o,
               r.constraints.size(), kMaxConstraints);
   const auto check = [&](const std::vector<int32_t>& tokens, std::string_view what) {
     for (int32_t y : tokens)
-      TFM_REQUIRE(y >= 0 && y < V && y != eos_id, "sentence {}: its {} holds token {}, not one of [0, {}) but eos",
+      TFM_REQUIRE(y >= 0 && y < V && y != eos_id, "sentence {}: its {} holds token {}: eos, or outside [0, {})",
                   i, what, y, V);
   };
   check(r.prefix, "prefix");

@@ -36,6 +36,13 @@
 // token_log_probs are the model's own (untempered, untruncated); samples
 // are returned in the order drawn (sample 0 first), not ranked.
 //
+// Prefixes and constraints (SearchRequest::prefix, ::constraints;
+// constraints.h): a sentence holds one live hypothesis while its prefix is
+// forced, then searches as above, or, with constraints, by dynamic beam
+// allocation (constraints.cc); its tokens are scored by the step's full
+// log-probabilities (IncrementalDecoder::log_probs). A sentence with
+// neither takes exactly the steps above, whatever shares its batch.
+//
 // Sentences are searched together: their live hypotheses are the
 // decoder's rows. A sentence that stops leaves at once, and the next
 // sentences waiting join in its place (continuous batching: the decoder
