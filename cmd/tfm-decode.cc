@@ -5,10 +5,12 @@
 //   tfm-decode -m model.bin --beam 4 --alpha 0.6 test.pieces > test.hyp.pieces
 //   tfm-decode -m model.bin --n-best 4 --scores --json --attention < test.pieces
 //   tfm-decode -m reverse.bin --sampling --sampling-topk 10 --seed 7 mono.pieces   # back-translation
+//   tfm-decode -m model.bin --constraints --prefix test.prefix test.pieces-tab-phrases
 //
 // A sentence's output does not depend on the batch it is decoded in: on the
 // CPU the n-best lists and scores are bit-identical at any --batch-size or
 // --max-tokens (libcore/decode/incremental.h says how).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -124,6 +126,14 @@ int main(int argc, char** argv) {
                  "bound: stop once no hypothesis can still enter the n-best (exact); beam: once "
                  "--beam hypotheses have ended; never")
       ->default_val("bound")->check(CLI::IsMember({"bound", "beam", "never"}))->group(search);
+  app.add_option("--prefix", t.prefix_file,
+                 "A target prefix a line (pieces or ids, as the input; empty: none) that every hypothesis of "
+                 "the input's same line starts with, forced and scored")
+      ->group(search);
+  app.add_flag("--constraints", t.constraints,
+               "Read SOURCE<TAB>PHRASE<TAB>PHRASE... lines: every output contains every PHRASE (hard "
+               "lexical constraints, by dynamic beam allocation)")
+      ->group(search);
   auto* sampling = "Sampling";
   app.add_flag("--sampling", t.search.sampling.on,
                "Draw -n samples a sentence from the model instead of searching (back-translation)")
@@ -199,8 +209,12 @@ int main(int argc, char** argv) {
         throw CLI::ValidationError(fmt::format("--sampling-topp must be in (0, 1], not {}", p.top_p));
       if (!(p.temperature > 0 && std::isfinite(p.temperature)))
         throw CLI::ValidationError(fmt::format("--temperature must be > 0, not {}", p.temperature));
+      if (t.constraints) throw CLI::ValidationError("--constraints goes with the search, not --sampling");
       t.search.beam_size = t.search.n_best;  // a row a sample
     }
+    const bool stdin_input = o.files.empty() || std::find(o.files.begin(), o.files.end(), "-") != o.files.end();
+    if (t.prefix_file == "-" && stdin_input)
+      throw CLI::ValidationError("--prefix - and the input cannot both be stdin");
     if (t.search.n_best > t.search.beam_size)
       throw CLI::ValidationError(fmt::format("--n-best {} is more than --beam {}", t.search.n_best,
                                              t.search.beam_size));

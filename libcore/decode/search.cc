@@ -13,39 +13,11 @@
 
 #include "libcore/base/error.h"
 #include "libcore/base/rng.h"
+#include "libcore/decode/search_state.h"
 #include "libcore/model/batch.h"
 
 namespace tfm {
-namespace {
-
-// A live hypothesis: its tokens so far, and the decoder row of the step that
-// proposed its last token (the parent of the row that feeds it next).
-struct Live {
-  std::vector<int32_t> tokens;
-  std::vector<float> token_log_probs;
-  std::vector<float> attention;
-  double log_prob = 0;
-  int32_t row = 0;
-  int32_t sample = 0;  // sampling: which of the sentence's samples
-};
-
-struct Sentence {
-  const SearchRequest* request = nullptr;
-  size_t index = 0;     // the caller's number for it
-  int32_t slot = 0;     // the decoder's sentence slot
-  int64_t t = 0;        // positions decoded
-  std::vector<Live> live;
-  std::vector<Hypothesis> finished;
-  std::vector<int32_t> finished_samples;  // sampling: each finished one's sample
-  bool done = false;
-};
-
-struct Proposal {
-  double log_prob;   // of the extended hypothesis
-  float token_log_prob;
-  int32_t live;      // index into the sentence's live hypotheses
-  int32_t token;
-};
+namespace detail {
 
 bool ranks_before(const Hypothesis& a, const Hypothesis& b) {
   if (a.score != b.score) return a.score > b.score;
@@ -53,6 +25,8 @@ bool ranks_before(const Hypothesis& a, const Hypothesis& b) {
   if (a.tokens.size() != b.tokens.size()) return a.tokens.size() < b.tokens.size();
   return a.tokens < b.tokens;
 }
+
+namespace {
 
 // The attention row of decoder row r for a source of `len` tokens: its
 // heads' mean, or every head, out of weights (N, H, S).
@@ -77,6 +51,83 @@ void append_attention(const Tensor& weights, int64_t r, int64_t len, bool heads,
 }
 
 }  // namespace
+
+Live Extender::operator()(Live& h, int32_t row, int32_t token, float lp, bool take) const {
+  Live n;
+  n.log_prob = h.log_prob + lp;
+  if (take) {
+    n.tokens = std::move(h.tokens);
+    n.token_log_probs = std::move(h.token_log_probs);
+    n.attention = std::move(h.attention);
+  } else {
+    n.tokens = h.tokens;
+    n.token_log_probs = h.token_log_probs;
+    n.attention = h.attention;
+  }
+  if (token != step.eos_id) n.tokens.push_back(token);
+  n.token_log_probs.push_back(lp);
+  if (o.attention_layer >= 0)
+    append_attention(step.weights, row, static_cast<int64_t>(s.request->source.size()), o.attention_heads,
+                     n.attention);
+  n.row = row;
+  n.sample = h.sample;
+  return n;
+}
+
+void Extender::finish(Sentence& into, Live&& n) const {
+  const double lp = length_penalty(static_cast<int64_t>(n.tokens.size()) + 1, o.alpha, o.length_penalty);
+  into.finished.push_back({std::move(n.tokens), std::move(n.token_log_probs), n.log_prob,
+                           n.log_prob / lp, std::move(n.attention)});
+}
+
+bool stops(Sentence& s, const BeamSearchOptions& o, EarlyStopping stopping, bool sorted) {
+  if (s.live.empty()) return true;
+  if (stopping == EarlyStopping::beam) return static_cast<int64_t>(s.finished.size()) >= o.beam_size;
+  if (stopping != EarlyStopping::bound || static_cast<int64_t>(s.finished.size()) < o.n_best) return false;
+  std::partial_sort(s.finished.begin(), s.finished.begin() + o.n_best, s.finished.end(), ranks_before);
+  double best_live = s.live.front().log_prob;
+  for (size_t h = 1; !sorted && h < s.live.size(); ++h) best_live = std::max(best_live, s.live[h].log_prob);
+  const double bound = best_live / length_penalty(s.request->max_len + 1, o.alpha, o.length_penalty);
+  return s.finished[static_cast<size_t>(o.n_best - 1)].score >= bound;
+}
+
+void take_proposals(Sentence& s, int32_t first, const std::vector<Proposal>& proposals, const Extender& extended,
+                    int64_t W) {
+  const int32_t eos_id = extended.step.eos_id;
+  // The proposals taken: up to the W-th that does not end. The last taken
+  // of each live hypothesis moves its vectors.
+  size_t taken = 0;
+  for (int64_t kept = 0; taken < proposals.size() && kept < W; ++taken) kept += proposals[taken].token != eos_id;
+  std::vector<size_t> last_use(s.live.size(), proposals.size());
+  for (size_t i = 0; i < taken; ++i) last_use[static_cast<size_t>(proposals[i].live)] = i;
+  std::vector<Live> next;
+  next.reserve(static_cast<size_t>(W));
+  for (size_t i = 0; i < taken; ++i) {
+    const Proposal& p = proposals[i];
+    Live n = extended(s.live[static_cast<size_t>(p.live)], first + p.live, p.token, p.token_log_prob,
+                      last_use[static_cast<size_t>(p.live)] == i);
+    n.constraints = p.state;
+    if (p.token == eos_id) {
+      extended.finish(s, std::move(n));
+      continue;
+    }
+    next.push_back(std::move(n));
+    if (static_cast<int64_t>(next.size()) == W) break;
+  }
+  s.live = std::move(next);
+}
+
+}  // namespace detail
+
+using detail::append_attention;
+using detail::Extender;
+using detail::Live;
+using detail::Sentence;
+using detail::StepResult;
+using detail::Proposal;
+using detail::ranks_before;
+using detail::stops;
+using detail::take_proposals;
 
 double length_penalty(int64_t length, double alpha, LengthPenalty form) {
   const double n = static_cast<double>(length);
@@ -140,6 +191,28 @@ int64_t search_steps(const std::vector<SearchRequest>& batch) {
 
 namespace {
 
+// Request i's lengths, prefix and constraints.
+void check_request(const SearchRequest& r, size_t i, const BeamSearchOptions& o, int64_t V, int64_t eos_id) {
+  TFM_REQUIRE(r.max_len >= 0 && r.min_len <= r.max_len, "beam search: sentence {} has lengths [{}, {}]", i,
+              r.min_len, r.max_len);
+  if (r.prefix.empty() && r.constraints.empty()) return;
+  TFM_REQUIRE(!o.sampling.on || r.constraints.empty(), "sampling: sentence {} has constraints", i);
+  TFM_REQUIRE(r.constraints.size() <= kMaxConstraints, "sentence {} has {} constraints, more than {}", i,
+              r.constraints.size(), kMaxConstraints);
+  const auto check = [&](const std::vector<int32_t>& tokens, std::string_view what) {
+    for (int32_t y : tokens)
+      TFM_REQUIRE(y >= 0 && y < V && y != eos_id, "sentence {}: its {} holds token {}: eos, or outside [0, {})",
+                  i, what, y, V);
+  };
+  check(r.prefix, "prefix");
+  for (const std::vector<int32_t>& c : r.constraints) {
+    TFM_REQUIRE(!c.empty(), "sentence {} has an empty constraint", i);
+    check(c, "constraint");
+  }
+  TFM_REQUIRE(forced_length(r) <= r.max_len, "sentence {}: its prefix and constraints need {} tokens, over its {}",
+              i, forced_length(r), r.max_len);
+}
+
 // The options against the decoder's plan; the number of tokens a row
 // proposes each step (2W, so that W survive when up to W of them end).
 int64_t check_search(const IncrementalDecoder& decoder, const std::vector<SearchRequest>& batch,
@@ -167,9 +240,7 @@ int64_t check_search(const IncrementalDecoder& decoder, const std::vector<Search
   const int64_t k = std::min<int64_t>(2 * W, V);
   TFM_REQUIRE(decoder.limits().top_k >= k, "beam search: the decoder plans the top {} tokens, a beam of {} needs {}",
               decoder.limits().top_k, W, k);
-  for (size_t s = 0; s < batch.size(); ++s)
-    TFM_REQUIRE(batch[s].max_len >= 0 && batch[s].min_len <= batch[s].max_len,
-                "beam search: sentence {} has lengths [{}, {}]", s, batch[s].min_len, batch[s].max_len);
+  for (size_t s = 0; s < batch.size(); ++s) check_request(batch[s], s, o, V, decoder.config().eos_id);
   return k;
 }
 
@@ -188,18 +259,6 @@ void check_team(const Team& t) {
   for (double w : t.weights) TFM_REQUIRE(w >= 0 && std::isfinite(w), "an ensemble weight must be >= 0, got {}", w);
 }
 
-// What a decoder step gave every row: the top k tokens and their
-// log-probabilities (row-major), eos's log-probability where a sentence is
-// at its longest, and the attention weights when kept.
-struct StepResult {
-  int64_t k;
-  int32_t eos_id;  // the model's
-  const std::vector<double>& log_probs;
-  const std::vector<int32_t>& ids;
-  const std::vector<double>& eos;
-  const Tensor& weights;
-};
-
 // One step of sentence s, whose live hypotheses were fed by rows first,
 // first + 1, ...: each proposes its top tokens, the best W proposals live
 // on (those that end are finished), and the sentence is done once early
@@ -208,37 +267,12 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
              EarlyStopping stopping, std::vector<Proposal>& proposals) {
   const int64_t W = o.beam_size, k = step.k, t = s.t++;
   const int32_t eos_id = step.eos_id;
-  const int64_t src_len = static_cast<int64_t>(s.request->source.size());
-  // A hypothesis from live h (fed by `row`) and one more token; `last`:
-  // h's last extension this step, which takes h's vectors instead of
-  // copying them.
-  auto extended = [&](Live& h, int32_t row, int32_t token, float lp, bool last) {
-    Live n;
-    n.log_prob = h.log_prob + lp;
-    if (last) {
-      n.tokens = std::move(h.tokens);
-      n.token_log_probs = std::move(h.token_log_probs);
-      n.attention = std::move(h.attention);
-    } else {
-      n.tokens = h.tokens;
-      n.token_log_probs = h.token_log_probs;
-      n.attention = h.attention;
-    }
-    if (token != eos_id) n.tokens.push_back(token);
-    n.token_log_probs.push_back(lp);
-    if (o.attention_layer >= 0) append_attention(step.weights, row, src_len, o.attention_heads, n.attention);
-    n.row = row;
-    return n;
-  };
-  auto finish = [&](Live&& n) {
-    const double lp = length_penalty(static_cast<int64_t>(n.tokens.size()) + 1, o.alpha, o.length_penalty);
-    s.finished.push_back({std::move(n.tokens), std::move(n.token_log_probs), n.log_prob,
-                          n.log_prob / lp, std::move(n.attention)});
-  };
+  const Extender extended{s, step, o};
   if (t >= s.request->max_len) {  // only eos may follow
     for (size_t h = 0; h < s.live.size(); ++h) {
       const int32_t row = first + static_cast<int32_t>(h);
-      finish(extended(s.live[h], row, eos_id, static_cast<float>(step.eos[static_cast<size_t>(row)]), true));
+      const auto lp = static_cast<float>(step.eos[static_cast<size_t>(row)]);
+      extended.finish(s, extended(s.live[h], row, eos_id, lp, true));
     }
     s.live.clear();
     s.done = true;
@@ -259,36 +293,8 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
     if (a.live != b.live) return a.live < b.live;
     return a.token < b.token;
   });
-  // The proposals taken: up to the W-th that does not end. The last taken
-  // of each live hypothesis moves its vectors.
-  size_t taken = 0;
-  for (int64_t kept = 0; taken < proposals.size() && kept < W; ++taken) kept += proposals[taken].token != eos_id;
-  std::vector<size_t> last_use(s.live.size(), proposals.size());
-  for (size_t i = 0; i < taken; ++i) last_use[static_cast<size_t>(proposals[i].live)] = i;
-  std::vector<Live> next;
-  next.reserve(static_cast<size_t>(W));
-  for (size_t i = 0; i < taken; ++i) {
-    const Proposal& p = proposals[i];
-    Live n = extended(s.live[static_cast<size_t>(p.live)], first + p.live, p.token, p.token_log_prob,
-                      last_use[static_cast<size_t>(p.live)] == i);
-    if (p.token == eos_id) {
-      finish(std::move(n));
-      continue;
-    }
-    next.push_back(std::move(n));
-    if (static_cast<int64_t>(next.size()) == W) break;
-  }
-  s.live = std::move(next);
-  if (s.live.empty()) {
-    s.done = true;
-  } else if (stopping == EarlyStopping::beam) {
-    s.done = static_cast<int64_t>(s.finished.size()) >= W;
-  } else if (stopping == EarlyStopping::bound && static_cast<int64_t>(s.finished.size()) >= o.n_best) {
-    std::partial_sort(s.finished.begin(), s.finished.begin() + o.n_best, s.finished.end(), ranks_before);
-    const double best_live = s.live.front().log_prob;  // live is in ranking order
-    const double bound = best_live / length_penalty(s.request->max_len + 1, o.alpha, o.length_penalty);
-    s.done = s.finished[static_cast<size_t>(o.n_best - 1)].score >= bound;
-  }
+  take_proposals(s, first, proposals, extended, W);
+  s.done = stops(s, o, stopping, true);  // live is in ranking order
 }
 
 // One step of sentence s under sampling: each live sample, fed by rows
@@ -374,7 +380,7 @@ void stream(const Team& team, const BeamSearchOptions& o,
   std::vector<double> log_probs, eos;
   std::vector<int32_t> ids;
   std::vector<Proposal> proposals;
-  std::vector<double> sampled;   // sampling: the step's log-probabilities
+  std::vector<double> all_log_probs;  // (N, V), where a step needs them (StepResult::full)
   std::vector<int32_t> scratch;  // sampling: sample_token's
   Tensor weights;
   for (;;) {
@@ -397,8 +403,7 @@ void stream(const Team& team, const BeamSearchOptions& o,
       size_t index = 0;
       const SearchRequest* r = take(fits, index);
       if (!r) break;
-      TFM_REQUIRE(r->max_len >= 0 && r->min_len <= r->max_len, "beam search: sentence {} has lengths [{}, {}]",
-                  index, r->min_len, r->max_len);
+      check_request(*r, index, o, decoder.vocab_size(), eos_id);
       reserved += W * (r->max_len + 1);
       longest = std::max<int64_t>(longest, static_cast<int64_t>(r->source.size()));
       Sentence s;
@@ -435,35 +440,42 @@ void stream(const Team& team, const BeamSearchOptions& o,
       for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.tokens.empty() ? start_id : h.tokens.back()});
     for (IncrementalDecoder* d : team.members) d->step(rows);
     if (!others.empty()) decoder.mix_logits(others, team.weights);
-    if (o.sampling.on) {
+    // Every row's log-probabilities: sampling draws from them, and a
+    // prefix's or a constraint's tokens are scored by them.
+    bool full = o.sampling.on;
+    for (const Sentence& s : live)
+      full |= s.t < static_cast<int64_t>(s.request->prefix.size()) || !s.request->constraints.empty();
+    if (full) {
       const Tensor lp = decoder.log_probs();  // (N, V) on the host
-      sampled.resize(static_cast<size_t>(lp.numel()));
+      all_log_probs.resize(static_cast<size_t>(lp.numel()));
       if (lp.dtype() == DType::f64) {
-        std::copy_n(lp.data_as<double>(), lp.numel(), sampled.begin());
+        std::copy_n(lp.data_as<double>(), lp.numel(), all_log_probs.begin());
       } else {
-        TFM_REQUIRE(lp.dtype() == DType::f32, "sampling: log-probabilities in {}", dtype_name(lp.dtype()));
-        std::copy_n(lp.data_as<float>(), lp.numel(), sampled.begin());
+        TFM_REQUIRE(lp.dtype() == DType::f32, "search: log-probabilities in {}", dtype_name(lp.dtype()));
+        std::copy_n(lp.data_as<float>(), lp.numel(), all_log_probs.begin());
       }
-      if (o.attention_layer >= 0) weights = decoder.attention();
-      int32_t first = 0;
-      for (Sentence& s : live) {
-        const int32_t n = static_cast<int32_t>(s.live.size());
-        advance_sampling(s, first, sampled.data(), decoder.vocab_size(), eos_id, o, weights, scratch);
-        first += n;
-      }
-    } else {
+    }
+    if (!o.sampling.on) {
       decoder.top_k(k, log_probs, ids);
       bool at_max = false;
       for (const Sentence& s : live) at_max |= s.t >= s.request->max_len;
       if (at_max) eos = decoder.log_prob_of(eos_id);
-      if (o.attention_layer >= 0) weights = decoder.attention();
-      const StepResult step{k, eos_id, log_probs, ids, eos, weights};
-      int32_t first = 0;  // the first row of the sentence at hand
-      for (Sentence& s : live) {
-        const int32_t n = static_cast<int32_t>(s.live.size());
+    }
+    if (o.attention_layer >= 0) weights = decoder.attention();
+    const StepResult step{k, eos_id, log_probs, ids, eos, weights,
+                          full ? all_log_probs.data() : nullptr, decoder.vocab_size()};
+    int32_t first = 0;  // the first row of the sentence at hand
+    for (Sentence& s : live) {
+      const int32_t n = static_cast<int32_t>(s.live.size());
+      if (s.t < static_cast<int64_t>(s.request->prefix.size()))
+        detail::advance_forced(s, first, step, o);
+      else if (o.sampling.on)
+        advance_sampling(s, first, step.full, step.V, eos_id, o, weights, scratch);
+      else if (!s.request->constraints.empty())
+        detail::advance_constrained(s, first, step, o, stopping);
+      else
         advance(s, first, step, o, stopping, proposals);
-        first += n;
-      }
+      first += n;
     }
     // Those that stopped: reported, and their room given back.
     size_t kept = 0;

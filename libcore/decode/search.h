@@ -36,6 +36,13 @@
 // token_log_probs are the model's own (untempered, untruncated); samples
 // are returned in the order drawn (sample 0 first), not ranked.
 //
+// Prefixes and constraints (SearchRequest::prefix, ::constraints;
+// constraints.h): a sentence holds one live hypothesis while its prefix is
+// forced, then searches as above, or, with constraints, by dynamic beam
+// allocation (constraints.cc); its tokens are scored by the step's full
+// log-probabilities (IncrementalDecoder::log_probs). A sentence with
+// neither takes exactly the steps above, whatever shares its batch.
+//
 // Sentences are searched together: their live hypotheses are the
 // decoder's rows. A sentence that stops leaves at once, and the next
 // sentences waiting join in its place (continuous batching: the decoder
@@ -52,6 +59,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libcore/decode/constraints.h"
 #include "libcore/decode/incremental.h"
 
 namespace tfm {
@@ -90,6 +98,12 @@ struct SearchRequest {
   int64_t max_len = 0;          // tokens before eos: eos comes at the latest after these
   int64_t min_len = 0;          // tokens before eos is allowed (benchmarks force lengths)
   uint64_t key = 0;             // the sentence's identity for sampling's draws (tfm-decode: its line)
+  // Tokens every hypothesis starts with, forced and scored (no eos); and
+  // phrases every finished hypothesis contains, none empty, at most
+  // kMaxConstraints (not with sampling). max_len must hold them:
+  // forced_length (constraints.h).
+  std::vector<int32_t> prefix = {};
+  std::vector<std::vector<int32_t>> constraints = {};
 };
 
 struct Hypothesis {

@@ -22,7 +22,8 @@ namespace tfm {
 
 struct Translator::Item {
   std::vector<int32_t> ids;
-  int64_t number = 0;  // 1-based, over all inputs
+  SearchRequest forced;  // its prefix and constraints (the rest is filled in for the search)
+  int64_t number = 0;    // 1-based, over all inputs
 };
 
 namespace {
@@ -50,6 +51,14 @@ int64_t max_output_len(const ModelWeights& model, const TranslateOptions& o, int
   return len;
 }
 
+int64_t planned_output_len(const ModelWeights& model, const TranslateOptions& o) {
+  int64_t len = max_output_len(model, o, o.max_input_len);
+  if (!o.constraints && o.prefix_file.empty()) return len;
+  len += o.max_input_len;
+  const ModelConfig& c = model.config();
+  return c.learned_positions ? std::min<int64_t>(len, c.max_positions - 1) : len;
+}
+
 DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions& o) {
   const ModelConfig& c = model.config();
   const int64_t W = o.search.beam_size;
@@ -59,7 +68,7 @@ DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions
   l.src_len = o.max_input_len + c.source_eos;
   l.src_tokens = std::max(o.max_tokens, o.max_input_len) + (c.source_eos ? o.batch_size : 0);
   l.rows = search_rows(o.batch_size, o.search);
-  l.steps = max_output_len(model, o, o.max_input_len) + 1;
+  l.steps = planned_output_len(model, o) + 1;
   l.top_k = std::min<int64_t>(2 * W, c.vocab_size);
   l.attention_layer = o.search.attention_layer;
   // TFM_CUDA_GRAPHS=0: each step launched kernel by kernel (an A/B run).
@@ -143,8 +152,56 @@ std::string Translator::memory_report() const {
 
 Translator::~Translator() = default;
 
-std::vector<int32_t> Translator::parse(const std::string& line) const {
+std::vector<int32_t> Translator::parse(std::string_view line) const {
   return parse_token_line(line, options_.ids ? nullptr : vocab_, model_.config().vocab_size);
+}
+
+void Translator::read_item(const std::string& line, Item& item) const {
+  if (!options_.constraints) {
+    item.ids = parse(line);
+    return;
+  }
+  std::string_view rest = line;
+  for (size_t field = 0;; ++field) {
+    const size_t tab = rest.find('\t');
+    const std::string_view text = rest.substr(0, tab);
+    if (field == 0) {
+      item.ids = parse(text);
+    } else {
+      item.forced.constraints.push_back(parse(text));
+      TFM_REQUIRE(!item.forced.constraints.back().empty(), "constraint {} (TAB field {}) is empty", field, field + 1);
+    }
+    if (tab == std::string_view::npos) break;
+    rest.remove_prefix(tab + 1);
+  }
+  TFM_REQUIRE(item.forced.constraints.size() <= kMaxConstraints, "{} constraints, more than {} a line",
+              item.forced.constraints.size(), kMaxConstraints);
+}
+
+void Translator::read_prefix(data::LineReader& prefixes, Item& item) const {
+  std::string line;
+  const std::string where = fmt::format("{}:{}", prefixes.path(), prefixes.line_number() + 1);
+  if (!prefixes.next(line))
+    throw Error(fmt::format("--prefix ends before the input: no prefix for input line {}", prefixes.line_number() + 1),
+                where);
+  try {
+    item.forced.prefix = parse(line);
+  } catch (const Error& e) {
+    throw Error(fmt::format("the prefix: {}", e.what()), where);
+  }
+}
+
+void Translator::check_forced(const Item& item, int64_t planned) const {
+  const SearchRequest& r = item.forced;
+  if (r.prefix.empty() && r.constraints.empty()) return;
+  TFM_REQUIRE(!item.ids.empty(), "an empty line has nothing to translate, but a prefix or constraints");
+  const auto eos = static_cast<int32_t>(model_.config().eos_id);
+  const auto has_eos = [&](const std::vector<int32_t>& t) { return std::find(t.begin(), t.end(), eos) != t.end(); };
+  TFM_REQUIRE(!has_eos(r.prefix) && std::none_of(r.constraints.begin(), r.constraints.end(), has_eos),
+              "a prefix or constraint holds the end token (id {})", eos);
+  TFM_REQUIRE(forced_length(r) <= planned,
+              "the prefix and constraints need {} output tokens, over the {} planned (--max-len-a, --max-len-b "
+              "and --max-input-len over)", forced_length(r), planned);
 }
 
 std::string Translator::tokens_text(const std::vector<int32_t>& ids) const {
@@ -280,6 +337,11 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
     const int64_t size = data::input_size(path);
     total_bytes = size < 0 || total_bytes < 0 ? -1 : total_bytes + size;
   }
+  // The prefixes, a line for each input line (over all inputs).
+  std::unique_ptr<data::LineReader> prefixes;
+  if (!o.prefix_file.empty()) prefixes = std::make_unique<data::LineReader>(o.prefix_file);
+  const Framing framing = Framing::of(model_.config());
+  const int64_t planned = planned_output_len(model_, o);
   std::vector<std::string> lines;
   for (const std::string& path : paths) {
     data::LineReader reader(path);
@@ -296,7 +358,8 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       for (size_t i = 0; i < n; ++i) {
         const std::string where = fmt::format("{}:{}", reader.path(), first_line + static_cast<int64_t>(i));
         try {
-          items[i].ids = parse(lines[i]);
+          read_item(lines[i], items[i]);
+          if (prefixes) read_prefix(*prefixes, items[i]);
           items[i].number = number + static_cast<int64_t>(i) + 1;
           const int64_t len = static_cast<int64_t>(items[i].ids.size());
           if (len > o.max_input_len) {
@@ -305,8 +368,9 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
             log::warn("{}: {} tokens cut to --max-input-len {}", where, len, o.max_input_len);
             items[i].ids.resize(static_cast<size_t>(o.max_input_len));
           }
+          check_forced(items[i], planned);
         } catch (const Error& e) {
-          error.emplace(e.what(), where);
+          error.emplace(e.what(), e.where().empty() ? where : e.where());
           good = i;
           break;
         }
@@ -340,12 +404,15 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       std::iota(order.begin(), order.end(), size_t{0});
       std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lengths[x] < lengths[y]; });
       std::vector<SearchRequest> requests;
-      const Framing framing = Framing::of(model_.config());
       for (size_t i : order) {
-        const Item& it = items[todo[i]];
+        Item& it = items[todo[i]];
         // Keyed by the line's number: a line's samples are the same however it is batched.
-        requests.push_back({framing.source(it.ids), max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), 0,
-                            static_cast<uint64_t>(it.number)});
+        SearchRequest& r = requests.emplace_back();
+        r.source = framing.source(it.ids);
+        r.key = static_cast<uint64_t>(it.number);
+        r.prefix = std::move(it.forced.prefix);
+        r.constraints = std::move(it.forced.constraints);
+        r.max_len = std::max(max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), forced_length(r));
       }
       std::vector<Team> teams;
       for (const auto& members : decoders_) {
@@ -383,6 +450,9 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
     }
     done_bytes += std::max<int64_t>(0, reader.position());
   }
+  if (std::string more; prefixes && prefixes->next(more))
+    throw Error(fmt::format("--prefix has more lines than the input's {}", number),
+                fmt::format("{}:{}", prefixes->path(), prefixes->line_number()));
   if (o.progress) o.progress->end_live();
   totals.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return totals;

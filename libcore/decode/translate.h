@@ -12,6 +12,14 @@
 // With batch_size 1 the window is one line: each line is answered (and
 // flushed) as soon as it is read, so the filter can sit behind a pipe.
 //
+// Constraints (`constraints`): each line is SOURCE<TAB>PHRASE<TAB>PHRASE...
+// (fairseq's --constraints), every phrase pieces or ids like the source
+// and none empty; every output contains every phrase. Prefixes
+// (`prefix_file`, CTranslate2's target_prefix): its line n is the start of
+// input line n's every hypothesis (empty: none), line counts matched as
+// read. A line's maximum output length grows to hold its prefix and
+// constraints (forced_length), within planned_output_len.
+//
 // Output, one per input line: the best hypothesis (pieces, ids, or text
 // through the checkpoint's SentencePiece model); with n_best > 1 that many
 // lines, each "LINE<TAB>HYP", LINE the 1-based number of the input line
@@ -27,6 +35,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -36,6 +45,9 @@
 namespace tfm {
 
 class Progress;
+namespace data {
+class LineReader;
+}
 
 // Hard alignments written with each hypothesis (Pharaoh "i-j" pairs, 0-based
 // source then target positions): from the kept layer's cross-attention
@@ -60,6 +72,8 @@ struct TranslateOptions {
   bool scores = false;           // the hypothesis's score before it
   bool json = false;             // JSON lines with tokens, scores (and alignments)
   bool json_attention = false;   // with json: the kept attention weights too
+  bool constraints = false;      // TAB fields after the source are constraints
+  std::string prefix_file;       // a target prefix a line ("": none)
   ThreadWork thread_work = ThreadWork::automatic;  // how the CPU's threads share the batches
   // Sentences done, tokens/s and the ETA (by the bytes of the inputs read,
   // when they are files), after every batch.
@@ -73,6 +87,11 @@ DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions
 // The most output tokens a source of `source_len` tokens may get:
 // floor(a * source_len + b), within the model's learned positions.
 int64_t max_output_len(const ModelWeights& model, const TranslateOptions& options, int64_t source_len);
+
+// The most output tokens any line may get: max_output_len of the longest
+// line, and as many again for a prefix and constraints when they may come
+// (within the model's learned positions).
+int64_t planned_output_len(const ModelWeights& model, const TranslateOptions& options);
 
 struct TranslateTotals {
   int64_t sentences = 0;
@@ -101,7 +120,10 @@ class Translator {
 
  private:
   struct Item;
-  std::vector<int32_t> parse(const std::string& line) const;
+  std::vector<int32_t> parse(std::string_view line) const;
+  void read_item(const std::string& line, Item& item) const;
+  void read_prefix(data::LineReader& prefixes, Item& item) const;
+  void check_forced(const Item& item, int64_t planned) const;
   std::string format(const Item& item, const std::vector<Hypothesis>& nbest) const;
   std::vector<std::pair<int64_t, int64_t>> align(const Item& item, const Hypothesis& h) const;
   std::string tokens_text(const std::vector<int32_t>& ids) const;

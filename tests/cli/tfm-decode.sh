@@ -356,6 +356,88 @@ run tfm-decode -m "$TMP/plain.bin" --ids --alignment words "$TMP/ids"
 expect_rc 1 "--alignment words without a tokenizer"
 expect_one_error_line tfm-decode "--alignment words without a tokenizer"
 
+# Target prefixes (--prefix FILE, a line a line) and constraints (--constraints,
+# TAB fields): every output starts with its prefix and contains every
+# phrase, at any beam, batch or thread split; without them, or with empty
+# ones, the output is the plain one bit for bit; bad files and fields are
+# bad input naming FILE:LINE, bad combinations usage.
+awk '{ print $1, $2 }' "$TMP/ids13" | sed 's/^ $//' >"$TMP/prefix13"  # line 4 empty: no prefix
+awk 'NF { printf "%s\t%s %s\t%s\n", $0, $3, $4, $5; next } { print }' "$TMP/ids13" >"$TMP/cons13"
+decode -m "$M" --ids "$TMP/ids13" >"$TMP/plain13"
+sed 's/.*//' "$TMP/ids13" >"$TMP/noprefix13"
+decode -m "$M" --ids --prefix "$TMP/noprefix13" "$TMP/ids13" | cmp -s - "$TMP/plain13" || fail "--prefix of empty lines changes the output"
+decode -m "$M" --ids --constraints "$TMP/ids13" | cmp -s - "$TMP/plain13" || fail "--constraints without TAB fields changes the output"
+for beam in 1 4; do
+  decode -m "$M" --ids --beam $beam -n $beam --json --prefix "$TMP/prefix13" --constraints "$TMP/cons13" >"$TMP/pc$beam" \
+    || fail "--prefix --constraints, beam $beam"
+  ok=$(python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+pre = [l.split() for l in open(sys.argv[2])]
+cons = [[c.split() for c in l.rstrip('\n').split('\t')[1:]] for l in open(sys.argv[3])]
+has = lambda t, p: any(t[i:i + len(p)] == p for i in range(len(t) - len(p) + 1))
+print(len(rows) == 13 and all(len(r['hypotheses']) == (1 if r['line'] == 4 else $beam) and all(
+    [str(x) for x in h['tokens'][:len(pre[i])]] == pre[i] and all(has([str(x) for x in h['tokens']], c) for c in cons[i])
+    for h in r['hypotheses']) for i, r in enumerate(rows)))" "$TMP/pc$beam" "$TMP/prefix13" "$TMP/cons13")
+  [ "$ok" = True ] || fail "--prefix --constraints, beam $beam: an output without its prefix or a phrase"
+done
+for opts in "--batch-size 1" "--batch-size 3 --max-tokens 20" "--threads-take rows"; do
+  # shellcheck disable=SC2086
+  OMP_NUM_THREADS=2 decode -m "$M" --ids --beam 4 -n 4 --json --prefix "$TMP/prefix13" --constraints $opts "$TMP/cons13" |
+    cmp -s - "$TMP/pc4" || fail "--prefix --constraints: $opts changes the output"
+done
+gzip -c "$TMP/prefix13" >"$TMP/prefix13.gz"
+decode -m "$M" --ids --beam 4 -n 4 --json --prefix - --constraints "$TMP/cons13" <"$TMP/prefix13.gz" | cmp -s - "$TMP/pc4" \
+  || fail "--prefix - (gzip on stdin) differs from --prefix FILE"
+# Prefixes count over all inputs: two FILEs, one prefix file.
+cat "$TMP/prefix13" "$TMP/prefix13" >"$TMP/prefix26"
+decode -m "$M" --ids --beam 4 -n 4 --json --prefix "$TMP/prefix26" --constraints "$TMP/cons13" "$TMP/cons13" >"$TMP/pc26"
+python3 -c "
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+sys.exit(a[13:] != [dict(r, line=r['line'] + 13) for r in b])" "$TMP/pc26" "$TMP/pc4" \
+  || fail "--prefix over two FILEs: the second FILE's lines do not take their prefixes"
+decode -m "$E" --sampling -n 2 --prefix "$TMP/prefix13" --ids "$TMP/ids13" |
+  awk -F'\t' 'NR == FNR { prefix[NR] = $0; next } prefix[$1] != "" && index($2 " ", prefix[$1] " ") != 1 { exit 1 }' \
+    "$TMP/prefix13" - || fail "--sampling --prefix: a sample without its prefix"
+# A line's output grows to hold its phrases.
+printf '5 6\t7 8 9 10 11 12\n' >"$TMP/longcons"
+decode -m "$M" --ids --constraints --max-len-a 0 --max-len-b 2 "$TMP/longcons" | grep -q "7 8 9 10 11 12" \
+  || fail "--constraints: a phrase longer than --max-len-b not met"
+head -n 5 "$TMP/prefix13" >"$TMP/prefix5"
+run tfm-decode -m "$M" --ids --prefix "$TMP/prefix5" "$TMP/ids13"
+expect_rc 1 "--prefix with fewer lines"
+expect_one_error_line tfm-decode "--prefix with fewer lines"
+grep -q "prefix5:6" "$TMP/err" || fail "--prefix with fewer lines: no FILE:LINE of the prefix file: $(cat "$TMP/err")"
+[ "$(wc -l <"$TMP/out")" -eq 5 ] || fail "--prefix with fewer lines: the lines before were not written"
+run tfm-decode -m "$M" --ids --prefix "$TMP/prefix26" "$TMP/ids13"
+expect_rc 1 "--prefix with more lines"
+expect_one_error_line tfm-decode "--prefix with more lines"
+grep -q "prefix26:14" "$TMP/err" || fail "--prefix with more lines: no FILE:LINE of the prefix file: $(cat "$TMP/err")"
+printf '5 6\t7\n5 6\t\t8\n' >"$TMP/emptycons"
+printf '5 6\t7\t\n' >"$TMP/trailingtab"
+for bad in emptycons trailingtab; do
+  run tfm-decode -m "$M" --ids --constraints "$TMP/$bad"
+  expect_rc 1 "--constraints, $bad"
+  expect_one_error_line tfm-decode "--constraints, $bad"
+  grep -q "is empty ($TMP/$bad:[12])" "$TMP/err" || fail "--constraints, $bad: no FILE:LINE: $(cat "$TMP/err")"
+done
+printf '\t7\n' >"$TMP/emptysource"
+refused tfm-decode "--constraints on an empty line" "emptysource:1" -m "$M" --ids --constraints "$TMP/emptysource"
+# Planned: 2 tokens for a line of 3, and 3 more for a prefix.
+printf '5 6 7 8 9 10\n' >"$TMP/longprefix"
+printf '5 6\n' >"$TMP/short"
+refused tfm-decode "a prefix over the planned length" "short:1" \
+  -m "$M" --ids --max-len-a 0 --max-len-b 2 --max-input-len 3 --prefix "$TMP/longprefix" "$TMP/short"
+refused tfm-decode "a missing prefix file" "missing.prefix" -m "$M" --ids --prefix "$TMP/missing.prefix" "$TMP/ids13"
+for bad in "--constraints --sampling" "--prefix -"; do
+  # shellcheck disable=SC2086
+  run tfm-decode -m "$M" --ids $bad
+  expect_rc 2 "$bad"
+  expect_one_error_line tfm-decode "$bad"
+done
+
 # Several GPUs, the Unix way (man tfm-decode, EXAMPLES): parts decoded
 # apart and joined in order give the output of one run.
 decode -m "$E" "$TMP/in" >"$TMP/whole" || fail "decode the whole"

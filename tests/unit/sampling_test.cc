@@ -13,27 +13,13 @@
 
 #include "libcore/decode/search.h"
 #include "tests/support.h"
+#include "tests/unit/search_fixtures.h"
 
 using namespace tfm;
+using test::limits_for;
+using test::small_config;
 
 namespace {
-
-ModelConfig small_config(int64_t vocab) {
-  ModelConfig c = ModelConfig::preset("tiny");
-  c.parse(fmt::format("vocab_size = {}\nd_model = 16\nd_ff = 32\nheads = 2\nd_k = 8\nd_v = 8\n"
-                      "max_positions = 64", vocab));
-  return c;
-}
-
-DecoderLimits limits_for(const std::vector<SearchRequest>& batch, const BeamSearchOptions& o) {
-  DecoderLimits l;
-  l.sentences = static_cast<int64_t>(batch.size());
-  for (const SearchRequest& r : batch) l.src_len = std::max<int64_t>(l.src_len, static_cast<int64_t>(r.source.size()));
-  l.src_tokens = l.sentences * l.src_len;
-  l.rows = search_rows(l.sentences, o);
-  l.steps = search_steps(batch);
-  return l;
-}
 
 std::vector<SearchRequest> requests(int count, int64_t vocab, uint64_t seed) {
   std::vector<SearchRequest> out;
@@ -124,7 +110,7 @@ TEST_CASE("sampled tokens follow the model's softmax at a step (chi-square)", "[
   model.init(3);
   std::vector<SearchRequest> batch = requests(1, V, 9);
   BeamSearchOptions o = sampling(1, 1);
-  IncrementalDecoder dec(model, limits_for(batch, o));
+  IncrementalDecoder dec(model, limits_for(batch, o, V));
   dec.start({batch[0].source}, 1, 4);
   dec.step({{0, 0, static_cast<int32_t>(model.config().decoder_start_id)}});
   const std::vector<double> lp = test::to_f64(dec.log_probs());  // (1, V)
@@ -171,14 +157,14 @@ TEST_CASE("samples depend on the seed and the sentence alone, and are the model'
   model.init(5);
   const std::vector<SearchRequest> batch = requests(7, V, 21);
   const BeamSearchOptions o = sampling(3, 11);
-  IncrementalDecoder all(model, limits_for(batch, o));
+  IncrementalDecoder all(model, limits_for(batch, o, V));
   const auto together = beam_search(all, batch, o);
   bool seeds_differ = false;
   for (size_t i = 0; i < batch.size(); ++i) {
     INFO("sentence " << i);
     REQUIRE(together[i].size() == 3);
     // Alone, and in another batch (reversed): the same bits.
-    IncrementalDecoder one(model, limits_for({batch[i]}, o));
+    IncrementalDecoder one(model, limits_for({batch[i]}, o, V));
     const auto alone = beam_search(one, {batch[i]}, o);
     for (size_t j = 0; j < 3; ++j) {
       CHECK(alone[0][j].tokens == together[i][j].tokens);
@@ -191,12 +177,12 @@ TEST_CASE("samples depend on the seed and the sentence alone, and are the model'
       CHECK(together[i][j].token_log_probs.size() == together[i][j].tokens.size() + 1);
       CHECK(static_cast<int64_t>(together[i][j].tokens.size()) <= batch[i].max_len);
     }
-    IncrementalDecoder other(model, limits_for({batch[i]}, sampling(3, 12)));
+    IncrementalDecoder other(model, limits_for({batch[i]}, sampling(3, 12), V));
     seeds_differ |= beam_search(other, {batch[i]}, sampling(3, 12))[0][0].tokens != together[i][0].tokens;
   }
   CHECK(seeds_differ);
   std::vector<SearchRequest> reversed(batch.rbegin(), batch.rend());
-  IncrementalDecoder again(model, limits_for(reversed, o));
+  IncrementalDecoder again(model, limits_for(reversed, o, V));
   const auto backwards = beam_search(again, reversed, o);
   for (size_t i = 0; i < batch.size(); ++i)
     CHECK(backwards[batch.size() - 1 - i][2].tokens == together[i][2].tokens);
@@ -206,7 +192,7 @@ TEST_CASE("samples depend on the seed and the sentence alone, and are the model'
   top1.sampling.top_k = 1;
   greedy.beam_size = 1;
   greedy.alpha = top1.alpha;
-  IncrementalDecoder d1(model, limits_for(batch, top1)), d2(model, limits_for(batch, greedy));
+  IncrementalDecoder d1(model, limits_for(batch, top1, V)), d2(model, limits_for(batch, greedy, V));
   const auto a = beam_search(d1, batch, top1), b = beam_search(d2, batch, greedy);
   for (size_t i = 0; i < batch.size(); ++i) CHECK(a[i][0].tokens == b[i][0].tokens);
 }
