@@ -10,16 +10,13 @@
 
 #include "libcore/decode/search.h"
 #include "tests/support.h"
+#include "tests/unit/search_fixtures.h"
 
 using namespace tfm;
 
 namespace {
 
-ModelConfig small_config() {
-  ModelConfig c = ModelConfig::preset("tiny");
-  c.parse("vocab_size = 37\nd_model = 16\nd_ff = 32\nheads = 2\nd_k = 8\nd_v = 8\nmax_positions = 64");
-  return c;
-}
+ModelConfig small_config() { return test::small_config(37); }
 
 std::vector<SearchRequest> requests() {
   std::vector<SearchRequest> out;
