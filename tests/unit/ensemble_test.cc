@@ -85,7 +85,7 @@ TEST_CASE("an ensemble's distribution is the log-softmax of its members' weighte
   }
 }
 
-TEST_CASE("an ensemble of copies searches as the model alone, bit for bit; a zero weight leaves a model out",
+TEST_CASE("an ensemble of copies searches as the model alone, bit for bit, and a zero weight leaves a model out",
           "[ensemble]") {
   ModelWeights a(small_config(), Device::cpu()), b(small_config(), Device::cpu());
   a.init(11);
