@@ -7,12 +7,15 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include <omp.h>
 
 #include "kernels/ops.h"
 #include "libcore/decode/plan.h"
+#include "libcore/decode/shortlist.h"
+#include "libcore/model/int8.h"
 #include "libcore/model/layers.h"
 
 namespace tfm {
@@ -77,10 +80,36 @@ void for_parts(int parts, const std::function<void(int)>& f) {
 
 }  // namespace
 
-IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits)
-    : model_(model), limits_(limits) {
+// The union of the admitted sentences' candidates (a shortlist), and what
+// the step's GEMM reads of it beside the planned buffers (plan.h, sl_*):
+// on the CPU, the union's rows of the output projection as the GEMM's
+// panels (f32 with packed weights), or in int8 (the union's quantized rows,
+// copied from the model's, and their panels). Host memory sized for the
+// most columns (DecoderLimits::shortlist_columns) at construction.
+struct IncrementalDecoder::Union {
+  std::vector<int32_t> ids;  // vocabulary ids, sorted: column j of a step's logits is ids[j]
+  bool stale = false;        // a sentence was admitted since the last refresh_union
+  std::vector<float> panels;
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+  std::vector<int32_t> sums, int8_panels;
+  ops::Int8Matrix int8;
+};
+
+IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits,
+                                       const Shortlist* shortlist)
+    : model_(model), limits_(limits), shortlist_(shortlist) {
   const ModelConfig& c = model.config();
   const DecoderLimits& l = limits_;
+  if (shortlist_) {
+    TFM_REQUIRE(shortlist_->vocab_size() == c.vocab_size, "a shortlist of {} ids for a model of {}",
+                shortlist_->vocab_size(), c.vocab_size);
+    const int64_t k = std::min(limits_.top_k, c.vocab_size);
+    limits_.shortlist_columns =
+        shortlist_->most(std::max(limits_.src_tokens, limits_.src_len), limits_.sentences, k);
+    limits_.shortlist_sentence_columns = shortlist_->most(limits_.src_len, 1, k);
+    limits_.cuda_graph = false;  // a step's GEMM is as wide as the union: no graph holds for every step
+  }
   plan_ = std::make_unique<Plan>(c, limits_, model.dtype(), model.param_dtype());
   const Plan& i = *plan_;
   // Rows past the live ones feed GEMMs as padding: they start finite, as
@@ -104,12 +133,36 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   slots_.resize(static_cast<size_t>(l.sentences));
   cross_index_.assign(static_cast<size_t>(l.sentences * l.src_len), 0);
   cross_lengths_.assign(static_cast<size_t>(l.sentences), 0);
+  if (shortlist_) {
+    union_ = std::make_unique<Union>();
+    const int64_t U = l.shortlist_columns, D = c.d_model;
+    if (const model::Int8Weights* q = model.int8_weights()) {
+      const ops::Int8Matrix full = q->find(model.weight(model.layout().out_proj));
+      union_->values.resize(static_cast<size_t>(U * full.ld));
+      union_->scales.resize(static_cast<size_t>(U));
+      union_->sums.resize(static_cast<size_t>(U));
+      if (full.panels) union_->int8_panels.resize(static_cast<size_t>(ops::panels_floats(U, full.ld / 4)));
+    } else if (model.packed_weights() && model.device().is_cpu() && model.dtype() == DType::f32) {
+      union_->panels.resize(static_cast<size_t>(ops::panels_floats(U, D)));
+    }
+  }
   release_all();
 }
 
 IncrementalDecoder::~IncrementalDecoder() = default;
 
-std::string IncrementalDecoder::memory_report() const { return plan_->mem.report(); }
+std::string IncrementalDecoder::memory_report() const {
+  std::string report = plan_->mem.report();
+  if (union_) {
+    const Union& u = *union_;
+    const size_t bytes = u.panels.size() * sizeof(float) + u.values.size() + u.scales.size() * sizeof(float) +
+                         (u.sums.size() + u.int8_panels.size()) * sizeof(int32_t);
+    report += fmt::format("; shortlist of up to {} columns ({} a sentence){}", limits_.shortlist_columns,
+                          limits_.shortlist_sentence_columns,
+                          bytes ? fmt::format(", its weights' panels {}", format_bytes(bytes)) : std::string());
+  }
+  return report;
+}
 
 TensorView IncrementalDecoder::view(int id) const { return mem_->view(id); }
 
@@ -240,6 +293,10 @@ std::vector<int32_t> IncrementalDecoder::admit(const std::vector<std::vector<int
     std::copy(st.source_rows.begin(), st.source_rows.end(), cross_index_.begin() + slot * l.src_len);
     cross_lengths_[static_cast<size_t>(slot)] = static_cast<int32_t>(st.length);
     S_ = std::max(S_, st.length);
+    if (shortlist_) {
+      st.candidates = shortlist_->candidates(sources[taken.size()], static_cast<int32_t>(c.eos_id), l.top_k);
+      union_->stale = true;
+    }
     taken.push_back(slot);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -370,6 +427,7 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   TFM_REQUIRE(N <= free_cache_rows(), "step of {} rows: {} self-attention pool rows are free of {} planned", N,
               free_cache_rows(), l.cache_rows);
   const auto start = std::chrono::steady_clock::now();
+  if (union_ && union_->stale) refresh_union();
 
   // On a GPU the step runs for n >= N rows (graph_rows), a graph kept for
   // each (n, the step's parity): the kernels read the rows from the
@@ -561,8 +619,114 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
     y = feed_forward(w.ffn, w.ffn_norm, y_b, r);
   }
   if (c.pre_norm) y = final_norm(L.decoder_norm, y, r);
-  model::output_projection(m, y, model_.weight(L.out_proj), gemm_view(i.logits, r, c.vocab_size),
-                           L.out_bias >= 0 ? model_.param(L.out_bias) : TensorView());
+  if (!union_) {
+    model::output_projection(m, y, model_.weight(L.out_proj), gemm_view(i.logits, r, c.vocab_size),
+                             L.out_bias >= 0 ? model_.param(L.out_bias) : TensorView());
+    return;
+  }
+  // Under a shortlist: logits (n, U) = y E_U^T (+ b_U), E_U the union's
+  // rows (refresh_union), by the GEMM output_projection runs: each
+  // element the same dot product as over the whole vocabulary.
+  const Union& u = *union_;
+  const int64_t U = static_cast<int64_t>(u.ids.size());
+  const TensorView logits = gemm_view(i.logits, r, U);
+  const TensorView bias = L.out_bias >= 0 ? prefix(view(i.sl_bias), {U}) : TensorView();
+  if (m.int8) {
+    ops::gemm_int8(y, u.int8, logits, st, bias);
+    return;
+  }
+  ops::GemmOptions o = m.gemm();
+  o.trans_b = true;
+  if (!u.panels.empty()) o.packed_b = u.panels.data();
+  ops::gemm(y, prefix(view(i.sl_weights), {U, D}), logits, o, st, bias);
+}
+
+// The union of the candidates of the sentences admitted, its rows of the
+// output projection gathered (and laid out as the GEMM reads them), and
+// each slot's columns into it: before the first step after an admission.
+// A union that still covers every sentence and is at most a quarter
+// larger than they need is kept (sentences released leave their columns
+// in it), so a stream of admissions rarely gathers.
+void IncrementalDecoder::refresh_union() {
+  Union& u = *union_;
+  const Plan& i = *plan_;
+  const ModelConfig& c = model_.config();
+  const ParamLayout& L = model_.layout();
+  const Stream& st = model_.stream();
+  u.stale = false;
+  std::vector<int32_t> live;
+  for (const Slot& slot : slots_) live.insert(live.end(), slot.candidates.begin(), slot.candidates.end());
+  std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
+  const bool keep = !u.ids.empty() && std::includes(u.ids.begin(), u.ids.end(), live.begin(), live.end()) &&
+                    4 * u.ids.size() <= 5 * live.size();
+  if (!keep) {
+    u.ids = std::move(live);
+    const int64_t U = static_cast<int64_t>(u.ids.size()), V = c.vocab_size;
+    TFM_REQUIRE(U <= limits_.shortlist_columns, "internal: a shortlist union of {} columns, {} planned", U,
+                limits_.shortlist_columns);
+    const HostStaging::Part ids[] = {part(view(i.sl_ids), u.ids)};
+    staging_->upload(ids);
+    const TensorView at = prefix(view(i.sl_ids), {U});
+    const TensorView w = prefix(view(i.sl_weights), {U, c.d_model});
+    ops::embedding_forward(at, model_.param(L.out_proj), 1.0f, w, st);
+    if (L.out_bias >= 0)
+      ops::embedding_forward(at, model_.param(L.out_bias).reshape({V, 1}), 1.0f, prefix(view(i.sl_bias), {U, 1}), st);
+    if (const model::Int8Weights* q = model_.int8_weights()) {
+      // The model's quantized rows, as they are (CPU memory).
+      const ops::Int8Matrix full = q->find(model_.weight(L.out_proj));
+      const auto ld = static_cast<size_t>(full.ld);
+      for (size_t j = 0; j < u.ids.size(); ++j) {
+        const auto id = static_cast<size_t>(u.ids[j]);
+        std::memcpy(u.values.data() + j * ld, full.values + id * ld, ld);
+        u.scales[j] = full.scales[id];
+        u.sums[j] = full.sums[id];
+      }
+      u.int8 = {u.values.data(), u.scales.data(), u.sums.data(), U, full.cols, full.ld, nullptr};
+      if (!u.int8_panels.empty()) {
+        ops::pack_int8_panels(u.values.data(), U, full.ld, u.int8_panels.data());
+        u.int8.panels = u.int8_panels.data();
+      }
+    } else if (!u.panels.empty()) {
+      ops::pack_panels(w, u.panels.data());
+    }
+  }
+  // Each slot's candidates as columns of the union.
+  const int64_t Ks = limits_.shortlist_sentence_columns;
+  std::vector<int32_t> columns;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const std::vector<int32_t>& cand = slots_[s].candidates;
+    if (!slots_[s].taken || cand.empty()) continue;
+    columns.resize(cand.size());
+    size_t j = 0;
+    for (size_t k = 0; k < cand.size(); ++k) {
+      while (u.ids[j] != cand[k]) ++j;  // cand is a sorted subset of ids
+      columns[k] = static_cast<int32_t>(j);
+    }
+    const HostStaging::Part table[] = {{slice(view(i.sl_columns), static_cast<int64_t>(s) * Ks, static_cast<int64_t>(cand.size())), columns}};
+    staging_->upload(table);
+  }
+}
+
+// Under a shortlist, top_k's device work: for each row, its logits over
+// its sentence's candidates gathered (a row of its own: the log-softmax's
+// sums then see the same values in the same places whatever the union),
+// their top k and normalizer; the ids are positions in the candidates.
+void IncrementalDecoder::shortlist_topk(const TensorView& values, const TensorView& ids) {
+  const Plan& i = *plan_;
+  const Stream& st = model_.stream();
+  const int64_t U = static_cast<int64_t>(union_->ids.size()), Ks = limits_.shortlist_sentence_columns;
+  const TensorView logits = prefix(view(i.logits), {N_, U});
+  const TensorView lse = prefix(view(i.lse), {N_, 1});
+  for (int64_t r = 0; r < N_; ++r) {
+    const int32_t s = last_sentence_[static_cast<size_t>(r)];
+    const auto n = static_cast<int64_t>(slots_[static_cast<size_t>(s)].candidates.size());
+    const TensorView row = prefix(view(i.sl_row), {n, 1});
+    ops::embedding_forward(slice(view(i.sl_columns), s * Ks, n), model::rows(logits, r, 1).reshape({U, 1}), 1.0f,
+                           row, st);
+    ops::log_softmax_topk(row.reshape({1, n}), model::rows(values, r, 1), model::rows(ids, r, 1),
+                          model::rows(lse, r, 1).reshape({1}), st);
+  }
 }
 
 void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::vector<int32_t>& ids) {
@@ -578,8 +742,11 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
   const size_t value_bytes = static_cast<size_t>(N_ * k) * dtype_size(st_dtype);
   const TensorView values(top.data(), st_dtype, {N_, k}, top.device());
   const TensorView top_ids(static_cast<char*>(top.data()) + value_bytes, DType::i32, {N_, k}, top.device());
-  ops::log_softmax_topk(prefix(view(i.logits), {N_, model_.config().vocab_size}), values, top_ids,
-                        prefix(view(i.lse), {N_}), st);
+  if (union_)
+    shortlist_topk(values, top_ids);
+  else
+    ops::log_softmax_topk(prefix(view(i.logits), {N_, model_.config().vocab_size}), values, top_ids,
+                          prefix(view(i.lse), {N_}), st);
   const TensorView parts[] = {values, top_ids};
   const int slot = readback_->download(parts);
   const auto wait_start = std::chrono::steady_clock::now();
@@ -599,6 +766,12 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
     }
   }
   std::memcpy(ids.data(), down + value_bytes, ids.size() * sizeof(int32_t));
+  if (union_) {  // positions in a row's candidates -> vocabulary ids
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const Slot& slot = slots_[static_cast<size_t>(last_sentence_[j / static_cast<size_t>(k)])];
+      ids[j] = slot.candidates[static_cast<size_t>(ids[j])];
+    }
+  }
   lse_ready_ = true;
 }
 
@@ -609,6 +782,21 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
   const Plan& i = *plan_;
   const Stream& st = model_.stream();
   const TensorView column = prefix(view(i.column), {N_});
+  if (union_) {  // -inf for a row whose sentence's candidates lack the token
+    const std::vector<int32_t>& u = union_->ids;
+    const auto at = std::lower_bound(u.begin(), u.end(), token);
+    std::vector<double> out(static_cast<size_t>(N_), -std::numeric_limits<double>::infinity());
+    if (at == u.end() || *at != token) return out;
+    const int64_t U = static_cast<int64_t>(u.size());
+    ops::copy_columns(prefix(view(i.logits), {N_, U}), at - u.begin(), column.reshape({N_, 1}), st);
+    const std::vector<double> x = download(column, st);
+    const std::vector<double> lse = download(prefix(view(i.lse), {N_}), st);
+    for (size_t r = 0; r < out.size(); ++r) {
+      const std::vector<int32_t>& cand = slots_[static_cast<size_t>(last_sentence_[r])].candidates;
+      if (std::binary_search(cand.begin(), cand.end(), token)) out[r] = x[r] - lse[r];
+    }
+    return out;
+  }
   ops::copy_columns(prefix(view(i.logits), {N_, V}), token, column.reshape({N_, 1}), st);
   std::vector<double> out = download(column, st);
   const std::vector<double> lse = download(prefix(view(i.lse), {N_}), st);
@@ -618,6 +806,31 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
 
 Tensor IncrementalDecoder::log_probs() {
   TFM_REQUIRE(N_ > 0, "log_probs before a step");
+  if (union_) {
+    // Each row's log-softmax over its sentence's candidates (host_stream),
+    // -inf elsewhere.
+    const std::vector<int32_t>& u = union_->ids;
+    const int64_t U = static_cast<int64_t>(u.size()), V = model_.config().vocab_size;
+    const TensorView logits = prefix(view(plan_->logits), {N_, U});
+    const std::vector<double> x = download(logits, model_.stream());
+    std::vector<double> all(static_cast<size_t>(N_ * V), -std::numeric_limits<double>::infinity());
+    for (int64_t r = 0; r < N_; ++r) {
+      const std::vector<int32_t>& cand = slots_[static_cast<size_t>(last_sentence_[static_cast<size_t>(r)])].candidates;
+      Tensor row({1, static_cast<int64_t>(cand.size())}, DType::f64);
+      double* p = row.view().data_as<double>();
+      size_t j = 0;
+      for (size_t k = 0; k < cand.size(); ++k) {
+        while (u[j] != cand[k]) ++j;
+        p[k] = x[static_cast<size_t>(r * U) + j];
+      }
+      ops::log_softmax(row, row, host_stream());
+      for (size_t k = 0; k < cand.size(); ++k) all[static_cast<size_t>(r * V + cand[k])] = p[k];
+    }
+    Tensor host({N_, V}, logits.dtype()), wide({N_, V}, DType::f64);
+    std::memcpy(wide.view().data(), all.data(), all.size() * sizeof(double));
+    ops::cast(wide, host, host_stream());
+    return host;
+  }
   const TensorView logits = prefix(view(plan_->logits), {N_, model_.config().vocab_size});
   Tensor host(logits.shape(), logits.dtype());
   copy(host, logits, model_.stream());

@@ -41,6 +41,12 @@ struct IncrementalDecoder::Plan {
   int x, y_a, y_b, h, s, qkv, q, k, v, ctx, f, mean, rstd;
   // the output layer and what the host reads
   int logits, lse, column, probs = -1;
+  // Under a shortlist (DecoderLimits::shortlist_columns U > 0): the
+  // union's vocabulary ids (U) and each slot's columns into it
+  // (sentences, shortlist_sentence_columns), io; the union's rows of the
+  // output projection (U, D) and of its bias (U), and one row's logits
+  // over its sentence's candidates, activations.
+  int sl_ids = -1, sl_columns = -1, sl_weights = -1, sl_bias = -1, sl_row = -1;
 };
 
 }  // namespace tfm
