@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "libcore/base/log.h"
 #include "libcore/base/precision.h"
 #include "libcore/base/progress.h"
+#include "libcore/decode/shortlist.h"
 #include "libcore/decode/translate.h"
 #include "libcore/model/model_file.h"
 
@@ -27,7 +29,7 @@ namespace {
 struct Options {
   tfm::CommonOptions common;
   std::string model, device = "auto", precision = "auto";
-  std::string length_penalty = "gnmt", early_stopping = "bound", thread_work = "auto";
+  std::string length_penalty = "gnmt", early_stopping = "bound", thread_work = "auto", shortlist;
   std::vector<std::string> files;
   tfm::TranslateOptions translate;
   bool attention = false;
@@ -50,6 +52,13 @@ void decode(Options& o) {
     t.search.attention_layer = static_cast<int>(o.attention_layer > 0 ? o.attention_layer - 1 : layers - 1);
   }
   t.thread_work = tfm::parse_thread_work(o.thread_work);
+  std::optional<tfm::Shortlist> shortlist;
+  if (!o.shortlist.empty()) {
+    if (!file.vocab())
+      throw tfm::Error("--shortlist maps pieces through the checkpoint's tokenizer, and " + o.model + " has none");
+    shortlist.emplace(tfm::Shortlist::load(o.shortlist, *file.vocab(), model->config().vocab_size));
+    t.shortlist = &*shortlist;
+  }
   tfm::Progress progress(o.common.quiet);
   t.progress = &progress;
   tfm::Translator translator(*model, file.vocab(), t);
@@ -91,6 +100,10 @@ int main(int argc, char** argv) {
                  "bound: stop once no hypothesis can still enter the n-best (exact); beam: once "
                  "--beam hypotheses have ended; never")
       ->default_val("bound")->check(CLI::IsMember({"bound", "beam", "never"}))->group(search);
+  auto* shortlist = app.add_option("--shortlist", o.shortlist,
+                 "Score each sentence over its candidate target pieces only (a vocabulary shortlist: "
+                 "tfm-tok shortlist builds one); log-probabilities normalized over them")
+      ->group(search);
   auto* sampling = "Sampling";
   app.add_flag("--sampling", t.search.sampling.on,
                "Draw -n samples a sentence from the model instead of searching (back-translation)")
@@ -142,6 +155,7 @@ int main(int argc, char** argv) {
 
   app.callback([&] {
     o.model = tfm::model_or_environment(o.model);
+    if (shortlist->count() > 0 && o.shortlist.empty()) throw CLI::ValidationError("--shortlist needs a file");
     tfm::SamplingOptions& p = t.search.sampling;
     if (!p.on) {
       for (const CLI::Option* opt : {topk, topp, temperature, seed})

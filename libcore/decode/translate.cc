@@ -98,7 +98,7 @@ Translator::Translator(const ModelWeights& model, const Vocab* vocab, const Tran
   // own decoder (search_stream); one line at a time (batch size 1), one.
   const int decoders = o.batch_size == 1 ? 1 : search_threads(model, omp_get_max_threads(), o.thread_work);
   for (int d = 0; d < decoders; ++d)
-    decoders_.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, o)));
+    decoders_.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, o), o.shortlist));
 }
 
 std::string Translator::memory_report() const {

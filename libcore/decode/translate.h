@@ -34,6 +34,7 @@
 namespace tfm {
 
 class Progress;
+class Shortlist;
 
 struct TranslateOptions {
   BeamSearchOptions search;
@@ -48,6 +49,9 @@ struct TranslateOptions {
   bool scores = false;           // the hypothesis's score before it
   bool json = false;             // JSON lines with tokens, scores (and attention)
   ThreadWork thread_work = ThreadWork::automatic;  // how the CPU's threads share the batches
+  // A vocabulary shortlist (shortlist.h; outlives the Translator): each
+  // sentence scored over its own candidates only. Null: the whole vocabulary.
+  const Shortlist* shortlist = nullptr;
   // Sentences done, tokens/s and the ETA (by the bytes of the inputs read,
   // when they are files), after every batch.
   Progress* progress = nullptr;
