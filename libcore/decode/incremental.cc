@@ -807,28 +807,35 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
 Tensor IncrementalDecoder::log_probs() {
   TFM_REQUIRE(N_ > 0, "log_probs before a step");
   if (union_) {
-    // Each row's log-softmax over its sentence's candidates (host_stream),
-    // -inf elsewhere.
+    // Each row's log-softmax over its sentence's candidates (host_stream,
+    // in the logits' dtype, as the whole vocabulary's), -inf elsewhere.
     const std::vector<int32_t>& u = union_->ids;
     const int64_t U = static_cast<int64_t>(u.size()), V = model_.config().vocab_size;
     const TensorView logits = prefix(view(plan_->logits), {N_, U});
-    const std::vector<double> x = download(logits, model_.stream());
-    std::vector<double> all(static_cast<size_t>(N_ * V), -std::numeric_limits<double>::infinity());
+    const DType dt = logits.dtype();
+    const size_t el = dtype_size(dt);
+    Tensor x(logits.shape(), dt), host({N_, V}, dt);
+    copy(x, logits, model_.stream());
+    const float inf32 = -std::numeric_limits<float>::infinity();
+    const double inf64 = -std::numeric_limits<double>::infinity();
+    TFM_REQUIRE(dt == DType::f32 || dt == DType::f64, "internal: log_probs of {} logits", dtype_name(dt));
+    const void* inf = dt == DType::f32 ? static_cast<const void*>(&inf32) : static_cast<const void*>(&inf64);
+    auto* out = static_cast<char*>(host.view().data());
+    const auto* in = static_cast<const char*>(x.view().data());
+    for (int64_t j = 0; j < N_ * V; ++j) std::memcpy(out + static_cast<size_t>(j) * el, inf, el);
     for (int64_t r = 0; r < N_; ++r) {
       const std::vector<int32_t>& cand = slots_[static_cast<size_t>(last_sentence_[static_cast<size_t>(r)])].candidates;
-      Tensor row({1, static_cast<int64_t>(cand.size())}, DType::f64);
-      double* p = row.view().data_as<double>();
+      Tensor row({1, static_cast<int64_t>(cand.size())}, dt);
+      auto* p = static_cast<char*>(row.view().data());
       size_t j = 0;
       for (size_t k = 0; k < cand.size(); ++k) {
         while (u[j] != cand[k]) ++j;
-        p[k] = x[static_cast<size_t>(r * U) + j];
+        std::memcpy(p + k * el, in + (static_cast<size_t>(r * U) + j) * el, el);
       }
       ops::log_softmax(row, row, host_stream());
-      for (size_t k = 0; k < cand.size(); ++k) all[static_cast<size_t>(r * V + cand[k])] = p[k];
+      for (size_t k = 0; k < cand.size(); ++k)
+        std::memcpy(out + (static_cast<size_t>(r * V) + static_cast<size_t>(cand[k])) * el, p + k * el, el);
     }
-    Tensor host({N_, V}, logits.dtype()), wide({N_, V}, DType::f64);
-    std::memcpy(wide.view().data(), all.data(), all.size() * sizeof(double));
-    ops::cast(wide, host, host_stream());
     return host;
   }
   const TensorView logits = prefix(view(plan_->logits), {N_, model_.config().vocab_size});
