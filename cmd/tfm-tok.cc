@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
 
   CLI::App* shortlist = app.add_subcommand(
       "shortlist",
-      "Build a vocabulary shortlist (tfm-decode --shortlist) from a parallel corpus of pieces:\n"
+      "Build a vocabulary shortlist for tfm-decode from a parallel corpus of pieces:\n"
       "for each source piece, the target pieces of the sentence pairs it is in, ranked by the\n"
       "Dice coefficient 2 c(s,t) / (c(s) + c(t)) (c: sentence pairs), and the most frequent\n"
       "target pieces for every sentence");

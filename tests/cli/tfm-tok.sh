@@ -220,7 +220,7 @@ run tfm-tok shortlist --help
 expect_rc 0 "shortlist --help"
 for option in --output --best --frequent --min-count; do
   grep -q -- "$option" "$TMP/out" || fail "shortlist --help: no $option"
-  grep -q -- "${option//-/\\-}" "$TFM_SOURCE/man/tfm-tok.1" || fail "man tfm-tok: no $option"
+  grep -qF -- "$(echo "$option" | sed 's/-/\\-/g')" "$TFM_SOURCE/man/tfm-tok.1" || fail "man tfm-tok: no $option"
 done
 run tfm-tok shortlist -o "$TMP/list" --best 3 --frequent 5 --min-count 2 "$TMP/p.en" "$TMP/p.de"
 expect_rc 0 "shortlist"
