@@ -697,6 +697,8 @@ void IncrementalDecoder::refresh_union() {
   for (size_t s = 0; s < slots_.size(); ++s) {
     const std::vector<int32_t>& cand = slots_[s].candidates;
     if (!slots_[s].taken || cand.empty()) continue;
+    TFM_REQUIRE(static_cast<int64_t>(cand.size()) <= Ks, "internal: a sentence of {} candidates, {} planned",
+                cand.size(), Ks);
     columns.resize(cand.size());
     size_t j = 0;
     for (size_t k = 0; k < cand.size(); ++k) {
