@@ -87,8 +87,11 @@ void for_parts(int parts, const std::function<void(int)>& f) {
 // copied from the model's, and their panels). Host memory sized for the
 // most columns (DecoderLimits::shortlist_columns) at construction.
 struct IncrementalDecoder::Union {
-  std::vector<int32_t> ids;  // vocabulary ids, sorted: column j of a step's logits is ids[j]
-  bool stale = false;        // a sentence was admitted since the last refresh_union
+  std::vector<int32_t> ids;     // vocabulary ids: column j of a step's logits is ids[j]
+  std::vector<int32_t> column;  // (V): each id's column, -1 when not in the union
+  std::vector<int32_t> users;   // (V): the sentences admitted whose candidates hold each id
+  int64_t live = 0;             // ids with users
+  std::vector<int32_t> fresh;   // slots admitted since the last refresh_union
   std::vector<float> panels;
   std::vector<int8_t> values;
   std::vector<float> scales;
@@ -135,6 +138,8 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   cross_lengths_.assign(static_cast<size_t>(l.sentences), 0);
   if (shortlist_) {
     union_ = std::make_unique<Union>();
+    union_->column.assign(static_cast<size_t>(c.vocab_size), -1);
+    union_->users.assign(static_cast<size_t>(c.vocab_size), 0);
     const int64_t U = l.shortlist_columns, D = c.d_model;
     if (const model::Int8Weights* q = model.int8_weights()) {
       const ops::Int8Matrix full = q->find(model.weight(model.layout().out_proj));
@@ -233,6 +238,11 @@ TensorView IncrementalDecoder::final_norm(NormIds norm, const TensorView& y, Row
 void IncrementalDecoder::release_all() {
   const DecoderLimits& l = limits_;
   for (Slot& slot : slots_) slot = Slot{};
+  if (union_) {
+    std::fill(union_->users.begin(), union_->users.end(), 0);
+    union_->live = 0;
+    union_->fresh.clear();
+  }
   // Taken from the back: the lowest rows first.
   cross_free_.resize(static_cast<size_t>(l.src_tokens));
   std::iota(cross_free_.rbegin(), cross_free_.rend(), 0);
@@ -295,7 +305,8 @@ std::vector<int32_t> IncrementalDecoder::admit(const std::vector<std::vector<int
     S_ = std::max(S_, st.length);
     if (shortlist_) {
       st.candidates = shortlist_->candidates(sources[taken.size()], static_cast<int32_t>(c.eos_id), l.top_k);
-      union_->stale = true;
+      for (int32_t id : st.candidates) union_->live += union_->users[static_cast<size_t>(id)]++ == 0;
+      union_->fresh.push_back(slot);
     }
     taken.push_back(slot);
   }
@@ -312,6 +323,10 @@ void IncrementalDecoder::release(int32_t s) {
   cross_free_.insert(cross_free_.end(), slot.source_rows.rbegin(), slot.source_rows.rend());
   self_free_.insert(self_free_.end(), slot.cache_rows.rbegin(), slot.cache_rows.rend());
   cross_lengths_[static_cast<size_t>(s)] = 0;
+  if (union_) {
+    for (int32_t id : slot.candidates) union_->live -= --union_->users[static_cast<size_t>(id)] == 0;
+    std::erase(union_->fresh, s);
+  }
   slot = Slot{};
   S_ = 0;
   for (const Slot& other : slots_) S_ = std::max(S_, other.length);
@@ -427,7 +442,7 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   TFM_REQUIRE(N <= free_cache_rows(), "step of {} rows: {} self-attention pool rows are free of {} planned", N,
               free_cache_rows(), l.cache_rows);
   const auto start = std::chrono::steady_clock::now();
-  if (union_ && union_->stale) refresh_union();
+  if (union_ && !union_->fresh.empty()) refresh_union();
 
   // On a GPU the step runs for n >= N rows (graph_rows), a graph kept for
   // each (n, the step's parity): the kernels read the rows from the
@@ -643,40 +658,64 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
 
 // The union of the candidates of the sentences admitted, its rows of the
 // output projection gathered (and laid out as the GEMM reads them), and
-// each slot's columns into it: before the first step after an admission.
-// A union that still covers every sentence and is at most a quarter
-// larger than they need is kept (sentences released leave their columns
-// in it), so a stream of admissions rarely gathers.
+// the slots' columns into it: before the first step after an admission.
+// The ids a new sentence brings are appended (their rows gathered, the
+// last panels laid out again), so an admission costs its own new ids; the
+// union is built again, in id order, only when it would outgrow the plan
+// or hold more than a quarter more ids than the sentences still admitted
+// need (a released sentence leaves its ids behind). A row's results do
+// not depend on the union's order: each logit is a dot product alone.
 void IncrementalDecoder::refresh_union() {
   Union& u = *union_;
   const Plan& i = *plan_;
   const ModelConfig& c = model_.config();
   const ParamLayout& L = model_.layout();
   const Stream& st = model_.stream();
-  u.stale = false;
-  std::vector<int32_t> live;
-  for (const Slot& slot : slots_) live.insert(live.end(), slot.candidates.begin(), slot.candidates.end());
-  std::sort(live.begin(), live.end());
-  live.erase(std::unique(live.begin(), live.end()), live.end());
-  const bool keep = !u.ids.empty() && std::includes(u.ids.begin(), u.ids.end(), live.begin(), live.end()) &&
-                    4 * u.ids.size() <= 5 * live.size();
-  if (!keep) {
-    u.ids = std::move(live);
-    const int64_t U = static_cast<int64_t>(u.ids.size()), V = c.vocab_size;
-    TFM_REQUIRE(U <= limits_.shortlist_columns, "internal: a shortlist union of {} columns, {} planned", U,
-                limits_.shortlist_columns);
-    const HostStaging::Part ids[] = {part(view(i.sl_ids), u.ids)};
+  const int64_t V = c.vocab_size, D = c.d_model;
+  std::vector<int32_t> added;
+  for (int32_t s : u.fresh)
+    for (int32_t id : slots_[static_cast<size_t>(s)].candidates)
+      if (u.column[static_cast<size_t>(id)] < 0) added.push_back(id);
+  std::sort(added.begin(), added.end());
+  added.erase(std::unique(added.begin(), added.end()), added.end());
+  const auto grown = static_cast<int64_t>(u.ids.size() + added.size());
+  int64_t first = static_cast<int64_t>(u.ids.size());  // the first column to gather
+  std::vector<int32_t> slots = std::move(u.fresh);     // whose columns to upload
+  u.fresh.clear();
+  if (grown > limits_.shortlist_columns || 4 * grown > 5 * u.live) {
+    for (int32_t id : u.ids) u.column[static_cast<size_t>(id)] = -1;
+    u.ids.clear();
+    for (int32_t id = 0; id < V; ++id)
+      if (u.users[static_cast<size_t>(id)] > 0) u.ids.push_back(id);
+    first = 0;
+    slots.clear();
+    for (size_t s = 0; s < slots_.size(); ++s)
+      if (slots_[s].taken) slots.push_back(static_cast<int32_t>(s));
+  } else {
+    u.ids.insert(u.ids.end(), added.begin(), added.end());
+  }
+  const int64_t U = static_cast<int64_t>(u.ids.size());
+  TFM_REQUIRE(U <= limits_.shortlist_columns, "internal: a shortlist union of {} columns, {} planned", U,
+              limits_.shortlist_columns);
+  for (int64_t j = first; j < U; ++j) u.column[static_cast<size_t>(u.ids[static_cast<size_t>(j)])] = static_cast<int32_t>(j);
+  if (first < U) {
+    // Rows [first, U): their ids up, then the rows of the output projection
+    // (and bias) gathered.
+    const std::span<const int32_t> more(u.ids.data() + first, static_cast<size_t>(U - first));
+    const HostStaging::Part ids[] = {{slice(view(i.sl_ids), first, U - first), more}};
     staging_->upload(ids);
-    const TensorView at = prefix(view(i.sl_ids), {U});
-    const TensorView w = prefix(view(i.sl_weights), {U, c.d_model});
-    ops::embedding_forward(at, model_.param(L.out_proj), 1.0f, w, st);
+    const TensorView at = slice(view(i.sl_ids), first, U - first);
+    const TensorView w = prefix(view(i.sl_weights), {U, D});
+    ops::embedding_forward(at, model_.param(L.out_proj), 1.0f, model::rows(w, first, U - first), st);
     if (L.out_bias >= 0)
-      ops::embedding_forward(at, model_.param(L.out_bias).reshape({V, 1}), 1.0f, prefix(view(i.sl_bias), {U, 1}), st);
+      ops::embedding_forward(at, model_.param(L.out_bias).reshape({V, 1}), 1.0f,
+                             model::rows(prefix(view(i.sl_bias), {U, 1}), first, U - first), st);
+    // The panels from the one holding row `first` (CPU memory).
+    const int64_t p0 = first / ops::kPanelRows * ops::kPanelRows;
     if (const model::Int8Weights* q = model_.int8_weights()) {
-      // The model's quantized rows, as they are (CPU memory).
       const ops::Int8Matrix full = q->find(model_.weight(L.out_proj));
       const auto ld = static_cast<size_t>(full.ld);
-      for (size_t j = 0; j < u.ids.size(); ++j) {
+      for (auto j = static_cast<size_t>(first); j < static_cast<size_t>(U); ++j) {
         const auto id = static_cast<size_t>(u.ids[j]);
         std::memcpy(u.values.data() + j * ld, full.values + id * ld, ld);
         u.scales[j] = full.scales[id];
@@ -684,28 +723,24 @@ void IncrementalDecoder::refresh_union() {
       }
       u.int8 = {u.values.data(), u.scales.data(), u.sums.data(), U, full.cols, full.ld, nullptr};
       if (!u.int8_panels.empty()) {
-        ops::pack_int8_panels(u.values.data(), U, full.ld, u.int8_panels.data());
+        ops::pack_int8_panels(u.values.data() + static_cast<size_t>(p0) * ld, U - p0, full.ld,
+                              u.int8_panels.data() + p0 * full.ld / 4);
         u.int8.panels = u.int8_panels.data();
       }
     } else if (!u.panels.empty()) {
-      ops::pack_panels(w, u.panels.data());
+      ops::pack_panels(model::rows(w, p0, U - p0), u.panels.data() + p0 * D);
     }
   }
-  // Each slot's candidates as columns of the union.
+  // The slots' candidates as columns of the union.
   const int64_t Ks = limits_.shortlist_sentence_columns;
   std::vector<int32_t> columns;
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    const std::vector<int32_t>& cand = slots_[s].candidates;
-    if (!slots_[s].taken || cand.empty()) continue;
+  for (int32_t s : slots) {
+    const std::vector<int32_t>& cand = slots_[static_cast<size_t>(s)].candidates;
     TFM_REQUIRE(static_cast<int64_t>(cand.size()) <= Ks, "internal: a sentence of {} candidates, {} planned",
                 cand.size(), Ks);
     columns.resize(cand.size());
-    size_t j = 0;
-    for (size_t k = 0; k < cand.size(); ++k) {
-      while (u.ids[j] != cand[k]) ++j;  // cand is a sorted subset of ids
-      columns[k] = static_cast<int32_t>(j);
-    }
-    const HostStaging::Part table[] = {{slice(view(i.sl_columns), static_cast<int64_t>(s) * Ks, static_cast<int64_t>(cand.size())), columns}};
+    for (size_t k = 0; k < cand.size(); ++k) columns[k] = u.column[static_cast<size_t>(cand[k])];
+    const HostStaging::Part table[] = {{slice(view(i.sl_columns), s * Ks, static_cast<int64_t>(cand.size())), columns}};
     staging_->upload(table);
   }
 }
@@ -785,12 +820,11 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
   const Stream& st = model_.stream();
   const TensorView column = prefix(view(i.column), {N_});
   if (union_) {  // -inf for a row whose sentence's candidates lack the token
-    const std::vector<int32_t>& u = union_->ids;
-    const auto at = std::lower_bound(u.begin(), u.end(), token);
+    const int32_t at = union_->column[static_cast<size_t>(token)];
     std::vector<double> out(static_cast<size_t>(N_), -std::numeric_limits<double>::infinity());
-    if (at == u.end() || *at != token) return out;
-    const int64_t U = static_cast<int64_t>(u.size());
-    ops::copy_columns(prefix(view(i.logits), {N_, U}), at - u.begin(), column.reshape({N_, 1}), st);
+    if (at < 0) return out;
+    const int64_t U = static_cast<int64_t>(union_->ids.size());
+    ops::copy_columns(prefix(view(i.logits), {N_, U}), at, column.reshape({N_, 1}), st);
     const std::vector<double> x = download(column, st);
     const std::vector<double> lse = download(prefix(view(i.lse), {N_}), st);
     for (size_t r = 0; r < out.size(); ++r) {
@@ -811,8 +845,8 @@ Tensor IncrementalDecoder::log_probs() {
   if (union_) {
     // Each row's log-softmax over its sentence's candidates (host_stream,
     // in the logits' dtype, as the whole vocabulary's), -inf elsewhere.
-    const std::vector<int32_t>& u = union_->ids;
-    const int64_t U = static_cast<int64_t>(u.size()), V = model_.config().vocab_size;
+    const std::vector<int32_t>& col = union_->column;
+    const int64_t U = static_cast<int64_t>(union_->ids.size()), V = model_.config().vocab_size;
     const TensorView logits = prefix(view(plan_->logits), {N_, U});
     const DType dt = logits.dtype();
     const size_t el = dtype_size(dt);
@@ -829,11 +863,8 @@ Tensor IncrementalDecoder::log_probs() {
       const std::vector<int32_t>& cand = slots_[static_cast<size_t>(last_sentence_[static_cast<size_t>(r)])].candidates;
       Tensor row({1, static_cast<int64_t>(cand.size())}, dt);
       auto* p = static_cast<char*>(row.view().data());
-      size_t j = 0;
-      for (size_t k = 0; k < cand.size(); ++k) {
-        while (u[j] != cand[k]) ++j;
-        std::memcpy(p + k * el, in + (static_cast<size_t>(r * U) + j) * el, el);
-      }
+      for (size_t k = 0; k < cand.size(); ++k)
+        std::memcpy(p + k * el, in + static_cast<size_t>(r * U + col[static_cast<size_t>(cand[k])]) * el, el);
       ops::log_softmax(row, row, host_stream());
       for (size_t k = 0; k < cand.size(); ++k)
         std::memcpy(out + (static_cast<size_t>(r * V) + static_cast<size_t>(cand[k])) * el, p + k * el, el);
