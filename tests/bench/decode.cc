@@ -755,6 +755,7 @@ int main(int argc, char** argv) {
         model8 && search_threads(*model8, cpu_threads()) > 1 ? ThreadWork::batches : ThreadWork::rows;
     const ThreadWork other8 = work8 == ThreadWork::batches ? ThreadWork::rows : ThreadWork::batches;
     Run mine, mine8, listed, listed8;  // listed: under --shortlist
+    std::vector<double> listed_tps, listed8_tps;
     // A run under the shortlist right after its run without: tokens/s of
     // both, the speed-up, the share of identical outputs.
     const auto run_listed = [&](const char* what, const ModelWeights& m, ThreadWork w, const Run& without) {
@@ -796,7 +797,10 @@ int main(int argc, char** argv) {
                     mine.host_step, mine.capture, mine.launch, mine.host_start,
                     mine.seconds - mine.device_wait - mine.host_step - mine.host_start);
       std::fflush(stdout);
-      if (shortlist) listed = run_listed("fp32", *model, work, mine);
+      if (shortlist) {
+        listed = run_listed("fp32", *model, work, mine);
+        listed_tps.push_back(static_cast<double>(listed.tokens) / listed.seconds);
+      }
       if (both_settings) {
         const Run alt = run_tfm(o, *model, requests, other);
         TFM_REQUIRE(id_lines(alt) == id_lines(mine), "tfm's threads taking {} gave other outputs than taking {}",
@@ -814,7 +818,10 @@ int main(int argc, char** argv) {
         std::printf("tfm int8: %lld tokens in %.1f s, %.1f tokens/s (threads take %s)\n",
                     static_cast<long long>(mine8.tokens), mine8.seconds, t8_tps.back(),
                     std::string(thread_work_name(work8)).c_str());
-        if (shortlist) listed8 = run_listed("int8", *model8, work8, mine8);
+        if (shortlist) {
+          listed8 = run_listed("int8", *model8, work8, mine8);
+          listed8_tps.push_back(static_cast<double>(listed8.tokens) / listed8.seconds);
+        }
         if (both_settings) {
           const Run alt8 = run_tfm(o, *model8, requests, other8);
           alt8_tps.push_back(static_cast<double>(alt8.tokens) / alt8.seconds);
@@ -861,6 +868,15 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (!ct2_skip.empty()) std::printf("ctranslate2: not run: %s\n", ct2_skip.c_str());
+    if (shortlist) {
+      std::string line = fmt::format("shortlist, medians of {} runs (tokens/s): fp32 {:.1f} with, {:.1f} without ({:.2f}x)",
+                                     listed_tps.size(), median(listed_tps), median(tfm_tps),
+                                     median(listed_tps) / median(tfm_tps));
+      if (!listed8_tps.empty())
+        line += fmt::format("; int8 {:.1f} with, {:.1f} without ({:.2f}x)", median(listed8_tps), median(t8_tps),
+                            median(listed8_tps) / median(t8_tps));
+      std::printf("%s\n", line.c_str());
+    }
     const bool has_ct2 = !c32_tps.empty();
     // Each run's ratios, the engines having run next to each other: on a
     // shared machine whose speed drifts, their spread says how far the
