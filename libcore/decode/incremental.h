@@ -172,8 +172,13 @@ class IncrementalDecoder {
   TensorView gemm_view(int id, RowSpan rows, int64_t cols) const;
   model::Blocks blocks() const;
   void release_all();
+  // Under a shortlist (incremental_shortlist.cc).
+  void plan_union();
   void refresh_union();
+  void shortlist_projection(const model::Blocks& m, const TensorView& y, RowSpan r);
   void shortlist_topk(const TensorView& values, const TensorView& ids);
+  std::vector<double> shortlist_log_prob_of(int32_t token);
+  Tensor shortlist_log_probs();
   void encode(const std::vector<std::vector<int32_t>>& sources, const std::vector<int32_t>& slots);
   void encode_rows(int64_t first_sentence, int64_t end_sentence, int64_t B, int64_t S);
   int cpu_parts(int64_t rows) const;
