@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "libcore/base/log.h"
 #include "libcore/base/precision.h"
 #include "libcore/base/progress.h"
+#include "libcore/decode/shortlist.h"
 #include "libcore/decode/translate.h"
 #include "libcore/model/model_file.h"
 
@@ -32,7 +34,7 @@ struct Options {
   std::vector<std::string> models;  // several: an ensemble
   std::vector<double> weights;      // one a model (default: 1 each)
   std::string device = "auto", precision = "auto";
-  std::string length_penalty = "gnmt", early_stopping = "bound", thread_work = "auto";
+  std::string length_penalty = "gnmt", early_stopping = "bound", thread_work = "auto", shortlist;
   std::vector<std::string> files;
   tfm::TranslateOptions translate;
   bool attention = false;
@@ -75,6 +77,13 @@ void decode(Options& o) {
     throw tfm::UsageError(fmt::format("--alignment-heads {} is more than the model's {} heads", t.alignment_heads,
                                       model->config().heads));
   t.thread_work = tfm::parse_thread_work(o.thread_work);
+  std::optional<tfm::Shortlist> shortlist;
+  if (!o.shortlist.empty()) {
+    if (!file.vocab())
+      throw tfm::Error("--shortlist maps pieces through the checkpoint's tokenizer, and " + o.models.front() + " has none");
+    shortlist.emplace(tfm::Shortlist::load(o.shortlist, *file.vocab(), model->config().vocab_size));
+    t.shortlist = &*shortlist;
+  }
   tfm::Progress progress(o.common.quiet);
   t.progress = &progress;
   std::vector<double> mix = o.weights;
@@ -133,6 +142,10 @@ int main(int argc, char** argv) {
   app.add_flag("--constraints", t.constraints,
                "Read SOURCE<TAB>PHRASE<TAB>PHRASE... lines: every output contains every PHRASE (hard "
                "lexical constraints, by dynamic beam allocation)")
+      ->group(search);
+  auto* shortlist = app.add_option("--shortlist", o.shortlist,
+                 "Score each sentence over its candidate target pieces only (a vocabulary shortlist: "
+                 "tfm-tok shortlist builds one); log-probabilities normalized over them")
       ->group(search);
   auto* sampling = "Sampling";
   app.add_flag("--sampling", t.search.sampling.on,
@@ -198,6 +211,9 @@ int main(int argc, char** argv) {
     if (!o.weights.empty() && o.weights.size() != o.models.size())
       throw CLI::ValidationError(fmt::format("--weights gives {} weights for {} models", o.weights.size(),
                                              o.models.size()));
+    if (shortlist->count() > 0 && o.shortlist.empty()) throw CLI::ValidationError("--shortlist needs a file");
+    if (!o.shortlist.empty() && o.models.size() > 1)
+      throw CLI::ValidationError("--shortlist decodes with one model: an ensemble's logits span the vocabulary");
     tfm::SamplingOptions& p = t.search.sampling;
     if (!p.on) {
       for (const CLI::Option* opt : {topk, topp, temperature, seed})

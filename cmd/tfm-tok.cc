@@ -5,6 +5,7 @@
 //   tfm-tok -m spm.model --ids < text > ids         ids instead of pieces
 //   tfm-tok -d -m model.bin < pieces > text         decode; a checkpoint works too
 //   tfm-tok -m opus.tfmvocab --side target < de     a bundle's target model
+//   tfm-tok shortlist -o list.txt train.en.pieces train.de.pieces   tfm-decode --shortlist's file
 //
 // Encoding and decoding are byte-identical to spm_encode/spm_decode, stream
 // in chunks encoded in parallel, and keep the order of the lines. With a
@@ -16,9 +17,11 @@
 #include <vector>
 
 #include "libcore/app/app.h"
+#include "libcore/base/log.h"
 #include "libcore/base/progress.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
+#include "libcore/decode/shortlist.h"
 
 namespace {
 
@@ -32,6 +35,8 @@ struct Options {
   std::vector<std::string> files;
   tfm::data::TrainOptions train;
   std::vector<std::string> train_files;
+  tfm::ShortlistBuildOptions shortlist;
+  std::string shortlist_source, shortlist_target;
 };
 
 }  // namespace
@@ -48,7 +53,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{
       "Encode text into SentencePiece pieces or ids (the default, or 'encode'), decode them\n"
-      "back ('decode' or -d), or train the shared model ('train'; see tfm-tok train --help).\n"
+      "back ('decode' or -d), train the shared model ('train'; see tfm-tok train --help), or\n"
+      "build a vocabulary shortlist for tfm-decode ('shortlist'; see tfm-tok shortlist --help).\n"
       "One line in, one line out; FILE... or stdin to stdout."};
   tfm::add_common_options(app, o.common);
   app.add_option("-m,--model", o.model,
@@ -91,8 +97,27 @@ int main(int argc, char** argv) {
   train->add_option("FILE", o.train_files, "Training text, plain or gzip ('-': stdin)")
       ->required();
 
+  CLI::App* shortlist = app.add_subcommand(
+      "shortlist",
+      "Build a vocabulary shortlist for tfm-decode from a parallel corpus of pieces:\n"
+      "for each source piece, the target pieces of the sentence pairs it is in, ranked by the\n"
+      "Dice coefficient 2 c(s,t) / (c(s) + c(t)) (c: sentence pairs), and the most frequent\n"
+      "target pieces for every sentence");
+  shortlist->fallthrough();
+  shortlist->add_option("-o,--output", o.shortlist.output, "Where to write the shortlist")->required();
+  shortlist->add_option("--best", o.shortlist.best, "Candidates kept per source piece")
+      ->default_val(50)->check(tfm::Range(int64_t{1}, int64_t{1} << 30));
+  shortlist->add_option("--frequent", o.shortlist.frequent, "Most frequent target pieces every sentence gets")
+      ->default_val(100)->check(tfm::Range(int64_t{0}, int64_t{1} << 30));
+  shortlist->add_option("--min-count", o.shortlist.min_count,
+                        "Sentence pairs a source and a target piece must share to pair up")
+      ->default_val(2)->check(tfm::Range(int64_t{1}, int64_t{1} << 30));
+  shortlist->add_option("SOURCE", o.shortlist_source, "Source side, pieces (tfm-tok's output), plain or gzip")
+      ->required();
+  shortlist->add_option("TARGET", o.shortlist_target, "Target side, line by line with SOURCE")->required();
+
   app.callback([&] {
-    if (*train) return;
+    if (*train || *shortlist) return;
     o.model = tfm::model_or_environment(o.model);
   });
 
@@ -103,6 +128,13 @@ int main(int argc, char** argv) {
                               o.train.verbose = o.common.verbose > 0;
                               o.train.progress = &progress;
                               tfm::data::train_vocab(o.train_files, o.train);
+                              return;
+                            }
+                            if (*shortlist) {
+                              const tfm::ShortlistBuildTotals n =
+                                  tfm::build_shortlist(o.shortlist_source, o.shortlist_target, o.shortlist);
+                              tfm::log::info("{}: {} sentence pairs, {} source pieces, {} candidates",
+                                             o.shortlist.output, n.pairs, n.sources, n.entries);
                               return;
                             }
                             const tfm::Vocab vocab = tfm::Vocab::load(o.model);

@@ -7,24 +7,22 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include <omp.h>
 
 #include "kernels/ops.h"
 #include "libcore/decode/plan.h"
+#include "libcore/decode/shortlist.h"
 #include "libcore/model/layers.h"
 
 namespace tfm {
 
 using model::prefix;
+using namespace decode_detail;
 
 namespace {
-
-// Part of an upload (HostStaging): values into the front of buffer.
-HostStaging::Part part(const TensorView& buffer, const std::vector<int32_t>& values) {
-  return {prefix(buffer, {static_cast<int64_t>(values.size())}), values};
-}
 
 // The rows a step computes on a GPU for N live rows, CUDA graphs being
 // kept by row count (StreamGraph): N rounded up to a quarter of the power
@@ -38,23 +36,6 @@ int64_t graph_rows(int64_t n, int64_t most) {
   while (below * 2 < n) below *= 2;
   const int64_t unit = std::max<int64_t>(8, below / 4);
   return std::min((n + unit - 1) / unit * unit, most);
-}
-
-// n i32 values at element `at` of an i32 buffer.
-TensorView slice(const TensorView& buffer, int64_t at, int64_t n) {
-  return TensorView(buffer.data_as<int32_t>() + at, DType::i32, {n}, buffer.device());
-}
-
-std::vector<double> download(const TensorView& t, const Stream& st) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  if (t.dtype() == DType::f64) {
-    copy(TensorView(out.data(), DType::f64, t.shape()), t, st);
-  } else {
-    std::vector<float> f(out.size());
-    copy(TensorView(f.data(), DType::f32, t.shape()), t, st);
-    std::copy(f.begin(), f.end(), out.begin());
-  }
-  return out;
 }
 
 // f(0) .. f(parts - 1) at once on the CPU's threads (one each; a team
@@ -77,10 +58,20 @@ void for_parts(int parts, const std::function<void(int)>& f) {
 
 }  // namespace
 
-IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits)
-    : model_(model), limits_(limits) {
+IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits,
+                                       const Shortlist* shortlist)
+    : model_(model), limits_(limits), shortlist_(shortlist) {
   const ModelConfig& c = model.config();
   const DecoderLimits& l = limits_;
+  if (shortlist_) {
+    TFM_REQUIRE(shortlist_->vocab_size() == c.vocab_size, "a shortlist of {} ids for a model of {}",
+                shortlist_->vocab_size(), c.vocab_size);
+    const int64_t k = std::min(limits_.top_k, c.vocab_size);
+    limits_.shortlist_columns =
+        shortlist_->most(std::max(limits_.src_tokens, limits_.src_len), limits_.sentences, k);
+    limits_.shortlist_sentence_columns = shortlist_->most(limits_.src_len, 1, k);
+    limits_.cuda_graph = false;  // a step's GEMM is as wide as the union: no graph holds for every step
+  }
   plan_ = std::make_unique<Plan>(c, limits_, model.dtype(), model.param_dtype());
   const Plan& i = *plan_;
   // Rows past the live ones feed GEMMs as padding: they start finite, as
@@ -104,12 +95,24 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   slots_.resize(static_cast<size_t>(l.sentences));
   cross_index_.assign(static_cast<size_t>(l.sentences * l.src_len), 0);
   cross_lengths_.assign(static_cast<size_t>(l.sentences), 0);
+  if (shortlist_) plan_union();
   release_all();
 }
 
 IncrementalDecoder::~IncrementalDecoder() = default;
 
-std::string IncrementalDecoder::memory_report() const { return plan_->mem.report(); }
+std::string IncrementalDecoder::memory_report() const {
+  std::string report = plan_->mem.report();
+  if (union_) {
+    const Union& u = *union_;
+    const size_t bytes = u.panels.size() * sizeof(float) + u.values.size() + u.scales.size() * sizeof(float) +
+                         (u.sums.size() + u.int8_panels.size()) * sizeof(int32_t);
+    report += fmt::format("; shortlist of up to {} columns ({} a sentence){}", limits_.shortlist_columns,
+                          limits_.shortlist_sentence_columns,
+                          bytes ? fmt::format(", its weights' panels {}", format_bytes(bytes)) : std::string());
+  }
+  return report;
+}
 
 TensorView IncrementalDecoder::view(int id) const { return mem_->view(id); }
 
@@ -180,6 +183,11 @@ TensorView IncrementalDecoder::final_norm(NormIds norm, const TensorView& y, Row
 void IncrementalDecoder::release_all() {
   const DecoderLimits& l = limits_;
   for (Slot& slot : slots_) slot = Slot{};
+  if (union_) {
+    std::fill(union_->users.begin(), union_->users.end(), 0);
+    union_->live = 0;
+    union_->fresh.clear();
+  }
   // Taken from the back: the lowest rows first.
   cross_free_.resize(static_cast<size_t>(l.src_tokens));
   std::iota(cross_free_.rbegin(), cross_free_.rend(), 0);
@@ -240,6 +248,11 @@ std::vector<int32_t> IncrementalDecoder::admit(const std::vector<std::vector<int
     std::copy(st.source_rows.begin(), st.source_rows.end(), cross_index_.begin() + slot * l.src_len);
     cross_lengths_[static_cast<size_t>(slot)] = static_cast<int32_t>(st.length);
     S_ = std::max(S_, st.length);
+    if (shortlist_) {
+      st.candidates = shortlist_->candidates(sources[taken.size()], static_cast<int32_t>(c.eos_id), l.top_k);
+      for (int32_t id : st.candidates) union_->live += union_->users[static_cast<size_t>(id)]++ == 0;
+      union_->fresh.push_back(slot);
+    }
     taken.push_back(slot);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -255,6 +268,10 @@ void IncrementalDecoder::release(int32_t s) {
   cross_free_.insert(cross_free_.end(), slot.source_rows.rbegin(), slot.source_rows.rend());
   self_free_.insert(self_free_.end(), slot.cache_rows.rbegin(), slot.cache_rows.rend());
   cross_lengths_[static_cast<size_t>(s)] = 0;
+  if (union_) {
+    for (int32_t id : slot.candidates) union_->live -= --union_->users[static_cast<size_t>(id)] == 0;
+    std::erase(union_->fresh, s);
+  }
   slot = Slot{};
   S_ = 0;
   for (const Slot& other : slots_) S_ = std::max(S_, other.length);
@@ -370,6 +387,7 @@ void IncrementalDecoder::step(const std::vector<Row>& rows) {
   TFM_REQUIRE(N <= free_cache_rows(), "step of {} rows: {} self-attention pool rows are free of {} planned", N,
               free_cache_rows(), l.cache_rows);
   const auto start = std::chrono::steady_clock::now();
+  if (union_ && !union_->fresh.empty()) refresh_union();
 
   // On a GPU the step runs for n >= N rows (graph_rows), a graph kept for
   // each (n, the step's parity): the kernels read the rows from the
@@ -561,6 +579,7 @@ void IncrementalDecoder::queue_rows(RowSpan r, int64_t N, int parity) {
     y = feed_forward(w.ffn, w.ffn_norm, y_b, r);
   }
   if (c.pre_norm) y = final_norm(L.decoder_norm, y, r);
+  if (union_) return shortlist_projection(m, y, r);
   model::output_projection(m, y, model_.weight(L.out_proj), gemm_view(i.logits, r, c.vocab_size),
                            L.out_bias >= 0 ? model_.param(L.out_bias) : TensorView());
 }
@@ -605,8 +624,11 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
   const size_t value_bytes = static_cast<size_t>(N_ * k) * dtype_size(st_dtype);
   const TensorView values(top.data(), st_dtype, {N_, k}, top.device());
   const TensorView top_ids(static_cast<char*>(top.data()) + value_bytes, DType::i32, {N_, k}, top.device());
-  ops::log_softmax_topk(prefix(view(i.logits), {N_, model_.config().vocab_size}), values, top_ids,
-                        prefix(view(i.lse), {N_}), st);
+  if (union_)
+    shortlist_topk(values, top_ids);
+  else
+    ops::log_softmax_topk(prefix(view(i.logits), {N_, model_.config().vocab_size}), values, top_ids,
+                          prefix(view(i.lse), {N_}), st);
   const TensorView parts[] = {values, top_ids};
   const int slot = readback_->download(parts);
   const auto wait_start = std::chrono::steady_clock::now();
@@ -626,6 +648,12 @@ void IncrementalDecoder::top_k(int64_t k, std::vector<double>& log_probs, std::v
     }
   }
   std::memcpy(ids.data(), down + value_bytes, ids.size() * sizeof(int32_t));
+  if (union_) {  // positions in a row's candidates -> vocabulary ids
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const Slot& slot = slots_[static_cast<size_t>(last_sentence_[j / static_cast<size_t>(k)])];
+      ids[j] = slot.candidates[static_cast<size_t>(ids[j])];
+    }
+  }
   lse_ready_ = true;
 }
 
@@ -636,6 +664,7 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
   const Plan& i = *plan_;
   const Stream& st = model_.stream();
   const TensorView column = prefix(view(i.column), {N_});
+  if (union_) return shortlist_log_prob_of(token);
   ops::copy_columns(prefix(view(i.logits), {N_, V}), token, column.reshape({N_, 1}), st);
   std::vector<double> out = download(column, st);
   const std::vector<double> lse = download(prefix(view(i.lse), {N_}), st);
@@ -645,6 +674,7 @@ std::vector<double> IncrementalDecoder::log_prob_of(int32_t token) {
 
 Tensor IncrementalDecoder::log_probs() {
   TFM_REQUIRE(N_ > 0, "log_probs before a step");
+  if (union_) return shortlist_log_probs();
   const TensorView logits = prefix(view(plan_->logits), {N_, model_.config().vocab_size});
   Tensor host(logits.shape(), logits.dtype());
   copy(host, logits, model_.stream());

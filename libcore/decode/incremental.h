@@ -57,7 +57,11 @@ struct DecoderLimits {
   int64_t top_k = 8;        // the largest k of top_k()
   int attention_layer = -1; // keep this decoder layer's cross-attention (-1: none)
   bool cuda_graph = true;   // run each step as one CUDA graph (StreamGraph; CUDA only;
-                            // translate_limits: off under TFM_CUDA_GRAPHS=0)
+                            // translate_limits: off under TFM_CUDA_GRAPHS=0; off under a shortlist)
+  // Under a shortlist (set by the decoder from it; 0 otherwise): the most
+  // output columns of a step (U, the union of the admitted sentences'
+  // candidates) and of one sentence.
+  int64_t shortlist_columns = 0, shortlist_sentence_columns = 0;
 };
 
 // Whether the CPU's threads should each run whole stretches of decoding on
@@ -69,11 +73,22 @@ struct DecoderLimits {
 // measured on which CPU).
 bool cpu_threads_take_rows(const ModelWeights& model);
 
+class Shortlist;
+
+// Under a vocabulary shortlist (shortlist.h) each sentence gets its own
+// candidates when admitted; a step projects onto the union of the
+// admitted sentences' candidates only (their rows of the output projection
+// gathered once when the union changes, not each step), and each row's
+// log-softmax and top k run over its own sentence's candidates alone, so
+// that a row's results depend on its sentence's set, never on its batch:
+// probabilities are normalized over the set (as Marian's); a token outside
+// it has log-probability -inf (top_k, log_prob_of, log_probs).
 class IncrementalDecoder {
  public:
   // Reads `model`'s weights (a ModelWeights, or a Transformer's), which
-  // must outlive it; plans and owns the rest of its memory.
-  IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits);
+  // must outlive it, and the shortlist (optional) likewise; plans and owns
+  // the rest of its memory.
+  IncrementalDecoder(const ModelWeights& model, const DecoderLimits& limits, const Shortlist* shortlist = nullptr);
   ~IncrementalDecoder();
   IncrementalDecoder(const IncrementalDecoder&) = delete;
   IncrementalDecoder& operator=(const IncrementalDecoder&) = delete;
@@ -157,6 +172,7 @@ class IncrementalDecoder {
 
  private:
   struct Plan;  // plan.h
+  struct Union;  // the shortlist's union of candidates (incremental.cc)
   // Rows [first, first + count) of the activations: a step's, or one
   // thread's share of them (queue_step).
   struct RowSpan {
@@ -166,6 +182,13 @@ class IncrementalDecoder {
   TensorView gemm_view(int id, RowSpan rows, int64_t cols) const;
   model::Blocks blocks() const;
   void release_all();
+  // Under a shortlist (incremental_shortlist.cc).
+  void plan_union();
+  void refresh_union();
+  void shortlist_projection(const model::Blocks& m, const TensorView& y, RowSpan r);
+  void shortlist_topk(const TensorView& values, const TensorView& ids);
+  std::vector<double> shortlist_log_prob_of(int32_t token);
+  Tensor shortlist_log_probs();
   void encode(const std::vector<std::vector<int32_t>>& sources, const std::vector<int32_t>& slots);
   void encode_rows(int64_t first_sentence, int64_t end_sentence, int64_t B, int64_t S);
   int cpu_parts(int64_t rows) const;
@@ -190,6 +213,7 @@ class IncrementalDecoder {
     bool taken = false, stepped = false;
     int64_t length = 0;
     std::vector<int32_t> source_rows, cache_rows;
+    std::vector<int32_t> candidates;  // under a shortlist: its vocabulary ids, sorted
   };
   std::vector<Slot> slots_;
   std::vector<int32_t> cross_free_, self_free_;  // free pool rows, taken from the back
@@ -207,6 +231,8 @@ class IncrementalDecoder {
   double waited_ = 0;                     // device_wait_seconds
   double step_seconds_ = 0, start_seconds_ = 0;
   std::vector<double> shares_;            // each CPU thread's share of a step's rows (queue_step)
+  const Shortlist* shortlist_ = nullptr;
+  std::unique_ptr<Union> union_;          // under a shortlist
 };
 
 }  // namespace tfm

@@ -76,9 +76,20 @@ IncrementalDecoder::Plan::Plan(const ModelConfig& c, DecoderLimits& l, DType dt,
   i.lse = act("lse", st, {l.rows});
   i.column = act("column", pt, {l.rows});
   if (l.attention_layer >= 0) i.probs = act("attention", st, {l.rows * H * l.src_len});
+  const int64_t U = l.shortlist_columns, Ks = l.shortlist_sentence_columns;
+  if (U > 0) {
+    TFM_REQUIRE(U <= c.vocab_size && Ks >= 1 && Ks <= U, "internal: shortlist columns {} and {} for {} ids", U, Ks,
+                c.vocab_size);
+    i.sl_ids = io("shortlist.ids", U);
+    i.sl_columns = io("shortlist.columns", l.sentences * Ks);
+    i.sl_weights = act("shortlist.weights", dt, {U, D});
+    i.sl_bias = act("shortlist.bias", pt, {U});
+    i.sl_row = act("shortlist.row", pt, {Ks});
+  }
   // encode()'s sources, groups and pool rows (src each), its index and
-  // lengths and the cross-attention's, or a step's rows.
-  staging_bytes = static_cast<size_t>(std::max(3 * src + 2 * l.sentences * (l.src_len + 1), kStepTables * l.rows)) *
+  // lengths and the cross-attention's, or a step's rows; or the shortlist's
+  // union (U).
+  staging_bytes = static_cast<size_t>(std::max({3 * src + 2 * l.sentences * (l.src_len + 1), kStepTables * l.rows, U})) *
                   sizeof(int32_t);
 }
 

@@ -94,6 +94,8 @@ Translator::Translator(const std::vector<const ModelWeights*>& models, const std
   const ModelWeights& model = model_;
   const ModelConfig& c = model.config();
   TFM_REQUIRE(weights_.size() == models_.size(), "{} weights for {} models", weights_.size(), models_.size());
+  TFM_REQUIRE(!options.shortlist || models_.size() == 1,
+              "a shortlist decodes with one model: an ensemble's logits span the vocabulary");
   for (size_t i = 1; i < models_.size(); ++i) {
     const ModelConfig& other = models_[i]->config();
     TFM_REQUIRE(other.vocab_size == c.vocab_size && other.decoder_start_id == c.decoder_start_id &&
@@ -136,7 +138,8 @@ Translator::Translator(const std::vector<const ModelWeights*>& models, const std
   const DecoderLimits limits = translate_limits(model, o);
   for (int d = 0; d < decoders; ++d) {
     auto& team = decoders_.emplace_back();
-    for (const ModelWeights* m : models_) team.push_back(std::make_unique<IncrementalDecoder>(*m, limits));
+    for (const ModelWeights* m : models_)
+      team.push_back(std::make_unique<IncrementalDecoder>(*m, limits, o.shortlist));
   }
 }
 

@@ -48,6 +48,7 @@ class Progress;
 namespace data {
 class LineReader;
 }
+class Shortlist;
 
 // Hard alignments written with each hypothesis (Pharaoh "i-j" pairs, 0-based
 // source then target positions): from the kept layer's cross-attention
@@ -75,6 +76,9 @@ struct TranslateOptions {
   bool constraints = false;      // TAB fields after the source are constraints
   std::string prefix_file;       // a target prefix a line ("": none)
   ThreadWork thread_work = ThreadWork::automatic;  // how the CPU's threads share the batches
+  // A vocabulary shortlist (shortlist.h; outlives the Translator): each
+  // sentence scored over its own candidates only. Null: the whole vocabulary.
+  const Shortlist* shortlist = nullptr;
   // Sentences done, tokens/s and the ETA (by the bytes of the inputs read,
   // when they are files), after every batch.
   Progress* progress = nullptr;

@@ -3,7 +3,7 @@ _tfm_decode() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
   case "$prev" in
     -m|--model) mapfile -t COMPREPLY < <(compgen -f -X '!*.bin' -- "$cur"); return ;;
-    --config|--prefix) mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
+    --config|--prefix|--shortlist) mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --length-penalty) mapfile -t COMPREPLY < <(compgen -W "gnmt plain" -- "$cur"); return ;;
     --early-stopping) mapfile -t COMPREPLY < <(compgen -W "bound beam never" -- "$cur"); return ;;
     --device) mapfile -t COMPREPLY < <(compgen -W "auto cpu cuda cuda:0 cuda:1" -- "$cur"); return ;;
@@ -16,9 +16,9 @@ _tfm_decode() {
   esac
   if [[ "$cur" == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "--model --weights --ids --detok --beam --alpha --length-penalty
-      --max-len-a --max-len-b --early-stopping --prefix --constraints --sampling --sampling-topk --sampling-topp
-      --temperature --seed --n-best --scores --json --attention --attention-layer --alignment --alignment-layer
-      --alignment-heads
+      --max-len-a --max-len-b --early-stopping --prefix --constraints --shortlist --sampling --sampling-topk
+      --sampling-topp --temperature --seed --n-best --scores --json --attention --attention-layer --alignment
+      --alignment-layer --alignment-heads
       --attention-heads --max-tokens --batch-size --max-input-len --truncate --threads-take --device --precision
       --config --quiet --verbose --version --help -m -b -n -q -v -h" -- "$cur")
   else

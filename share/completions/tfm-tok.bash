@@ -11,19 +11,21 @@ _tfm_tok() {
     --side)
       mapfile -t COMPREPLY < <(compgen -W "source target" -- "$cur")
       return ;;
-    --vocab-size | --character-coverage | --max-sentences | --seed | --user-symbols | --threads)
+    --vocab-size | --character-coverage | --max-sentences | --seed | --user-symbols | --threads | --best | --frequent | --min-count)
       return ;;
   esac
   local words="--model --decode --ids --side --threads --quiet --verbose --version --help -m -d -q -v -h"
   if [ "${COMP_WORDS[1]:-}" = train ] && [ "$COMP_CWORD" -gt 1 ]; then
     words="--output --vocab-size --model-type --character-coverage --max-sentences --seed --user-symbols --threads --quiet --verbose --help -o -q -v -h"
+  elif [ "${COMP_WORDS[1]:-}" = shortlist ] && [ "$COMP_CWORD" -gt 1 ]; then
+    words="--output --best --frequent --min-count --quiet --verbose --help -o -q -v -h"
   elif [ "$COMP_CWORD" -eq 1 ]; then
-    words="train encode decode $words"
+    words="train shortlist encode decode $words"
   fi
   if [[ "$cur" == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
   else
-    mapfile -t COMPREPLY < <(compgen -f -- "$cur"; [ "$COMP_CWORD" -eq 1 ] && compgen -W "train encode decode" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -f -- "$cur"; [ "$COMP_CWORD" -eq 1 ] && compgen -W "train shortlist encode decode" -- "$cur")
   fi
 }
 complete -F _tfm_tok tfm-tok

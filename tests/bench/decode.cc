@@ -58,11 +58,17 @@
 // scores the best hypotheses of each, detokenized by the checkpoint's
 // SentencePiece model, with tfm's sacreBLEU-exact BLEU.
 //
+// --shortlist FILE (tfm-tok shortlist's, in --spm's pieces or the
+// checkpoint's): tfm fp32 and int8 also decode under the shortlist
+// (tfm-decode --shortlist), each right after its run without, and say
+// tokens/s, the speed-up, the share of identical outputs, and with
+// --reference the BLEU of each.
+//
 //   decode [--preset base|big|tiny|demo|opus-mt] [--device cpu] [--precision fp32] [--sentences N]
 //          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N] [--forced-length N]
 //          [--model CKPT --input IDS [--reference TEXT]] [--ct2 auto|on|off] [--repeat N] [--no-int8]
 //          [--batch-sizes N,N,... [--ct2-types T,T@N,...] [--sweep-out FILE]]
-//          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes]
+//          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes] [--shortlist FILE]
 #include <omp.h>
 #include <unistd.h>
 
@@ -88,6 +94,7 @@
 #include "libcore/data/line_reader.h"
 #include "libcore/data/tokenize.h"
 #include "libcore/data/vocab.h"
+#include "libcore/decode/shortlist.h"
 #include "libcore/decode/translate.h"
 #include "libcore/eval/bleu.h"
 #include "libcore/io/atomic_file.h"
@@ -134,6 +141,7 @@ struct Options {
   bool unpacked = false;
   bool no_refill = false;
   std::string reference;  // with --model: reference text of --input's lines, for BLEU
+  std::string shortlist;  // tfm also under this vocabulary shortlist
   std::vector<int64_t> batch_sizes;  // on a GPU: tfm and CTranslate2 at each of these
   std::vector<std::string> ct2_types = {"bfloat16", "float16", "int8_bfloat16", "bfloat16@2"};
   std::string sweep_out = "decode-sweep.tsv";
@@ -202,7 +210,7 @@ struct Run {
 };
 
 Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests,
-            ThreadWork work) {
+            ThreadWork work, const Shortlist* shortlist = nullptr) {
   TranslateOptions t;
   t.search.beam_size = o.beam;
   // A trained model's natural lengths: ranked as CTranslate2 ranks them.
@@ -216,7 +224,7 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   // tfm-decode's decoders: one a thread where the threads take sentences on their own.
   std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
   for (int d = 0; d < search_threads(model, omp_get_max_threads(), work); ++d)
-    decoders.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, t)));
+    decoders.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, t), shortlist));
   if (model.device().is_cpu()) {
     bench::GemmClock::install(o.gemm_shapes, /*any_m=*/true);
     bench::GemmClock::reset();
@@ -616,6 +624,7 @@ int main(int argc, char** argv) {
                  "With --batch-sizes: CTranslate2's compute types, TYPE@N for N batches in flight (inter_threads)")
       ->delimiter(',')->capture_default_str();
   app.add_option("--sweep-out", o.sweep_out, "With --batch-sizes: the sweep as TSV")->capture_default_str();
+  app.add_option("--shortlist", o.shortlist, "Decode under this vocabulary shortlist too (fp32, int8)");
   app.add_option("--reference", o.reference, "With --model: reference text of --input's lines; BLEU of each");
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
@@ -629,6 +638,7 @@ int main(int argc, char** argv) {
     ModelConfig config;
     std::unique_ptr<ModelWeights> model;
     std::optional<ModelFile> file;  // its SentencePiece model serves --reference
+    std::optional<Vocab> bench_vocab;  // without --model: --spm's, which maps --shortlist's pieces
     if (!o.model.empty()) {
       file.emplace(o.model);
       model = file->load_weights(device, precision);
@@ -648,7 +658,8 @@ int main(int argc, char** argv) {
       TFM_REQUIRE(!requests.empty(), "{} has no sentence", o.input);
     } else {
       const std::string news = o.data + "/wmt14/newstest2014-full/newstest2014.en-de";
-      const Vocab vocab = vocabulary(o, news);
+      bench_vocab.emplace(vocabulary(o, news));
+      const Vocab& vocab = *bench_vocab;
       const std::vector<std::string> src = read_lines(news + ".en", o.sentences), ref = read_lines(news + ".de", o.sentences);
       TFM_REQUIRE(src.size() == ref.size() && !src.empty(), "{}.en and .de differ in length", news);
       config = bench_config(o.preset);
@@ -683,6 +694,12 @@ int main(int argc, char** argv) {
         model8->quantize_int8();
       }
       if (!o.unpacked) model8->pack_weights();
+    }
+    std::optional<Shortlist> shortlist;
+    if (!o.shortlist.empty()) {
+      const Vocab* v = file ? file->vocab() : &*bench_vocab;
+      TFM_REQUIRE(v, "{} embeds no SentencePiece model to read --shortlist with", o.model);
+      shortlist.emplace(Shortlist::load(o.shortlist, *v, config.vocab_size));
     }
     const std::string name = o.model.empty() ? o.preset : fs::path(o.model).filename().string();
     std::string kernel;
@@ -737,7 +754,21 @@ int main(int argc, char** argv) {
     const ThreadWork work8 =
         model8 && search_threads(*model8, cpu_threads()) > 1 ? ThreadWork::batches : ThreadWork::rows;
     const ThreadWork other8 = work8 == ThreadWork::batches ? ThreadWork::rows : ThreadWork::batches;
-    Run mine, mine8;
+    Run mine, mine8, listed, listed8;  // listed: under --shortlist
+    std::vector<double> listed_tps, listed8_tps;
+    // A run under the shortlist right after its run without: tokens/s of
+    // both, the speed-up, the share of identical outputs.
+    const auto run_listed = [&](const char* what, const ModelWeights& m, ThreadWork w, const Run& without) {
+      const Run r = run_tfm(o, m, requests, w, &*shortlist);
+      const double with_tps = static_cast<double>(r.tokens) / r.seconds;
+      const double without_tps = static_cast<double>(without.tokens) / without.seconds;
+      std::printf("tfm %s shortlist: %lld tokens in %.1f s, %.1f tokens/s, %.2fx the %.1f without; outputs "
+                  "identical on %.1f%% of the sentences\n%s: %s\n",
+                  what, static_cast<long long>(r.tokens), r.seconds, with_tps, with_tps / without_tps, without_tps,
+                  100 * same_share(id_lines(without), id_lines(r)), what, r.memory.c_str());
+      std::fflush(stdout);
+      return r;
+    };
     Ct2Result c32, c8;
     std::vector<double> tfm_tps, tfm_cpu, t8_tps, t8_cpu, c32_tps, c32_cpu, c8_tps, c8_cpu;
     std::vector<double> alt_tps, alt8_tps, c32_inter, c32_intra, c8_inter, c8_intra;
@@ -766,6 +797,10 @@ int main(int argc, char** argv) {
                     mine.host_step, mine.capture, mine.launch, mine.host_start,
                     mine.seconds - mine.device_wait - mine.host_step - mine.host_start);
       std::fflush(stdout);
+      if (shortlist) {
+        listed = run_listed("fp32", *model, work, mine);
+        listed_tps.push_back(static_cast<double>(listed.tokens) / listed.seconds);
+      }
       if (both_settings) {
         const Run alt = run_tfm(o, *model, requests, other);
         TFM_REQUIRE(id_lines(alt) == id_lines(mine), "tfm's threads taking {} gave other outputs than taking {}",
@@ -783,6 +818,10 @@ int main(int argc, char** argv) {
         std::printf("tfm int8: %lld tokens in %.1f s, %.1f tokens/s (threads take %s)\n",
                     static_cast<long long>(mine8.tokens), mine8.seconds, t8_tps.back(),
                     std::string(thread_work_name(work8)).c_str());
+        if (shortlist) {
+          listed8 = run_listed("int8", *model8, work8, mine8);
+          listed8_tps.push_back(static_cast<double>(listed8.tokens) / listed8.seconds);
+        }
         if (both_settings) {
           const Run alt8 = run_tfm(o, *model8, requests, other8);
           alt8_tps.push_back(static_cast<double>(alt8.tokens) / alt8.seconds);
@@ -829,6 +868,15 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (!ct2_skip.empty()) std::printf("ctranslate2: not run: %s\n", ct2_skip.c_str());
+    if (shortlist) {
+      std::string line = fmt::format("shortlist, medians of {} runs (tokens/s): fp32 {:.1f} with, {:.1f} without ({:.2f}x)",
+                                     listed_tps.size(), median(listed_tps), median(tfm_tps),
+                                     median(listed_tps) / median(tfm_tps));
+      if (!listed8_tps.empty())
+        line += fmt::format("; int8 {:.1f} with, {:.1f} without ({:.2f}x)", median(listed8_tps), median(t8_tps),
+                            median(listed8_tps) / median(t8_tps));
+      std::printf("%s\n", line.c_str());
+    }
     const bool has_ct2 = !c32_tps.empty();
     // Each run's ratios, the engines having run next to each other: on a
     // shared machine whose speed drifts, their spread says how far the
@@ -861,6 +909,14 @@ int main(int argc, char** argv) {
       if (has_int8) {
         const double b8 = bleu_of(id_lines(mine8), vocab, refs);
         line += fmt::format(", tfm int8 {:.2f} ({:+.2f})", b8, b8 - b32);
+      }
+      if (shortlist) {
+        const double l32 = bleu_of(id_lines(listed), vocab, refs);
+        line += fmt::format("; under the shortlist: fp32 {:.2f} ({:+.2f})", l32, l32 - b32);
+        if (has_int8) {
+          const double b8 = bleu_of(id_lines(mine8), vocab, refs), l8 = bleu_of(id_lines(listed8), vocab, refs);
+          line += fmt::format(", int8 {:.2f} ({:+.2f})", l8, l8 - b8);
+        }
       }
       if (has_ct2)
         line += fmt::format(", ctranslate2 float32 {:.2f}, int8 {:.2f}", bleu_of(c32.hyps, vocab, refs),

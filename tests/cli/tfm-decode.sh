@@ -318,6 +318,8 @@ expect_one_error_line tfm-decode "ensemble of other vocabularies"
 grep -q "tiny.bin and .*plain.bin have other vocabularies" "$TMP/err" || fail "ensemble: the refusal names neither model"
 run tfm-decode -m "$M" -m "$TMP/other.bin" --weights 1 "$TMP/in"
 expect_rc 2 "--weights of another count"
+run tfm-decode -m "$M" -m "$TMP/other.bin" --shortlist "$TMP/in" "$TMP/in"
+expect_rc 2 "an ensemble with a shortlist"
 
 # Alignments: each target piece's most attended source piece, as the JSON's
 # attention weights give it (computed here apart), " ||| i-j" after the
@@ -437,6 +439,58 @@ for bad in "--constraints --sampling" "--prefix -"; do
   expect_rc 2 "$bad"
   expect_one_error_line tfm-decode "$bad"
 done
+
+# --shortlist: every output piece is a candidate of its line (its source
+# pieces' lists, the pieces every line gets, eos), the same at any batch
+# size, fp32 and int8; bad files exit 1 naming FILE:LINE, bad usage 2.
+awk 'NR % 2 == 1' "$TMP/corpus" | head -n 200 | "$TFM_BIN/tfm-tok" -m "$M" >"$TMP/sl.src"
+awk 'NR % 2 == 0' "$TMP/corpus" | head -n 200 | "$TFM_BIN/tfm-tok" -m "$M" >"$TMP/sl.tgt"
+"$TFM_BIN/tfm-tok" shortlist -q -o "$TMP/list" --best 4 --frequent 3 --min-count 1 "$TMP/sl.src" "$TMP/sl.tgt" \
+  || fail "tfm-tok shortlist"
+for precision in fp32 int8; do
+  decode -m "$E" --precision $precision --shortlist "$TMP/list" "$TMP/in" >"$TMP/listed" || fail "--shortlist ($precision)"
+  [ "$(wc -l <"$TMP/listed")" -eq "$(wc -l <"$TMP/in")" ] || fail "--shortlist: not a line per input"
+  decode -m "$E" --precision $precision --shortlist "$TMP/list" --batch-size 1 "$TMP/in" | cmp -s - "$TMP/listed" \
+    || fail "--shortlist ($precision): --batch-size 1 changes the output"
+  python3 - "$TMP/list" "$TMP/in" "$TMP/listed" <<'PY' || fail "--shortlist ($precision): an output piece outside its line's candidates"
+import sys
+lines = open(sys.argv[1]).read().split("\n")[1:]
+every, lists = set(), {}
+for l in lines:
+    if not l: continue
+    src, tgts = l.split("\t")
+    if src: lists[src] = set(tgts.split())
+    else: every = set(tgts.split())
+for src, out in zip(open(sys.argv[2]), open(sys.argv[3])):
+    allowed = set(every)
+    for p in src.split(): allowed |= lists.get(p, set())
+    extra = [p for p in out.split() if p not in allowed]
+    # a line's set is filled up with the lowest ids to 2 W pieces when shorter
+    if len(allowed) >= 8 and extra: sys.exit(f"{extra} not among {sorted(allowed)}")
+PY
+done
+decode -m "$E" --shortlist "$TMP/list" --scores "$TMP/in" >/dev/null || fail "--shortlist --scores"
+"$TFM_BIN/tfm-decode" -m "$E" --shortlist "$TMP/list" "$TMP/in" 2>&1 >/dev/null | grep -q "shortlist of up to" \
+  || fail "--shortlist: the memory report does not name the shortlist"
+run tfm-decode -m "$E" --shortlist "" "$TMP/in"
+expect_rc 2 "--shortlist ''"
+expect_one_error_line tfm-decode "--shortlist ''"
+run tfm-decode -m "$E" --shortlist "$TMP/no-list" "$TMP/in"
+expect_rc 1 "missing shortlist"
+expect_one_error_line tfm-decode "missing shortlist"
+grep -q "no-list" "$TMP/err" || fail "missing shortlist not named"
+printf 'tfm-shortlist 1\n\xe2\x96\x81the\tnot-a-piece-here\n' >"$TMP/badlist"
+printf 'a shortlist\n' >"$TMP/notlist"
+for bad in badlist notlist; do
+  run tfm-decode -m "$E" --shortlist "$TMP/$bad" "$TMP/in"
+  expect_rc 1 "bad shortlist $bad"
+  expect_one_error_line tfm-decode "bad shortlist $bad"
+  grep -q "$bad:[12]" "$TMP/err" || fail "bad shortlist $bad: no FILE:LINE: $(cat "$TMP/err")"
+  [ -s "$TMP/out" ] && fail "bad shortlist $bad: output written"
+done
+run tfm-decode -m "$TMP/plain.bin" --ids --shortlist "$TMP/list" "$TMP/ids"
+expect_rc 1 "--shortlist without a tokenizer"
+expect_one_error_line tfm-decode "--shortlist without a tokenizer"
 
 # Several GPUs, the Unix way (man tfm-decode, EXAMPLES): parts decoded
 # apart and joined in order give the output of one run.

@@ -212,4 +212,46 @@ run tfm-tok -d --ids -m "$M" "$TMP/notids"
 expect_rc 1 "not an id"
 grep -q "notids:1" "$TMP/err" || fail "not an id: no FILE:LINE"
 
+# shortlist: a header, the frequent pieces, a line per source piece;
+# each option's effect; written atomically; bad input 1, bad usage 2.
+"$TFM_BIN/tfm-tok" -m "$M" "$TMP/text.en" >"$TMP/p.en"
+"$TFM_BIN/tfm-tok" -m "$M" "$TMP/text.de" >"$TMP/p.de"
+run tfm-tok shortlist --help
+expect_rc 0 "shortlist --help"
+for option in --output --best --frequent --min-count; do
+  grep -q -- "$option" "$TMP/out" || fail "shortlist --help: no $option"
+  grep -qF -- "$(echo "$option" | sed 's/-/\\-/g')" "$TFM_SOURCE/man/tfm-tok.1" || fail "man tfm-tok: no $option"
+done
+run tfm-tok shortlist -o "$TMP/list" --best 3 --frequent 5 --min-count 2 "$TMP/p.en" "$TMP/p.de"
+expect_rc 0 "shortlist"
+grep -q "source pieces" "$TMP/err" || fail "shortlist: no summary on stderr"
+head -n 1 "$TMP/list" | grep -q "^tfm-shortlist 1 best=3 frequent=5 min-count=2" || fail "shortlist: header $(head -n 1 "$TMP/list")"
+[ "$(sed -n 2p "$TMP/list" | cut -f2 | wc -w)" -eq 5 ] || fail "shortlist --frequent 5: not 5 pieces for every sentence"
+[ "$(tail -n +3 "$TMP/list" | cut -f2 | awk '{ print NF }' | sort -n | tail -n 1)" -le 3 ] || fail "shortlist --best 3: more"
+[ "$(tail -n +3 "$TMP/list" | wc -l)" -gt 10 ] || fail "shortlist: few source pieces"
+"$TFM_BIN/tfm-tok" shortlist -q -o "$TMP/list0" --frequent 0 --min-count 1000000 "$TMP/p.en" "$TMP/p.de"
+[ "$(wc -l <"$TMP/list0")" -eq 1 ] || fail "shortlist --frequent 0 --min-count 1000000: more than the header"
+"$TFM_BIN/tfm-tok" shortlist -q -o "$TMP/list1" --min-count 1 "$TMP/p.en" "$TMP/p.de"
+[ "$(wc -l <"$TMP/list1")" -ge "$(wc -l <"$TMP/list")" ] || fail "shortlist --min-count 1: fewer source pieces than 2"
+gzip -c "$TMP/p.de" >"$TMP/p.de.gz"
+"$TFM_BIN/tfm-tok" shortlist -q -o "$TMP/listgz" --best 3 --frequent 5 "$TMP/p.en" "$TMP/p.de.gz"
+cmp -s "$TMP/listgz" "$TMP/list" || fail "shortlist: gzip input differs"
+head -n 5 "$TMP/p.de" >"$TMP/p.short"
+run tfm-tok shortlist -o "$TMP/nolist" "$TMP/p.en" "$TMP/p.short"
+expect_rc 1 "shortlist: sides of different lengths"
+expect_one_error_line tfm-tok "shortlist: sides of different lengths"
+[ -e "$TMP/nolist" ] && fail "shortlist: a failed build left its file"
+ls "$TMP" | grep -q 'nolist' && fail "shortlist: a failed build left a temporary file"
+run tfm-tok shortlist -o "$TMP/nolist" "$TMP/p.en" "$TMP/missing.txt"
+expect_rc 1 "shortlist: missing input"
+grep -q "missing.txt" "$TMP/err" || fail "shortlist: missing input not named"
+for bad in "--best 0" "--frequent -1" "--min-count 0" "--bogus"; do
+  # shellcheck disable=SC2086
+  run tfm-tok shortlist -o "$TMP/nolist" $bad "$TMP/p.en" "$TMP/p.de"
+  expect_rc 2 "shortlist $bad"
+  expect_one_error_line tfm-tok "shortlist $bad"
+done
+run tfm-tok shortlist "$TMP/p.en" "$TMP/p.de"
+expect_rc 2 "shortlist without -o"
+
 finish

@@ -1,0 +1,249 @@
+#include "libcore/decode/shortlist.h"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "libcore/base/error.h"
+#include "libcore/data/line_reader.h"
+#include "libcore/data/vocab.h"
+#include "libcore/io/atomic_file.h"
+
+namespace tfm {
+
+namespace {
+
+constexpr std::string_view kMagic = "tfm-shortlist";
+
+// The space-separated pieces of s (runs of spaces count as one).
+std::vector<std::string_view> split_pieces(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t at = 0;
+  while (at < s.size()) {
+    const size_t end = std::min(s.find(' ', at), s.size());
+    if (end > at) out.push_back(s.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+void sort_unique(std::vector<int32_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+Shortlist::Shortlist(int64_t vocab_size, std::vector<int32_t> always, const std::vector<std::vector<int32_t>>& lists)
+    : vocab_size_(vocab_size), always_(std::move(always)) {
+  TFM_REQUIRE(static_cast<int64_t>(lists.size()) <= vocab_size, "a shortlist of {} source ids for {} ids",
+              lists.size(), vocab_size);
+  sort_unique(always_);
+  offsets_.assign(static_cast<size_t>(vocab_size) + 1, 0);
+  for (size_t s = 0; s < lists.size(); ++s) {
+    for (int32_t t : lists[s]) {
+      TFM_REQUIRE(t >= 0 && t < vocab_size, "shortlist target id {} is outside [0, {})", t, vocab_size);
+      targets_.push_back(t);
+    }
+    longest_ = std::max<int64_t>(longest_, static_cast<int64_t>(lists[s].size()));
+    offsets_[s + 1] = static_cast<int64_t>(targets_.size());
+  }
+  for (size_t s = lists.size(); s < static_cast<size_t>(vocab_size); ++s) offsets_[s + 1] = offsets_[s];
+  for (int32_t t : always_) TFM_REQUIRE(t >= 0 && t < vocab_size, "shortlist id {} is outside [0, {})", t, vocab_size);
+}
+
+Shortlist Shortlist::load(const std::string& path, const Vocab& vocab, int64_t vocab_size) {
+  data::LineReader reader(path);
+  std::string line;
+  auto where = [&] { return fmt::format("{}:{}", reader.path(), reader.line_number()); };
+  auto bad = [&](std::string what) -> Error { return Error(std::move(what), where()); };
+  if (!reader.next(line)) throw Error("an empty file, not a shortlist (tfm-tok shortlist writes one)", path);
+  {
+    const std::vector<std::string_view> head = split_pieces(line);
+    if (head.size() < 2 || head[0] != kMagic)
+      throw bad("not a shortlist: the first line must be 'tfm-shortlist 1' (tfm-tok shortlist writes one)");
+    if (head[1] != "1") throw bad(fmt::format("shortlist version {} (this tfm reads 1)", printable(head[1])));
+  }
+  const std::string_view unk_piece = vocab.piece(vocab.unk_id());
+  auto id_of = [&](std::string_view piece) {
+    const int32_t id = vocab.id(piece);
+    if (id == vocab.unk_id() && piece != unk_piece)
+      throw bad(fmt::format("piece '{}' is not in the model's vocabulary (a shortlist of another tokenizer?)",
+                            printable(piece)));
+    if (id < 0 || id >= vocab_size)
+      throw bad(fmt::format("piece '{}' has id {}, past the model's {} ids", printable(piece), id, vocab_size));
+    return id;
+  };
+  Shortlist out;
+  out.vocab_size_ = vocab_size;
+  std::vector<std::vector<int32_t>> lists(static_cast<size_t>(vocab_size));
+  std::vector<bool> seen(static_cast<size_t>(vocab_size), false);
+  bool have_always = false;
+  while (reader.next(line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos)
+      throw bad("a line must be SOURCE<TAB>TARGETS (or <TAB>TARGETS: every sentence's)");
+    const std::string_view src = std::string_view(line).substr(0, tab);
+    const std::string_view rest = std::string_view(line).substr(tab + 1);
+    if (rest.find('\t') != std::string_view::npos) throw bad("a line has one tab, after the source piece");
+    std::vector<int32_t> ids;
+    for (std::string_view piece : split_pieces(rest)) ids.push_back(id_of(piece));
+    if (src.empty()) {
+      if (have_always) throw bad("a second line of pieces every sentence gets (<TAB>TARGETS)");
+      have_always = true;
+      out.always_ = std::move(ids);
+      continue;
+    }
+    const int32_t s = id_of(src);
+    if (seen[static_cast<size_t>(s)]) throw bad(fmt::format("source piece '{}' has a line already", printable(src)));
+    seen[static_cast<size_t>(s)] = true;
+    lists[static_cast<size_t>(s)] = std::move(ids);
+  }
+  sort_unique(out.always_);
+  out.offsets_.assign(static_cast<size_t>(vocab_size) + 1, 0);
+  for (size_t s = 0; s < lists.size(); ++s) {
+    out.targets_.insert(out.targets_.end(), lists[s].begin(), lists[s].end());
+    out.longest_ = std::max<int64_t>(out.longest_, static_cast<int64_t>(lists[s].size()));
+    out.offsets_[s + 1] = static_cast<int64_t>(out.targets_.size());
+  }
+  return out;
+}
+
+std::vector<int32_t> Shortlist::candidates(std::span<const int32_t> source, int32_t eos, int64_t at_least) const {
+  std::vector<int32_t> out = always_;
+  if (eos >= 0 && eos < vocab_size_) out.push_back(eos);
+  for (int32_t s : source) {
+    if (s < 0 || s >= vocab_size_) continue;
+    const auto u = static_cast<size_t>(s);
+    out.insert(out.end(), targets_.begin() + offsets_[u], targets_.begin() + offsets_[u + 1]);
+  }
+  sort_unique(out);
+  // Filled up with the smallest ids missing, so that the beam's top k fits.
+  const int64_t want = std::min(at_least, vocab_size_);
+  if (static_cast<int64_t>(out.size()) < want) {
+    std::vector<int32_t> more;
+    size_t at = 0;
+    for (int32_t id = 0; static_cast<int64_t>(out.size() + more.size()) < want; ++id) {
+      while (at < out.size() && out[at] < id) ++at;
+      if (at < out.size() && out[at] == id) continue;
+      more.push_back(id);
+    }
+    out.insert(out.end(), more.begin(), more.end());
+    sort_unique(out);
+  }
+  return out;
+}
+
+int64_t Shortlist::most(int64_t source_tokens, int64_t sentences, int64_t at_least) const {
+  const double n = static_cast<double>(always_.size()) + 1 +
+                   static_cast<double>(source_tokens) * static_cast<double>(longest_) +
+                   static_cast<double>(sentences) * static_cast<double>(at_least);
+  return std::min(vocab_size_, static_cast<int64_t>(std::min(n, 1e15)));
+}
+
+ShortlistBuildTotals build_shortlist(const std::string& source, const std::string& target,
+                                     const ShortlistBuildOptions& o) {
+  TFM_REQUIRE(o.best >= 1 && o.frequent >= 0 && o.min_count >= 1,
+              "--best and --min-count must be at least 1 and --frequent at least 0");
+  // Pieces interned per side; counts by sentence pair.
+  struct Side {
+    std::unordered_map<std::string, int32_t> ids;
+    std::vector<std::string> pieces;
+    std::vector<int64_t> sentences, tokens;  // c(piece) by pairs, and as tokens
+    int32_t intern(std::string_view p) {
+      auto [it, added] = ids.try_emplace(std::string(p), static_cast<int32_t>(pieces.size()));
+      if (added) {
+        pieces.emplace_back(p);
+        sentences.push_back(0);
+        tokens.push_back(0);
+      }
+      return it->second;
+    }
+  } src, tgt;
+  std::unordered_map<uint64_t, int64_t> pair;  // (s << 32 | t) -> c(s, t)
+  data::LineReader rs(source), rt(target);
+  std::string ls, lt;
+  ShortlistBuildTotals totals;
+  std::vector<int32_t> si, ti;
+  for (;;) {
+    const bool has_s = rs.next(ls), has_t = rt.next(lt);
+    if (!has_s && !has_t) break;
+    if (has_s != has_t)
+      fail("{} ends at line {} and {} goes on: a parallel corpus has as many lines on each side",
+           has_s ? target : source, has_s ? rt.line_number() : rs.line_number(), has_s ? source : target);
+    ++totals.pairs;
+    si.clear();
+    ti.clear();
+    for (std::string_view p : split_pieces(ls)) si.push_back(src.intern(p));
+    for (std::string_view p : split_pieces(lt)) {
+      const int32_t t = tgt.intern(p);
+      ++tgt.tokens[static_cast<size_t>(t)];
+      ti.push_back(t);
+    }
+    sort_unique(si);
+    sort_unique(ti);
+    for (int32_t s : si) ++src.sentences[static_cast<size_t>(s)];
+    for (int32_t t : ti) ++tgt.sentences[static_cast<size_t>(t)];
+    for (int32_t s : si)
+      for (int32_t t : ti) ++pair[static_cast<uint64_t>(s) << 32 | static_cast<uint32_t>(t)];
+  }
+  // Each source piece's candidates.
+  struct Cand {
+    int32_t t;
+    int64_t both;
+    double dice;
+  };
+  std::vector<std::vector<Cand>> cands(src.pieces.size());
+  for (const auto& [key, both] : pair) {
+    if (both < o.min_count) continue;
+    const auto s = static_cast<size_t>(key >> 32);
+    const auto t = static_cast<int32_t>(key & 0xffffffffu);
+    const double dice = 2.0 * static_cast<double>(both) /
+                        static_cast<double>(src.sentences[s] + tgt.sentences[static_cast<size_t>(t)]);
+    cands[s].push_back({t, both, dice});
+  }
+  std::string text = fmt::format("{} 1 best={} frequent={} min-count={} pairs={}\n", kMagic, o.best, o.frequent,
+                                 o.min_count, totals.pairs);
+  std::vector<int32_t> freq(tgt.pieces.size());
+  for (size_t t = 0; t < freq.size(); ++t) freq[t] = static_cast<int32_t>(t);
+  std::sort(freq.begin(), freq.end(), [&](int32_t a, int32_t b) {
+    const int64_t ca = tgt.tokens[static_cast<size_t>(a)], cb = tgt.tokens[static_cast<size_t>(b)];
+    return ca != cb ? ca > cb : tgt.pieces[static_cast<size_t>(a)] < tgt.pieces[static_cast<size_t>(b)];
+  });
+  freq.resize(std::min(freq.size(), static_cast<size_t>(o.frequent)));
+  if (!freq.empty()) {
+    text += '\t';
+    for (size_t i = 0; i < freq.size(); ++i) {
+      if (i) text += ' ';
+      text += tgt.pieces[static_cast<size_t>(freq[i])];
+    }
+    text += '\n';
+  }
+  std::vector<size_t> order(src.pieces.size());
+  for (size_t s = 0; s < order.size(); ++s) order[s] = s;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return src.pieces[a] < src.pieces[b]; });
+  for (size_t s : order) {
+    std::vector<Cand>& c = cands[s];
+    if (c.empty()) continue;
+    std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& b) {
+      if (a.dice != b.dice) return a.dice > b.dice;
+      if (a.both != b.both) return a.both > b.both;
+      return tgt.pieces[static_cast<size_t>(a.t)] < tgt.pieces[static_cast<size_t>(b.t)];
+    });
+    c.resize(std::min(c.size(), static_cast<size_t>(o.best)));
+    text += src.pieces[s];
+    text += '\t';
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (i) text += ' ';
+      text += tgt.pieces[static_cast<size_t>(c[i].t)];
+    }
+    text += '\n';
+    ++totals.sources;
+    totals.entries += static_cast<int64_t>(c.size());
+  }
+  io::write_file_atomic(o.output, text);
+  return totals;
+}
+
+}  // namespace tfm
