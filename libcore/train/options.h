@@ -19,6 +19,7 @@
 #include "libcore/base/precision.h"
 #include "libcore/model/config.h"
 #include "libcore/train/optimizer.h"
+#include "libcore/train/schedule.h"
 
 namespace CLI {
 class App;
@@ -37,7 +38,7 @@ double parse_duration(std::string_view what, std::string_view text);
 std::string format_duration(double seconds);  // "10m", "1h30m", "0.5s", "0"
 
 struct TrainOptions {
-  LrSchedule lr_schedule = LrSchedule::noam;  // libcore/train/optimizer.h
+  LrSchedule lr_schedule = LrSchedule::noam;  // libcore/train/schedule.h
   double lr_scale = 1.0;        // times the paper's schedule (noam)
   double lr = 0;                // the other schedules' peak
   double min_lr = 0;            // linear and cosine: the floor
