@@ -198,6 +198,25 @@ std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t lo, int64_
   return out;
 }
 
+std::pair<std::vector<std::vector<int32_t>>, std::vector<std::vector<int32_t>>> random_pairs(size_t n, int64_t V,
+                                                                                          uint32_t seed,
+                                                                                          uint32_t longest) {
+  std::vector<std::vector<int32_t>> src, tgt;
+  uint32_t x = seed;
+  auto next = [&](uint32_t m) {
+    x = x * 1664525u + 1013904223u;
+    return (x >> 8) % m;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int32_t> s(1 + next(longest)), t(next(longest + 1));
+    for (int32_t& id : s) id = static_cast<int32_t>(4 + next(static_cast<uint32_t>(V - 4)));
+    for (int32_t& id : t) id = static_cast<int32_t>(4 + next(static_cast<uint32_t>(V - 4)));
+    src.push_back(std::move(s));
+    tgt.push_back(std::move(t));
+  }
+  return {std::move(src), std::move(tgt)};
+}
+
 TempDir::TempDir() {
   char tmpl[] = "/tmp/tfm-test-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);

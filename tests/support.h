@@ -11,6 +11,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "libcore/base/stream.h"
@@ -86,6 +87,11 @@ std::vector<int> random_ints(int64_t count, int64_t below, uint64_t seed);
 // ids), from a seeded xorshift: the copy task of tests/pipeline/copy.sh
 // at lo 3, hi 10, V 14.
 std::vector<std::vector<int32_t>> random_sentences(int64_t n, int64_t lo, int64_t hi, int64_t V, uint64_t seed);
+// `n` (source, target) pairs of ids in [4, V) from a seeded LCG: sources
+// of 1..longest ids, targets of 0..longest (model scores' test pairs).
+std::pair<std::vector<std::vector<int32_t>>, std::vector<std::vector<int32_t>>> random_pairs(size_t n, int64_t V,
+                                                                                          uint32_t seed,
+                                                                                          uint32_t longest);
 
 // A fresh directory under /tmp, removed with everything in it.
 class TempDir {

@@ -19,22 +19,10 @@ using namespace tfm::eval;
 
 namespace {
 
-// n pairs of ids in [4, V): sources of 1..24 tokens, targets of 0..24.
+// Pairs of ids in [4, V) (no pad, unk, bos or eos), of 1..24 and 0..24 ids (support.h).
 Pairs random_pairs(size_t n, int64_t V, uint32_t seed) {
-  Pairs p;
-  uint32_t x = seed;
-  auto next = [&](uint32_t m) {
-    x = x * 1664525u + 1013904223u;
-    return (x >> 8) % m;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    std::vector<int32_t> s(1 + next(24)), t(next(25));
-    for (int32_t& id : s) id = static_cast<int32_t>(4 + next(static_cast<uint32_t>(V - 4)));
-    for (int32_t& id : t) id = static_cast<int32_t>(4 + next(static_cast<uint32_t>(V - 4)));
-    p.src.push_back(std::move(s));
-    p.tgt.push_back(std::move(t));
-  }
-  return p;
+  auto [src, tgt] = test::random_pairs(n, V, seed, 24);
+  return {std::move(src), std::move(tgt)};
 }
 
 void write_ids(const std::string& path, const std::vector<std::vector<int32_t>>& lines) {
