@@ -101,16 +101,20 @@ int main(int argc, char** argv) {
       "shortlist",
       "Build a vocabulary shortlist for tfm-decode from a parallel corpus of pieces:\n"
       "for each source piece, the target pieces of the sentence pairs it is in, ranked by the\n"
-      "Dice coefficient 2 c(s,t) / (c(s) + c(t)) (c: sentence pairs), and the most frequent\n"
-      "target pieces for every sentence");
+      "Dice coefficient 2 c(s,t) / (c(s) + c(t)) (c: sentence pairs), or with --alignments by\n"
+      "the lexical probability c(s,t) / c(s) (c: links), and the most frequent target pieces\n"
+      "for every sentence");
   shortlist->fallthrough();
   shortlist->add_option("-o,--output", o.shortlist.output, "Where to write the shortlist")->required();
   shortlist->add_option("--best", o.shortlist.best, "Candidates kept per source piece")
       ->default_val(50)->check(tfm::Range(int64_t{1}, int64_t{1} << 30));
   shortlist->add_option("--frequent", o.shortlist.frequent, "Most frequent target pieces every sentence gets")
       ->default_val(100)->check(tfm::Range(int64_t{0}, int64_t{1} << 30));
+  shortlist->add_option("--alignments", o.shortlist.alignments,
+                        "Links I-J a line (Pharaoh; or tfm-decode --alignment pieces output, which may be "
+                        "TARGET itself): rank by them instead of by sentence co-occurrence");
   shortlist->add_option("--min-count", o.shortlist.min_count,
-                        "Sentence pairs a source and a target piece must share to pair up")
+                        "Sentence pairs (links with --alignments) a source and a target piece must share to pair up")
       ->default_val(2)->check(tfm::Range(int64_t{1}, int64_t{1} << 30));
   shortlist->add_option("SOURCE", o.shortlist_source, "Source side, pieces (tfm-tok's output), plain or gzip")
       ->required();
@@ -133,8 +137,11 @@ int main(int argc, char** argv) {
                             if (*shortlist) {
                               const tfm::ShortlistBuildTotals n =
                                   tfm::build_shortlist(o.shortlist_source, o.shortlist_target, o.shortlist);
-                              tfm::log::info("{}: {} sentence pairs, {} source pieces, {} candidates",
-                                             o.shortlist.output, n.pairs, n.sources, n.entries);
+                              tfm::log::info("{}: {} sentence pairs{}, {} source pieces, {} candidates",
+                                             o.shortlist.output, n.pairs,
+                                             o.shortlist.alignments.empty() ? ""
+                                                                            : fmt::format(", {} links", n.links),
+                                             n.sources, n.entries);
                               return;
                             }
                             const tfm::Vocab vocab = tfm::Vocab::load(o.model);

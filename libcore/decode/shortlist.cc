@@ -1,6 +1,7 @@
 #include "libcore/decode/shortlist.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -142,15 +143,52 @@ int64_t Shortlist::most(int64_t source_tokens, int64_t sentences, int64_t at_lea
   return std::min(vocab_size_, static_cast<int64_t>(std::min(n, 1e15)));
 }
 
+namespace {
+
+// "I-J ..." or "TEXT ||| I-J ..." (tfm-decode --alignment pieces): the
+// links, each checked against the pair's lengths.
+std::vector<std::pair<int32_t, int32_t>> parse_links(std::string_view line, size_t src_len, size_t tgt_len,
+                                                     const data::LineReader& reader) {
+  if (const size_t bar = line.rfind("|||"); bar != std::string_view::npos) line.remove_prefix(bar + 3);
+  std::vector<std::pair<int32_t, int32_t>> links;
+  for (std::string_view link : split_pieces(line)) {
+    const size_t dash = link.find('-');
+    int64_t i = -1, j = -1;
+    const auto number = [](std::string_view d, int64_t& v) {
+      if (d.empty() || d.size() > 9 || !std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return false;
+      v = 0;
+      for (char c : d) v = v * 10 + (c - '0');
+      return true;
+    };
+    if (dash == std::string_view::npos || !number(link.substr(0, dash), i) || !number(link.substr(dash + 1), j))
+      throw Error(fmt::format("'{}' is not a link I-J (Pharaoh: 0-based source and target positions)",
+                              printable(link)),
+                  fmt::format("{}:{}", reader.path(), reader.line_number()));
+    if (i >= static_cast<int64_t>(src_len) || j >= static_cast<int64_t>(tgt_len))
+      throw Error(fmt::format("link {}-{} is past the pair's {} source and {} target pieces", i, j, src_len,
+                              tgt_len),
+                  fmt::format("{}:{}", reader.path(), reader.line_number()));
+    links.emplace_back(static_cast<int32_t>(i), static_cast<int32_t>(j));
+  }
+  return links;
+}
+
+}  // namespace
+
 ShortlistBuildTotals build_shortlist(const std::string& source, const std::string& target,
                                      const ShortlistBuildOptions& o) {
   TFM_REQUIRE(o.best >= 1 && o.frequent >= 0 && o.min_count >= 1,
               "--best and --min-count must be at least 1 and --frequent at least 0");
-  // Pieces interned per side; counts by sentence pair.
+  const bool aligned = !o.alignments.empty();
+  // TARGET may carry its own links (tfm-decode --alignment pieces writes
+  // "PIECES ||| I-J ..."): one file read once.
+  const bool links_in_target = aligned && o.alignments == target;
+  // Pieces interned per side; counts by sentence pair, or by link.
   struct Side {
     std::unordered_map<std::string, int32_t> ids;
     std::vector<std::string> pieces;
-    std::vector<int64_t> sentences, tokens;  // c(piece) by pairs, and as tokens
+    std::vector<int64_t> sentences, tokens;  // c(piece): pairs or links; as tokens
     int32_t intern(std::string_view p) {
       auto [it, added] = ids.try_emplace(std::string(p), static_cast<int32_t>(pieces.size()));
       if (added) {
@@ -162,49 +200,71 @@ ShortlistBuildTotals build_shortlist(const std::string& source, const std::strin
     }
   } src, tgt;
   std::unordered_map<uint64_t, int64_t> pair;  // (s << 32 | t) -> c(s, t)
+  const auto key = [](int32_t s, int32_t t) { return static_cast<uint64_t>(s) << 32 | static_cast<uint32_t>(t); };
   data::LineReader rs(source), rt(target);
-  std::string ls, lt;
+  std::optional<data::LineReader> ra;
+  if (aligned && !links_in_target) ra.emplace(o.alignments);
+  std::string ls, lt, la;
   ShortlistBuildTotals totals;
   std::vector<int32_t> si, ti;
   for (;;) {
     const bool has_s = rs.next(ls), has_t = rt.next(lt);
+    if (ra && ra->next(la) != has_s)
+      fail("{} ends at line {} and {} goes on: the links have a line for each sentence pair",
+           has_s ? o.alignments : source, has_s ? ra->line_number() : rs.line_number(),
+           has_s ? source : o.alignments);
     if (!has_s && !has_t) break;
     if (has_s != has_t)
       fail("{} ends at line {} and {} goes on: a parallel corpus has as many lines on each side",
            has_s ? target : source, has_s ? rt.line_number() : rs.line_number(), has_s ? source : target);
     ++totals.pairs;
+    std::string_view target_pieces = lt;
+    if (links_in_target) target_pieces = target_pieces.substr(0, target_pieces.find("|||"));
     si.clear();
     ti.clear();
     for (std::string_view p : split_pieces(ls)) si.push_back(src.intern(p));
-    for (std::string_view p : split_pieces(lt)) {
+    for (std::string_view p : split_pieces(target_pieces)) {
       const int32_t t = tgt.intern(p);
       ++tgt.tokens[static_cast<size_t>(t)];
       ti.push_back(t);
+    }
+    if (aligned) {
+      // c(s, t): links between s and t; c(s): links from s.
+      for (const auto& [i, j] : parse_links(links_in_target ? lt : la, si.size(), ti.size(), ra ? *ra : rt)) {
+        const int32_t s = si[static_cast<size_t>(i)], t = ti[static_cast<size_t>(j)];
+        ++src.sentences[static_cast<size_t>(s)];
+        ++pair[key(s, t)];
+        ++totals.links;
+      }
+      continue;
     }
     sort_unique(si);
     sort_unique(ti);
     for (int32_t s : si) ++src.sentences[static_cast<size_t>(s)];
     for (int32_t t : ti) ++tgt.sentences[static_cast<size_t>(t)];
     for (int32_t s : si)
-      for (int32_t t : ti) ++pair[static_cast<uint64_t>(s) << 32 | static_cast<uint32_t>(t)];
+      for (int32_t t : ti) ++pair[key(s, t)];
   }
   // Each source piece's candidates.
   struct Cand {
     int32_t t;
     int64_t both;
-    double dice;
+    double score;
   };
   std::vector<std::vector<Cand>> cands(src.pieces.size());
-  for (const auto& [key, both] : pair) {
+  for (const auto& [st, both] : pair) {
     if (both < o.min_count) continue;
-    const auto s = static_cast<size_t>(key >> 32);
-    const auto t = static_cast<int32_t>(key & 0xffffffffu);
-    const double dice = 2.0 * static_cast<double>(both) /
-                        static_cast<double>(src.sentences[s] + tgt.sentences[static_cast<size_t>(t)]);
-    cands[s].push_back({t, both, dice});
+    const auto s = static_cast<size_t>(st >> 32);
+    const auto t = static_cast<int32_t>(st & 0xffffffffu);
+    // Links: the lexical probability p(t | s) = c(s, t) / c(s); pairs: Dice.
+    const double score =
+        aligned ? static_cast<double>(both) / static_cast<double>(src.sentences[s])
+                : 2.0 * static_cast<double>(both) /
+                      static_cast<double>(src.sentences[s] + tgt.sentences[static_cast<size_t>(t)]);
+    cands[s].push_back({t, both, score});
   }
-  std::string text = fmt::format("{} 1 best={} frequent={} min-count={} pairs={}\n", kMagic, o.best, o.frequent,
-                                 o.min_count, totals.pairs);
+  std::string text = fmt::format("{} 1 best={} frequent={} min-count={} pairs={} by={}\n", kMagic, o.best,
+                                 o.frequent, o.min_count, totals.pairs, aligned ? "links" : "sentences");
   std::vector<int32_t> freq(tgt.pieces.size());
   for (size_t t = 0; t < freq.size(); ++t) freq[t] = static_cast<int32_t>(t);
   std::sort(freq.begin(), freq.end(), [&](int32_t a, int32_t b) {
@@ -227,7 +287,7 @@ ShortlistBuildTotals build_shortlist(const std::string& source, const std::strin
     std::vector<Cand>& c = cands[s];
     if (c.empty()) continue;
     std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& b) {
-      if (a.dice != b.dice) return a.dice > b.dice;
+      if (a.score != b.score) return a.score > b.score;
       if (a.both != b.both) return a.both > b.both;
       return tgt.pieces[static_cast<size_t>(a.t)] < tgt.pieces[static_cast<size_t>(b.t)];
     });

@@ -53,16 +53,22 @@ class Shortlist {
 // and c(s, t) count the sentence pairs that hold s, t, and both; t is a
 // candidate of s when c(s, t) >= min_count, ranked by the Dice coefficient
 // 2 c(s, t) / (c(s) + c(t)) (ties: larger c(s, t), then the piece's bytes),
-// the best `best` kept. The `frequent` target pieces seen most often (as
-// tokens) go to every sentence. Written atomically.
+// the best `best` kept. With `alignments` (Pharaoh links "I-J ..." a pair,
+// or tfm-decode --alignment pieces output, "PIECES ||| I-J ...", which may
+// be TARGET itself) the counts are of links instead: c(s, t) the links
+// between s and t, c(s) the links from s, and t ranked by the lexical
+// probability p(t | s) = c(s, t) / c(s), the table Marian's shortlists
+// come from. The `frequent` target pieces seen most often (as tokens) go
+// to every sentence. Written atomically.
 struct ShortlistBuildOptions {
   std::string output;
+  std::string alignments;  // a links file; empty: sentence co-occurrence
   int64_t best = 50;
   int64_t frequent = 100;
   int64_t min_count = 2;
 };
 struct ShortlistBuildTotals {
-  int64_t pairs = 0, sources = 0, entries = 0;
+  int64_t pairs = 0, sources = 0, entries = 0, links = 0;
 };
 ShortlistBuildTotals build_shortlist(const std::string& source, const std::string& target,
                                      const ShortlistBuildOptions& options);

@@ -2,7 +2,7 @@
 _tfm_tok() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
   case "$prev" in
-    -m | --model | -o | --output)
+    -m | --model | -o | --output | --alignments)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       return ;;
     --model-type)
@@ -18,7 +18,7 @@ _tfm_tok() {
   if [ "${COMP_WORDS[1]:-}" = train ] && [ "$COMP_CWORD" -gt 1 ]; then
     words="--output --vocab-size --model-type --character-coverage --max-sentences --seed --user-symbols --threads --quiet --verbose --help -o -q -v -h"
   elif [ "${COMP_WORDS[1]:-}" = shortlist ] && [ "$COMP_CWORD" -gt 1 ]; then
-    words="--output --best --frequent --min-count --quiet --verbose --help -o -q -v -h"
+    words="--output --best --frequent --min-count --alignments --quiet --verbose --help -o -q -v -h"
   elif [ "$COMP_CWORD" -eq 1 ]; then
     words="train shortlist encode decode $words"
   fi

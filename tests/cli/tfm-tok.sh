@@ -218,7 +218,7 @@ grep -q "notids:1" "$TMP/err" || fail "not an id: no FILE:LINE"
 "$TFM_BIN/tfm-tok" -m "$M" "$TMP/text.de" >"$TMP/p.de"
 run tfm-tok shortlist --help
 expect_rc 0 "shortlist --help"
-for option in --output --best --frequent --min-count; do
+for option in --output --best --frequent --min-count --alignments; do
   grep -q -- "$option" "$TMP/out" || fail "shortlist --help: no $option"
   grep -qF -- "$(echo "$option" | sed 's/-/\\-/g')" "$TFM_SOURCE/man/tfm-tok.1" || fail "man tfm-tok: no $option"
 done
@@ -253,5 +253,36 @@ for bad in "--best 0" "--frequent -1" "--min-count 0" "--bogus"; do
 done
 run tfm-tok shortlist "$TMP/p.en" "$TMP/p.de"
 expect_rc 2 "shortlist without -o"
+
+# --alignments: counted by link and ranked by c(s,t) / c(s), where sentence
+# co-occurrence ranks by Dice: 'a' is linked to x twice and to y once, but
+# shares a sentence with y three times and with x twice. tfm-decode's
+# "PIECES ||| LINKS" lines give the same list as separate files.
+printf 'a b\na b\na\n' >"$TMP/al.src"
+printf 'x y\nx y\ny\n' >"$TMP/al.tgt"
+printf '0-0 1-1\n0-0 1-1\n0-0\n' >"$TMP/al.links"
+paste -d '|' "$TMP/al.tgt" "$TMP/al.links" | sed 's/|/ ||| /' >"$TMP/al.decoded"
+"$TFM_BIN/tfm-tok" shortlist -q -o "$TMP/al.dice" --frequent 0 --min-count 1 "$TMP/al.src" "$TMP/al.tgt"
+[ "$(tail -n +2 "$TMP/al.dice")" = "$(printf 'a\ty x\nb\tx y')" ] || fail "shortlist: Dice ranking $(cat "$TMP/al.dice")"
+"$TFM_BIN/tfm-tok" shortlist -q -o "$TMP/al.lex" --frequent 0 --min-count 1 --alignments "$TMP/al.links" \
+  "$TMP/al.src" "$TMP/al.tgt" || fail "shortlist --alignments"
+head -n 1 "$TMP/al.lex" | grep -q " by=links$" || fail "shortlist --alignments: header $(head -n 1 "$TMP/al.lex")"
+[ "$(tail -n +2 "$TMP/al.lex")" = "$(printf 'a\tx y\nb\ty')" ] || fail "shortlist --alignments: ranking $(cat "$TMP/al.lex")"
+"$TFM_BIN/tfm-tok" shortlist -q -o "$TMP/al.lex2" --frequent 0 --min-count 1 --alignments "$TMP/al.decoded" \
+  "$TMP/al.src" "$TMP/al.decoded" || fail "shortlist --alignments on tfm-decode's output"
+cmp -s "$TMP/al.lex" "$TMP/al.lex2" || fail "shortlist --alignments: tfm-decode's output gives another list"
+"$TFM_BIN/tfm-tok" shortlist -q -o "$TMP/al.min" --frequent 0 --min-count 2 --alignments "$TMP/al.links" \
+  "$TMP/al.src" "$TMP/al.tgt"
+[ "$(tail -n +2 "$TMP/al.min")" = "$(printf 'a\tx\nb\ty')" ] || fail "shortlist --alignments --min-count 2: $(cat "$TMP/al.min")"
+printf '0-0 1-1\n0-0 1-2\n0-0\n' >"$TMP/al.past"
+printf '0-0 1-1\n0-0 1+1\n0-0\n' >"$TMP/al.notlink"
+printf '0-0 1-1\n0-0 1-1\n' >"$TMP/al.short"
+for bad in "al.past:2" "al.notlink:2" "al.short ends at line 2"; do
+  run tfm-tok shortlist -o "$TMP/nolist" --alignments "$TMP/${bad%%[: ]*}" "$TMP/al.src" "$TMP/al.tgt"
+  expect_rc 1 "shortlist --alignments ${bad%%[: ]*}"
+  expect_one_error_line tfm-tok "shortlist --alignments ${bad%%[: ]*}"
+  grep -q "$bad" "$TMP/err" || fail "shortlist --alignments: '$bad' not said: $(cat "$TMP/err")"
+  [ -e "$TMP/nolist" ] && fail "shortlist --alignments ${bad%%[: ]*}: a failed build left its file"
+done
 
 finish
