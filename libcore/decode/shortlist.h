@@ -39,6 +39,13 @@ class Shortlist {
   // all can have together (candidates' at_least each).
   int64_t most(int64_t source_tokens, int64_t sentences, int64_t at_least) const;
   int64_t vocab_size() const { return vocab_size_; }
+  // The pieces every sentence gets (sorted), and source id s's list as
+  // read (best first): what a shortlist says, for writing it elsewhere.
+  std::span<const int32_t> always() const { return always_; }
+  std::span<const int32_t> targets(int32_t s) const {
+    const auto u = static_cast<size_t>(s);
+    return {targets_.data() + offsets_[u], static_cast<size_t>(offsets_[u + 1] - offsets_[u])};
+  }
 
  private:
   Shortlist() = default;

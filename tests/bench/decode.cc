@@ -62,7 +62,8 @@
 // checkpoint's): tfm fp32 and int8 also decode under the shortlist
 // (tfm-decode --shortlist), each right after its run without, and say
 // tokens/s, the speed-up, the share of identical outputs, and with
-// --reference the BLEU of each.
+// --reference the BLEU of each. CTranslate2 decodes under the same lists
+// too, as its vmap (use_vmap), at its faster thread setting of each run.
 //
 //   decode [--preset base|big|tiny|demo|opus-mt] [--device cpu] [--precision fp32] [--sentences N]
 //          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N] [--forced-length N]
@@ -346,7 +347,11 @@ class Ct2 {
   // Converts `model` (saved first when it is not o.model's checkpoint).
   // The sources without the eos tfm's requests end in where the model
   // reads one: CTranslate2 adds it (add_source_eos).
-  Ct2(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests) : o_(o) {
+  // With a shortlist, the model directory gets it as CTranslate2's
+  // vmap.txt (run(..., vmap) decodes under it): the same lists, in ids.
+  Ct2(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests,
+      const Shortlist* shortlist)
+      : o_(o) {
     char dir_template[] = "/tmp/tfm-bench-ct2-XXXXXX";
     TFM_REQUIRE(mkdtemp(dir_template) != nullptr, "cannot make a temporary directory");
     dir_ = dir_template;
@@ -368,6 +373,7 @@ class Ct2 {
       convert::Ct2Options ids;
       ids.ids = true;
       convert::write_ct2(ModelFile(checkpoint), dir_ + "/ct2", ids);
+      if (shortlist) io::write_file_atomic(dir_ + "/ct2/vmap.txt", vmap(*shortlist));
     } catch (const Error&) {
       fs::remove_all(dir_);
       throw;
@@ -379,10 +385,10 @@ class Ct2 {
 
   // inter: the threads take whole batches (inter_threads); else each batch
   // is split between them (intra_threads).
-  Ct2Result run(const std::string& compute_type, bool inter) const {
+  Ct2Result run(const std::string& compute_type, bool inter, bool vmap = false) const {
     const std::string cmd = command(compute_type, o_.max_tokens,
-                                    fmt::format("--batch-size {} --threads {} {}", o_.batch_size, cpu_threads(),
-                                                inter ? "--inter" : ""));
+                                    fmt::format("--batch-size {} --threads {} {} {}", o_.batch_size, cpu_threads(),
+                                                inter ? "--inter" : "", vmap ? "--use-vmap" : ""));
     Ct2Result r = parse(bench::run_reference(cmd, o_.ct2_python, "CTranslate2", "--ct2 off times tfm without it"));
     r.hyps = read_lines(dir_ + "/hyps", 0);
     return r;
@@ -407,6 +413,16 @@ class Ct2 {
   }
 
  private:
+  // CTranslate2's vocabulary map: "SOURCE<TAB>TARGET ..." a line, the
+  // empty source for the tokens every batch gets; tokens named by their ids
+  // (write_ct2's ids). It adds its own unk, bos and eos.
+  static std::string vmap(const Shortlist& list) {
+    std::string text = fmt::format("\t{}\n", fmt::join(list.always(), " "));
+    for (int32_t s = 0; s < list.vocab_size(); ++s)
+      if (const auto t = list.targets(s); !t.empty()) text += fmt::format("{}\t{}\n", s, fmt::join(t, " "));
+    return text;
+  }
+
   std::string command(const std::string& compute_type, int64_t max_tokens, const std::string& more) const {
     return fmt::format("{} {} --model {}/ct2 --ids {}/ids {} --beam {} --alpha 0.6 --max-tokens {} {} "
                        "--compute-type {} --hyps {}/hyps",
@@ -736,7 +752,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Ct2> ct2;
     if (ct2_skip.empty()) {
       try {
-        ct2 = std::make_unique<Ct2>(o, *model, requests);
+        ct2 = std::make_unique<Ct2>(o, *model, requests, shortlist ? &*shortlist : nullptr);
       } catch (const Error& e) {
         if (o.ct2 == "on") throw;
         ct2_skip = e.what();
@@ -769,7 +785,8 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       return r;
     };
-    Ct2Result c32, c8;
+    Ct2Result c32, c8, v32, v8;  // v: under --shortlist as CTranslate2's vmap
+    std::vector<double> v32_tps, v8_tps;
     std::vector<double> tfm_tps, tfm_cpu, t8_tps, t8_cpu, c32_tps, c32_cpu, c8_tps, c8_cpu;
     std::vector<double> alt_tps, alt8_tps, c32_inter, c32_intra, c8_inter, c8_intra;
     for (int64_t rep = 0; rep < o.repeat; ++rep) {
@@ -840,17 +857,30 @@ int main(int argc, char** argv) {
         c8_inter.push_back(i8.tokens_per_s);
         c32 = i32;
         c8 = i8;
+        bool inter32 = true, inter8 = true;  // the faster setting, this run
         if (both_settings) {
           const Ct2Result a32 = ct2->run("float32", false), a8 = ct2->run("int8", false);
           c32_intra.push_back(a32.tokens_per_s);
           c8_intra.push_back(a8.tokens_per_s);
-          if (a32.tokens_per_s > c32.tokens_per_s) c32 = a32;
-          if (a8.tokens_per_s > c8.tokens_per_s) c8 = a8;
+          if (a32.tokens_per_s > c32.tokens_per_s) c32 = a32, inter32 = false;
+          if (a8.tokens_per_s > c8.tokens_per_s) c8 = a8, inter8 = false;
           std::printf("ctranslate2 %s intra_threads: float32 %.1f tokens/s, int8 %.1f tokens/s\n",
                       a32.version.c_str(), a32.tokens_per_s, a8.tokens_per_s);
         }
         std::printf("ctranslate2 %s inter_threads: float32 %.1f tokens/s, int8 %.1f tokens/s\n",
                     i32.version.c_str(), i32.tokens_per_s, i8.tokens_per_s);
+        if (shortlist) {
+          // Its vmap on the same lists, at its faster setting of this run.
+          v32 = ct2->run("float32", inter32, true);
+          v8 = ct2->run("int8", inter8, true);
+          v32_tps.push_back(v32.tokens_per_s);
+          v8_tps.push_back(v8.tokens_per_s);
+          std::printf("ctranslate2 vmap: float32 %.1f tokens/s (%.2fx without, %s), int8 %.1f (%.2fx, %s); "
+                      "outputs identical to its own without on %.1f%% and %.1f%% of the sentences\n",
+                      v32.tokens_per_s, v32.tokens_per_s / c32.tokens_per_s, inter32 ? "inter_threads" : "intra_threads",
+                      v8.tokens_per_s, v8.tokens_per_s / c8.tokens_per_s, inter8 ? "inter_threads" : "intra_threads",
+                      100 * same_share(c32.hyps, v32.hyps), 100 * same_share(c8.hyps, v8.hyps));
+        }
       } catch (const Error& e) {
         if (o.ct2 == "on") throw;
         ct2_skip = e.what();
@@ -876,6 +906,17 @@ int main(int argc, char** argv) {
         line += fmt::format("; int8 {:.1f} with, {:.1f} without ({:.2f}x)", median(listed8_tps), median(t8_tps),
                             median(listed8_tps) / median(t8_tps));
       std::printf("%s\n", line.c_str());
+      if (!v32_tps.empty()) {
+        // Each engine under the same lists, CTranslate2 at its faster setting.
+        std::printf("ctranslate2 vmap, the same lists, medians (tokens/s): float32 %.1f with, %.1f without "
+                    "(%.2fx); int8 %.1f with, %.1f without (%.2fx)\n",
+                    median(v32_tps), median(c32_tps), median(v32_tps) / median(c32_tps), median(v8_tps),
+                    median(c8_tps), median(v8_tps) / median(c8_tps));
+        std::printf("both under the shortlist, tfm over CTranslate2: fp32 %.2fx%s\n",
+                    median(listed_tps) / median(v32_tps),
+                    listed8_tps.empty() ? ""
+                                        : fmt::format(", int8 {:.2f}x", median(listed8_tps) / median(v8_tps)).c_str());
+      }
     }
     const bool has_ct2 = !c32_tps.empty();
     // Each run's ratios, the engines having run next to each other: on a
@@ -921,6 +962,9 @@ int main(int argc, char** argv) {
       if (has_ct2)
         line += fmt::format(", ctranslate2 float32 {:.2f}, int8 {:.2f}", bleu_of(c32.hyps, vocab, refs),
                             bleu_of(c8.hyps, vocab, refs));
+      if (!v32_tps.empty())
+        line += fmt::format("; ctranslate2 vmap float32 {:.2f}, int8 {:.2f}", bleu_of(v32.hyps, vocab, refs),
+                            bleu_of(v8.hyps, vocab, refs));
       std::printf("%s\n", line.c_str());
     }
     if (has_ct2)

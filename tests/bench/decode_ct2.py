@@ -14,7 +14,9 @@
 # model puts its end token, at most |x| + 50 tokens (tfm-decode's default),
 # ranked by log-probability / |Y|^alpha (tfm's --length-penalty plain).
 # --hyps FILE writes the best hypothesis of each sentence as ids, in input
-# order. Timed: the searches alone (the model is loaded before). Threads:
+# order. --use-vmap decodes under the model's vmap.txt (CTranslate2's
+# vocabulary shortlist: a batch's candidates are the union of its source
+# tokens' lists and the always-listed tokens). Timed: the searches alone (the model is loaded before). Threads:
 # each batch split between --threads (intra_threads), or with --inter the
 # batches submitted at once and --threads workers taking one each
 # (inter_threads, one thread a batch), as tfm-decode runs a small model.
@@ -46,6 +48,8 @@ def parse_args():
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--batch-sizes", help="comma-separated: one run a batch size (instead of --batch-size)")
     p.add_argument("--inter", action="store_true", help="one thread a batch, --threads batches at once")
+    p.add_argument("--use-vmap", action="store_true",
+                   help="decode under the model directory's vmap.txt (its vocabulary shortlist)")
     p.add_argument("--hyps", help="write the hypotheses (ids) here")
     return p.parse_args()
 
@@ -84,7 +88,8 @@ def main():
         """tfm's batches and each one's search options."""
         calls = []
         for batch in length_batches([len(s) for s in sources], args.max_tokens, batch_size):
-            options = dict(beam_size=args.beam, length_penalty=args.alpha, max_batch_size=0)
+            options = dict(beam_size=args.beam, length_penalty=args.alpha, max_batch_size=0,
+                           use_vmap=args.use_vmap)
             if forced is not None:
                 n = {forced[i] for i in batch}
                 if len(n) != 1:
@@ -142,7 +147,7 @@ def main():
         print(f"RESULT tokens_per_s={tokens / seconds:.1f} seconds={seconds:.3f} cpu_seconds={cpu_seconds:.3f} "
               f"sentences={len(sources)} tokens={tokens} threads={args.threads} ct2={ctranslate2.__version__} "
               f"compute_type={args.compute_type} isa={logged('Selected ISA')} sgemm={logged('SGEMM backend')} "
-              f"gemm_s8={logged('GEMM_S8 backend')} batch_size={batch_size}", flush=True)
+              f"gemm_s8={logged('GEMM_S8 backend')} batch_size={batch_size} vmap={int(args.use_vmap)}", flush=True)
     return 0
 
 
