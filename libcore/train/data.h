@@ -108,8 +108,8 @@ std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
 // an epoch can order.
 int64_t batches_drawn(size_t n, double weight);
 
-// Batches the epoch draws from a corpus, in mixed_epoch_order's (sorted)
-// form before the shuffle: floor(F) copies of 0..n-1, then the fractional
+// The batches epoch `epoch` draws from corpus `corpus` (n batches, weight
+// F), before the shuffle: floor(F) copies of 0..n-1, then the fractional
 // subset, round(frac(F) * n) batches drawn without replacement by a
 // partial Fisher-Yates from Philox keyed by (seed, kWeightStream, epoch),
 // block (corpus << 32 | draw), and sorted. A new subset every epoch.
