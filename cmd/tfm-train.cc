@@ -1,7 +1,8 @@
-// tfm-train: train the Transformer on a .tfmb corpus with the paper's recipe;
+// tfm-train: train the Transformer on .tfmb corpora with the paper's recipe;
 // checkpoints by time and steps, exact resume, validation, progress.
 //
 //   tfm-train -m spm.model -o ckpt/ train.tfmb --dev dev.tfmb
+//   tfm-train -m spm.model -o ckpt/ real.tfmb synthetic.tfmb --weights 1 0.5
 //   tfm-train --resume ckpt/ train.tfmb              continue exactly
 //   tfm-train --init model.bin -o ft/ in-domain.tfmb  fine-tune a model
 //   tfm-train --preset big --dump-config > big.ini   then: --config big.ini
@@ -18,15 +19,19 @@ int main(int argc, char** argv) {
   tfm::train::TrainRequest r;
   bool dump = false;
   CLI::App app{
-      "Train a Transformer on a .tfmb corpus (tfm-batch) with the paper's recipe: Adam, the\n"
-      "warm-up schedule, label smoothing, dropout. Checkpoints go to -o DIR by time and by\n"
-      "steps; --resume continues a run exactly; --init fine-tunes a model. SIGINT/SIGTERM end\n"
-      "the step, write a checkpoint and exit 0."};
+      "Train a Transformer on .tfmb corpora (tfm-batch) with the paper's recipe: Adam, the\n"
+      "warm-up schedule, label smoothing, dropout. Several corpora are mixed, each upsampled\n"
+      "by its --weights factor. Checkpoints go to -o DIR by time and by steps; --resume\n"
+      "continues a run exactly; --init fine-tunes a model. SIGINT/SIGTERM end the step, write\n"
+      "a checkpoint and exit 0."};
   tfm::add_config_option(app, "Read options from an INI file, as --dump-config writes it");
   tfm::add_common_options(app, common);
-  app.add_option("train", r.train, "The training corpus (.tfmb)")->type_name("TRAIN.tfmb");
+  app.add_option("train", r.train,
+                 "The training corpora (.tfmb), one or more, of one vocabulary; each weighted by "
+                 "--weights")
+      ->type_name("TRAIN.tfmb...");
   app.add_option("-m,--vocab", r.vocab,
-                 "The SentencePiece model the corpus was made with (embedded in every checkpoint)")
+                 "The SentencePiece model the corpora were made with (embedded in every checkpoint)")
       ->type_name("SPM.model");
   app.add_option("--dev", r.dev, "A dev corpus (.tfmb) for validation and the best checkpoint")
       ->type_name("DEV.tfmb");
@@ -61,6 +66,14 @@ int main(int argc, char** argv) {
   app.callback([&] {
     if (dump || *plot_cmd) return;
     if (r.train.empty()) throw CLI::RequiredError("TRAIN.tfmb");
+    for (const auto& [key, value] : r.overrides.train) {
+      if (key != "weights") continue;
+      const size_t n = tfm::train::parse_weights(value).size();  // checked when given
+      if (n != r.train.size())
+        throw CLI::ValidationError("--weights", fmt::format("{} factors for {} training corpora: "
+                                                            "give one for each",
+                                                            n, r.train.size()));
+    }
     if (r.output.empty() && r.resume.empty()) throw CLI::RequiredError("-o/--output");
     // A new run embeds its vocabulary; a resumed or fine-tuned one has it
     // in its checkpoint.

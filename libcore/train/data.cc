@@ -1,6 +1,7 @@
 #include "libcore/train/data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "libcore/base/error.h"
@@ -56,6 +57,8 @@ int64_t BatchSource::target_tokens(size_t i) const {
   return n;
 }
 
+int64_t BatchSource::batch_pairs(size_t i) const { return batches_.at(i).count; }
+
 ModelLimits BatchSource::limits() const {
   ModelLimits lim;
   lim.max_tokens = lim.max_len = 1;
@@ -95,6 +98,31 @@ ModelLimits limits_for(const std::vector<const BatchSource*>& sources) {
   return lim;
 }
 
+TrainCorpora::TrainCorpora(const std::vector<std::string>& paths, int64_t max_tokens) {
+  TFM_REQUIRE(!paths.empty(), "no training corpus given");
+  for (const std::string& path : paths)
+    sources_.push_back(std::make_unique<BatchSource>(
+        path, sources_.empty() ? max_tokens : sources_.front()->max_tokens()));
+}
+
+std::vector<const BatchSource*> TrainCorpora::sources() const {
+  std::vector<const BatchSource*> out;
+  for (const auto& s : sources_) out.push_back(s.get());
+  return out;
+}
+
+std::vector<CorpusIdentity> TrainCorpora::identities() const {
+  std::vector<CorpusIdentity> out;
+  for (const auto& s : sources_) out.push_back(s->identity());
+  return out;
+}
+
+std::vector<size_t> TrainCorpora::sizes() const {
+  std::vector<size_t> out;
+  for (const auto& s : sources_) out.push_back(s->size());
+  return out;
+}
+
 std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
   TFM_REQUIRE(n < (size_t{1} << 32), "{} batches are too many to shuffle", n);
   std::vector<uint32_t> order(n);
@@ -106,6 +134,63 @@ std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
     const uint64_t bits = uint64_t{r.v[0]} << 32 | r.v[1];
     std::swap(order[i - 1], order[static_cast<size_t>(bits % i)]);
   }
+  return order;
+}
+
+}  // namespace tfm::train
+
+namespace tfm::train {
+
+int64_t batches_drawn(size_t n, double weight) {
+  const double whole = std::floor(weight);
+  const double drawn = whole * static_cast<double>(n) + std::round((weight - whole) * static_cast<double>(n));
+  TFM_REQUIRE(drawn < 0x1p32, "a weight of {} draws {} batches of {} an epoch, too many to shuffle",
+              weight, drawn, n);
+  return static_cast<int64_t>(drawn);
+}
+
+std::vector<uint32_t> drawn_batches(size_t n, double weight, uint32_t corpus, uint64_t seed,
+                                    int64_t epoch) {
+  const auto copies = static_cast<size_t>(std::floor(weight));
+  const auto extra = static_cast<size_t>(batches_drawn(n, weight)) - copies * n;
+  std::vector<uint32_t> out;
+  out.reserve(copies * n + extra);
+  for (size_t k = 0; k < copies; ++k)
+    for (size_t i = 0; i < n; ++i) out.push_back(static_cast<uint32_t>(i));
+  if (extra == 0) return out;
+  std::vector<uint32_t> pool(n);
+  std::iota(pool.begin(), pool.end(), 0u);
+  const RngKey key{seed, kWeightStream, static_cast<uint32_t>(epoch)};
+  for (size_t i = 0; i < extra; ++i) {
+    // Draw i takes a batch from the pool's untaken tail [i, n).
+    const Philox4 r = philox_block(key, uint64_t{corpus} << 32 | i);
+    const uint64_t bits = uint64_t{r.v[0]} << 32 | r.v[1];
+    std::swap(pool[i], pool[i + static_cast<size_t>(bits % (n - i))]);
+  }
+  std::sort(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(extra));
+  out.insert(out.end(), pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(extra));
+  return out;
+}
+
+int64_t epoch_batches(const std::vector<size_t>& sizes, const std::vector<double>& weights) {
+  TFM_REQUIRE(sizes.size() == weights.size(), "{} weights for {} training corpora", weights.size(),
+              sizes.size());
+  int64_t total = 0;
+  for (size_t c = 0; c < sizes.size(); ++c) total += batches_drawn(sizes[c], weights[c]);
+  return total;
+}
+
+std::vector<BatchRef> mixed_epoch_order(const std::vector<size_t>& sizes,
+                                        const std::vector<double>& weights, uint64_t seed,
+                                        int64_t epoch) {
+  std::vector<BatchRef> drawn;
+  drawn.reserve(static_cast<size_t>(epoch_batches(sizes, weights)));
+  for (size_t c = 0; c < sizes.size(); ++c)
+    for (const uint32_t b : drawn_batches(sizes[c], weights[c], static_cast<uint32_t>(c), seed, epoch))
+      drawn.push_back({static_cast<uint32_t>(c), b});
+  std::vector<BatchRef> order;
+  order.reserve(drawn.size());
+  for (const uint32_t i : epoch_order(drawn.size(), seed, epoch)) order.push_back(drawn[i]);
   return order;
 }
 

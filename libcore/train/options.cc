@@ -52,13 +52,14 @@ const Field kFields[] = {
     {"weight-decay", Kind::number, &TrainOptions::weight_decay, 0, 1e6, false, "X",
      "Decoupled weight decay (AdamW): each update first multiplies the parameters by 1 - lr X"},
     {"max-tokens", Kind::integer, &TrainOptions::max_tokens, 0, kMaxInt, false, "N",
-     "Re-pack the corpus into batches of N tokens a side, padding counted (0: as tfm-batch packed it)"},
+     "Re-pack the corpora into batches of N tokens a side, padding counted (0: as tfm-batch packed "
+     "the first)"},
     {"update-freq", Kind::integer, &TrainOptions::update_freq, 1, 1 << 20, false, "N",
      "Accumulate the gradients of N batches into one update"},
     {"max-steps", Kind::integer, &TrainOptions::max_steps, 0, kMaxInt, false, "N",
      "Stop after N updates (0: no limit)"},
     {"max-epochs", Kind::integer, &TrainOptions::max_epochs, 0, kMaxInt, false, "N",
-     "Stop after N passes over the corpus (0: no limit)"},
+     "Stop after N epochs: passes over the corpora, as --weights draws them (0: no limit)"},
     {"max-time", Kind::duration, &TrainOptions::max_time, 0, kHuge, false, "TIME",
      "Stop after this much training, over all resumed runs (10m, 5h, 2d; 0: no limit)"},
     {"seed", Kind::seed, &TrainOptions::seed, 0, 0, false, "N",
@@ -89,6 +90,9 @@ const Field kFields[] = {
      "Several processes: sum the gradient over the ranks in buckets of about MB MiB, each as soon "
      "as backward completes it"},
 };
+
+// --weights: a list, so not a row of kFields.
+constexpr const char* kWeightsKey = "weights";
 
 const Field& field(std::string_view key) {
   for (const Field& f : kFields)
@@ -195,7 +199,31 @@ std::string format_duration(double seconds) {
   return out;
 }
 
+std::string weights_text(const std::vector<double>& weights) {
+  std::string out;
+  for (const double w : weights) out += fmt::format("{}{}", out.empty() ? "" : " ", w);
+  return out;
+}
+
+std::vector<double> parse_weights(std::string_view text) {
+  std::vector<double> out;
+  std::string_view rest = io::trim(text);
+  while (!rest.empty()) {
+    const size_t end = std::min(rest.find_first_of(" \t"), rest.size());
+    const double w = io::parse_double(kWeightsKey, rest.substr(0, end), -kHuge, kHuge);
+    if (w <= 0) fail("{} must be above 0, got {}", kWeightsKey, plain_number(w));
+    out.push_back(w);
+    rest = io::trim(rest.substr(end));
+  }
+  TFM_REQUIRE(!out.empty(), "{} needs a factor for each training corpus, got none", kWeightsKey);
+  return out;
+}
+
 void TrainOptions::set(std::string_view key, std::string_view value) {
+  if (key == kWeightsKey) {
+    weights = parse_weights(value);
+    return;
+  }
   const Field& f = field(key);
   const std::string_view v = io::trim(value);
   switch (f.kind) {
@@ -226,6 +254,7 @@ void TrainOptions::set(std::string_view key, std::string_view value) {
 }
 
 std::string TrainOptions::get(std::string_view key) const {
+  if (key == kWeightsKey) return weights_text(weights);
   const Field& f = field(key);
   switch (f.kind) {
     case Kind::number: return fmt::format("{}", this->*std::get<double TrainOptions::*>(f.member));
@@ -266,6 +295,7 @@ AdamConfig TrainOptions::adam() const {
 std::string TrainOptions::to_text() const {
   std::string out;
   for (const Field& f : kFields) out += fmt::format("{} = {}\n", f.key, get(f.key));
+  if (!weights.empty()) out += fmt::format("{} = {}\n", kWeightsKey, weights_text(weights));
   return out;
 }
 
@@ -349,6 +379,28 @@ void add_train_options(CLI::App& app, Overrides& o) {
         ->group("Training")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
+  // One or more factors, one override: every value given counts, in order
+  // (the corpora go before it: it takes the values that follow).
+  app.add_option_function<std::vector<std::string>>(
+         "--weights",
+         [&o](const std::vector<std::string>& values) {
+           std::string text;
+           for (const std::string& v : values) text += (text.empty() ? "" : " ") + v;
+           try {
+             (void)parse_weights(text);
+           } catch (const Error& e) {
+             usage_error("--weights", kWeightsKey, e);
+           }
+           o.train.emplace_back(kWeightsKey, text);
+         },
+         "Upsample the training corpora: one factor F > 0 each, in their order (1 0.5: the "
+         "second corpus at half its size); an epoch draws floor(F) copies of a corpus's batches "
+         "and a share frac(F) of them more")
+      ->type_name("F...")
+      ->expected(1, -1)
+      ->default_str("1 each")
+      ->group("Training")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 ModelConfig requested_model(const Overrides& o) {

@@ -63,11 +63,17 @@ struct TrainOptions {
   int64_t log_every = 100;      // steps between progress lines (and JSON log records)
   double dist_timeout = 600;    // several processes: seconds a rank waits for the others
   int64_t bucket_mb = 25;       // several processes: MiB of gradient a sum starts with
+  // --weights: the upsampling factor of each training corpus, in the order
+  // given (libcore/train/data.h, mixed_epoch_order); empty: 1 each. Not a
+  // row of the knob table (it is a list): set, get and to_text take it
+  // under "weights", and to_text leaves it out when empty.
+  std::vector<double> weights;
 
   // key: the option's long name without "--" ("lr-scale"). Errors name the key.
   void set(std::string_view key, std::string_view value);
   std::string get(std::string_view key) const;
-  // Every knob, one "key = value" line each, in table order.
+  // Every knob, one "key = value" line each, in table order; then
+  // "weights = F ..." when weights are set.
   std::string to_text() const;
 
   // The schedule and Adam these options ask for; Error (naming the
@@ -85,7 +91,8 @@ struct Knob {
   std::string type;  // for --help: "NUM", "INT", "TIME", ...
   std::string help;
 };
-// In to_text order.
+// In to_text order. (--weights, a list, is added by add_train_options
+// apart from these.)
 const std::vector<Knob>& train_knobs();
 // Every ModelConfig key but vocab_size (the vocabulary decides it), with
 // '_' spelled '-'; the help gives each preset's value.
@@ -101,7 +108,8 @@ struct Overrides {
 };
 
 // --preset and one option per model knob (group "Model"), and one option
-// per training knob (group "Training"). Values are checked while parsing,
+// per training knob (group "Training"), and --weights F... (one or more
+// values, kept as one "weights" override). Values are checked while parsing,
 // so a bad one is a usage error (exit 2) naming the option. Given twice on
 // the command line, the last one counts; the command line wins over --config.
 void add_model_options(CLI::App& app, Overrides& overrides);
@@ -135,5 +143,11 @@ ModelConfig fine_tuned_model(const ModelConfig& have, const Overrides& overrides
 // first, when fine-tuning, "init = CHECKPOINT".
 std::string config_file_text(const ModelConfig& model, const TrainOptions& train,
                              const std::string& init = {});
+
+// "1 0.5": weights as the configuration file and the training state write
+// them; parse_weights reads that back (factors finite and above 0, at
+// least one; Error naming "weights" otherwise).
+std::string weights_text(const std::vector<double>& weights);
+std::vector<double> parse_weights(std::string_view text);
 
 }  // namespace tfm::train

@@ -43,8 +43,11 @@ std::string first_difference(const std::string& zero, const std::string& other, 
 std::string agreement_text(const Run& run) {
   std::string d = fmt::format("tfm = {}\ndevice = {}\nprecision = {}\n", version_string(),
                               run.device.is_cuda() ? "cuda" : "cpu", precision_name(run.precision));
-  d += fmt::format("corpus = {}\ndev = {}\nvocabulary = {}\n", run.train->identity().str(),
-                   run.dev ? run.dev->identity().str() : "none", run.vocab_fingerprint);
+  for (size_t c = 0; c < run.train->count(); ++c)
+    d += fmt::format("corpus = {}, weight {}\n", (*run.train)[c].identity().str(),
+                     run.options.weights.at(c));
+  d += fmt::format("dev = {}\nvocabulary = {}\n", run.dev ? run.dev->identity().str() : "none",
+                   run.vocab_fingerprint);
   d += fmt::format("checkpoint = {}\n",
                    run.resume_path.empty()
                        ? "none"

@@ -17,6 +17,16 @@ std::string format_count(int64_t n) {
                       : fmt::format("{}", n);
 }
 
+// "1,234,567"
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
 std::string stop_reason_text(StopReason r) {
   switch (r) {
     case StopReason::max_steps: return "--max-steps reached";
@@ -32,7 +42,7 @@ std::string stop_reason_text(StopReason r) {
 
 Reporter::Reporter(const Run& run, bool quiet) : run_(run), progress_(Progress::mode_for(quiet)) {}
 
-void Reporter::describe(int ranks) {
+void Reporter::describe(int ranks, const std::vector<BatchRef>& order) {
   const ModelConfig& c = run_.config;
   const TrainState& st = run_.state;
   const TrainOptions& opt = run_.options;
@@ -44,12 +54,17 @@ void Reporter::describe(int ranks) {
       c.d_model, c.d_ff, c.heads, c.vocab_size, format_count(c.parameter_count()),
       run_.device.str(), precision_name(run_.precision)));
   progress_.line(fmt::format("memory: {}", run_.model->memory_report()));
-  const BatchSource& train = *run_.train;
-  progress_.line(fmt::format("{}: {} pairs in {} batches of <= {} tokens a side; {}{} batch{} an "
-                             "update",
-                             train.path(), train.pairs(), train.size(), train.max_tokens(),
-                             ranks > 1 ? fmt::format("{} ranks x ", ranks) : "", opt.update_freq,
-                             opt.update_freq == 1 ? "" : "es"));
+  const TrainCorpora& corpora = *run_.train;
+  for (size_t c = 0; c < corpora.count(); ++c) {
+    const BatchSource& train = corpora[c];
+    const double w = opt.weights.at(c);
+    progress_.line(fmt::format("{}: {} pairs in {} batches of <= {} tokens a side{}; {}{} batch{} "
+                               "an update",
+                               train.path(), train.pairs(), train.size(), train.max_tokens(),
+                               w == 1 ? "" : fmt::format(", weight {}", w),
+                               ranks > 1 ? fmt::format("{} ranks x ", ranks) : "", opt.update_freq,
+                               opt.update_freq == 1 ? "" : "es"));
+  }
   if (run_.dev)
     progress_.line(fmt::format("{}: {} pairs in {} batches, validated every {} updates",
                                run_.dev->path(), run_.dev->pairs(), run_.dev->size(),
@@ -72,8 +87,37 @@ void Reporter::describe(int ranks) {
       .field("resumed_from", run_.resume_path).field("init", run_.init_path)
       .field("parameters", c.parameter_count())
       .field("device", run_.device.str()).field("precision", precision_name(run_.precision))
-      .field("ranks", ranks).end_object();
+      .field("ranks", ranks);
+  progress_.line(drawn(st.epoch, order, j));
+  j.end_object();
   log(j);
+}
+
+void Reporter::epoch(int64_t epoch, const std::vector<BatchRef>& order) {
+  JsonWriter j;
+  j.begin_object().field("event", "epoch").field("step", run_.state.step).field("epoch", epoch);
+  progress_.line(drawn(epoch, order, j));
+  j.end_object();
+  log(j);
+}
+
+std::string Reporter::drawn(int64_t epoch, const std::vector<BatchRef>& order, JsonWriter& record) const {
+  const TrainCorpora& corpora = *run_.train;
+  std::vector<int64_t> batches(corpora.count()), pairs(corpora.count());
+  for (const BatchRef b : order) {
+    ++batches[b.corpus];
+    pairs[b.corpus] += corpora.pairs(b);
+  }
+  std::string text = fmt::format("epoch {}:", epoch);
+  record.key("corpora").begin_array();
+  for (size_t c = 0; c < corpora.count(); ++c) {
+    text += fmt::format("{} {} {} pairs ({} batches)", c == 0 ? "" : ",", corpora[c].path(),
+                        grouped(pairs[c]), grouped(batches[c]));
+    record.begin_object().field("path", corpora[c].path()).field("weight", run_.options.weights.at(c))
+        .field("pairs", pairs[c]).field("batches", batches[c]).end_object();
+  }
+  record.end_array();
+  return text;
 }
 
 void Reporter::start() {

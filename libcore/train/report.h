@@ -1,7 +1,7 @@
 // What tfm-train reports of a run (progress.h says where it goes): the
 // lines that say what the run is, the progress line after every update
 // with its ETA, the dev results, the line that ends the run, and the --log
-// records, one JSON object an event: start, train, skip, valid,
+// records, one JSON object an event: start, epoch, train, skip, valid,
 // checkpoint, stop. Every number reported is read from the Run
 // (setup.h) as the loop (trainer.cc) left it.
 #pragma once
@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "libcore/base/progress.h"
 #include "libcore/train/setup.h"
@@ -23,9 +24,14 @@ class Reporter {
   // TFM_PROGRESS_INTERVAL.
   Reporter(const Run& run, bool quiet);
 
-  // The model, its memory, the corpora and the checkpoint resumed, and the
-  // "start" record; `ranks`: the processes of this run.
-  void describe(int ranks);
+  // The model, its memory, the corpora and the checkpoint resumed, what
+  // the epoch the run starts in draws (`order`, its shuffled batches), and
+  // the "start" record (with "corpora", as an "epoch" record has them);
+  // `ranks`: the processes of this run.
+  void describe(int ranks, const std::vector<BatchRef>& order);
+  // An epoch begins: what it draws from each training corpus (`order`),
+  // as a line and an "epoch" record.
+  void epoch(int64_t epoch, const std::vector<BatchRef>& order);
   // The run's clock starts; elapsed() goes on from the resumed runs' time.
   void start();
   // Seconds of training over every run so far.
@@ -65,6 +71,10 @@ class Reporter {
   std::string best_text() const;
   std::string skipped_text() const;
   void log(const JsonWriter& record);
+  // The line "epoch E: CORPUS N pairs (M batches), ..." of `order`, and
+  // the record's "corpora" member (the path, weight, pairs and batches of
+  // each) added to `record`.
+  std::string drawn(int64_t epoch, const std::vector<BatchRef>& order, JsonWriter& record) const;
 
   const Run& run_;
   Progress progress_;

@@ -45,7 +45,7 @@ std::optional<Resumed> read_resumed(const TrainRequest& req) {
 }
 
 // `options`: the run's, before --max-tokens is made explicit.
-void check_resume_options(const BatchSource& train, const TrainOptions& options,
+void check_resume_options(const TrainCorpora& train, const TrainOptions& options,
                           const TrainState& s) {
   TFM_REQUIRE(train.max_tokens() == s.options.max_tokens,
               "--max-tokens {} packs other batches than the checkpoint's {}: resume with "
@@ -76,14 +76,31 @@ std::optional<Init> read_init(const TrainRequest& req) {
   return std::optional<Init>(std::in_place, req.init, req.overrides);
 }
 
-void check_corpus(const BatchSource& train, const Resumed& r) {
-  const CorpusIdentity have = train.identity();
-  TFM_REQUIRE(have == r.state.corpus,
-              "corpus mismatch: {} was trained on another corpus ({}) than {} ({})", r.path(),
-              r.state.corpus.str(), train.path(), have.str());
-  TFM_REQUIRE(static_cast<int64_t>(train.size()) == r.state.batches,
-              "{}: the checkpoint's epochs have {} batches, {} packs {}", r.path(), r.state.batches,
-              train.path(), train.size());
+// The corpora given, in order, and their weights, against the ones the
+// checkpoint trained on; then the batches an epoch draws.
+void check_corpus(const TrainCorpora& train, const std::vector<double>& weights, const Resumed& r) {
+  const std::vector<CorpusIdentity> want = r.state.corpora();
+  TFM_REQUIRE(train.count() == want.size(),
+              "corpus mismatch: {} was trained on {} {}, {} given: resume with the same "
+              "corpora, in the same order",
+              r.path(), want.size(), want.size() == 1 ? "corpus" : "corpora", train.count());
+  for (size_t c = 0; c < want.size(); ++c) {
+    const CorpusIdentity have = train[c].identity();
+    TFM_REQUIRE(have == want[c],
+                "corpus mismatch: {} was trained on another corpus ({}) than {} ({}){}", r.path(),
+                want[c].str(), train[c].path(), have.str(),
+                want.size() == 1 ? "" : fmt::format(" as its corpus {} of {}", c + 1, want.size()));
+  }
+  const std::string had = weights_text(r.state.weights()), asked = weights_text(weights);
+  TFM_REQUIRE(had == asked,
+              "weights mismatch: {} was trained with --weights {}, not {}: resume with --weights {} "
+              "(other weights make another run: start it with --init)",
+              r.path(), had, asked, had);
+  const int64_t batches = epoch_batches(train.sizes(), weights);
+  TFM_REQUIRE(batches == r.state.batches, "{}: the checkpoint's epochs have {} batches, {} {}",
+              r.path(), r.state.batches, want.size() == 1 ? train.first().path() : "the corpora given",
+              want.size() == 1 && weights[0] == 1 ? fmt::format("packs {}", batches)
+                                                  : fmt::format("draw {}", batches));
 }
 
 // ------------------------------------------------------------ the vocabulary
@@ -102,6 +119,17 @@ void check_vocab(const std::string& fingerprint, const std::string& what, const 
               printable(fingerprint), origin, want);
 }
 
+// The training corpora come from one vocabulary: each against the first.
+void check_same_vocab(const TrainCorpora& train) {
+  const BatchSource& first = train.first();
+  for (size_t c = 1; c < train.count(); ++c)
+    TFM_REQUIRE(train[c].meta().fingerprint == first.meta().fingerprint,
+                "vocabulary mismatch: {} was made with vocabulary {}, but {} with {}: the training "
+                "corpora must share one vocabulary",
+                train[c].path(), printable(train[c].meta().fingerprint), first.path(),
+                printable(first.meta().fingerprint));
+}
+
 // A corpus and the vocabulary it must come from: the fingerprint, and the
 // size its header gives (which sizes the model).
 void check_corpus_vocab(const BatchSource& corpus, const Vocabulary& v) {
@@ -118,7 +146,8 @@ void check_corpus_vocab(const BatchSource& corpus, const Vocabulary& v) {
 // converted model) and no --vocab: the corpus is taken as made with the
 // model's vocabulary when its vocabulary has the model's size, and the
 // run's checkpoints embed none either.
-Vocabulary read_vocab(const TrainRequest& req, const ModelFile* model, const BatchSource& train) {
+Vocabulary read_vocab(const TrainRequest& req, const ModelFile* model, const TrainCorpora& corpora) {
+  const BatchSource& train = corpora.first();
   Vocabulary v;
   std::optional<Vocab> given;
   if (!req.vocab.empty()) given = Vocab::load(req.vocab);
@@ -133,20 +162,20 @@ Vocabulary read_vocab(const TrainRequest& req, const ModelFile* model, const Bat
     TFM_REQUIRE(train.meta().vocab_size == size,
                 "vocabulary mismatch: {} embeds no vocabulary, and {} was made with one of {} "
                 "pieces ({}), not the model's {}",
-                model->path(), req.train, train.meta().vocab_size, train.meta().fingerprint, size);
+                model->path(), train.path(), train.meta().vocab_size, train.meta().fingerprint, size);
     log::warn("{} embeds no vocabulary: {} is taken as made with the model's (both have {} "
               "pieces); give -m SPM.model to check it and to embed it in the checkpoints",
-              model->path(), req.train, size);
-    return {req.train, train.meta().fingerprint, size, {}};
+              model->path(), train.path(), size);
+    return {train.path(), train.meta().fingerprint, size, {}};
   }
   TFM_REQUIRE(vocab,
               "tfm-train needs the vocabulary {} was made with: -m/--vocab SPM.model (a .tfmb "
               "records only its fingerprint, {})",
-              req.train, train.meta().fingerprint);
+              train.path(), train.meta().fingerprint);
   if (v.origin.empty()) v.origin = req.vocab;
   v.fingerprint = vocab->fingerprint();
   v.size = vocab->size();
-  check_corpus_vocab(train, v);
+  for (size_t c = 0; c < corpora.count(); ++c) check_corpus_vocab(corpora[c], v);
   v.bytes = vocab->bytes();
   return v;
 }
@@ -156,10 +185,12 @@ Vocabulary read_vocab(const TrainRequest& req, const ModelFile* model, const Bat
 void open_corpora(Run& run, const TrainRequest& req, const std::optional<Resumed>& resumed,
                   const ModelFile* model) {
   run.options = with_overrides(resumed ? resumed->state.options : TrainOptions{}, req.overrides);
-  run.train = std::make_unique<BatchSource>(req.train, run.options.max_tokens);
+  run.train = std::make_unique<TrainCorpora>(req.train, run.options.max_tokens);
   if (resumed) check_resume_options(*run.train, run.options, resumed->state);
   run.options.max_tokens = run.train->max_tokens();  // 0 ("as packed") made explicit
+  if (run.options.weights.empty()) run.options.weights.assign(run.train->count(), 1.0);
   run.options.schedule(1);  // a schedule short of what it needs: said before any training
+  check_same_vocab(*run.train);
   const Vocabulary vocab = read_vocab(req, model, *run.train);
   run.vocab_fingerprint = vocab.fingerprint;
   run.tokenizer = vocab.bytes;
@@ -184,10 +215,11 @@ Device run_device(const TrainRequest& req, const dist::Comm& comm) {
 // The model planned for the longest sentence and the largest batch of
 // every corpus, and Adam over its optimizer state.
 void make_model(Run& run) {
-  run.train->frame_for(run.config);
+  std::vector<const BatchSource*> sources = run.train->sources();
+  if (run.dev) sources.push_back(run.dev.get());
+  for (size_t c = 0; c < run.train->count(); ++c) (*run.train)[c].frame_for(run.config);
   if (run.dev) run.dev->frame_for(run.config);
-  const ModelLimits limits =
-      run.dev ? limits_for({run.train.get(), run.dev.get()}) : run.train->limits();
+  const ModelLimits limits = limits_for(sources);
   TFM_REQUIRE(limits.max_len <= run.config.max_positions,
               "the corpus holds a sentence of {} tokens (eos included), over the {} positions "
               "the model has (--max-positions)",
@@ -292,8 +324,10 @@ void start_new(Run& run, const ModelFile* init) {
     load_init_parameters(*init, *run.model);
   else
     run.model->init(run.options.seed);
-  run.state.corpus = run.train->identity();
-  run.state.batches = static_cast<int64_t>(run.train->size());
+  const std::vector<CorpusIdentity> corpora = run.train->identities();
+  run.state.corpus = corpora.front();
+  run.state.more_corpora.assign(corpora.begin() + 1, corpora.end());
+  run.state.batches = epoch_batches(run.train->sizes(), run.options.weights);
   run.state.options = run.options;
   run.state.loss_scale = run.scaler.scale();
 }
@@ -315,11 +349,18 @@ Run set_up(const TrainRequest& req, const dist::Comm& comm) {
   open_corpora(run, req, resumed, model);
 
   run.config = resumed ? resumed->file.config() : init ? init->config : requested_model(req.overrides);
-  if (!model) run.config.vocab_size = run.train->meta().vocab_size;
-  TFM_REQUIRE(run.config.vocab_size == run.train->meta().vocab_size,
+  const BatchSource& first = run.train->first();
+  if (!model) run.config.vocab_size = first.meta().vocab_size;
+  TFM_REQUIRE(run.config.vocab_size == first.meta().vocab_size,
               "vocabulary mismatch: {} holds ids of a vocabulary of {}, the model has {}",
-              req.train, run.train->meta().vocab_size, run.config.vocab_size);
-  if (resumed) check_corpus(*run.train, *resumed);
+              first.path(), first.meta().vocab_size, run.config.vocab_size);
+  if (resumed) check_corpus(*run.train, run.options.weights, *resumed);
+  TFM_REQUIRE(run.options.weights.size() == run.train->count(),
+              "--weights gives {} factors for {} training corpora: give one for each",
+              run.options.weights.size(), run.train->count());
+  TFM_REQUIRE(epoch_batches(run.train->sizes(), run.options.weights) > 0,
+              "--weights {} draw no batch an epoch from the corpora given: raise them",
+              weights_text(run.options.weights));
 
   run.device = run_device(req, comm);
   run.precision = kTrainPrecision.resolve(run.options.precision, run.device);

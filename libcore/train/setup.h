@@ -10,10 +10,11 @@
 // The checks run in this order, so a run with several faults names the
 // first: the checkpoint fine-tuned (as a model, the model options given),
 // the checkpoint resumed (as a model, its training state, the model
-// options given), the training corpus against the checkpoint's
-// --max-tokens, the vocabulary (--vocab, or the checkpoint's embedded one)
-// against every corpus, the model's vocabulary size, the corpus the
-// checkpoint trained on, the device and the precision, the model's
+// options given), the training corpora against the checkpoint's
+// --max-tokens, the training corpora against each other (one vocabulary),
+// the vocabulary (--vocab, or the checkpoint's embedded one) against every
+// corpus, the model's vocabulary size, the corpora and weights the
+// checkpoint trained on, the batches an epoch draws, the device and the precision, the model's
 // positions and memory, the checkpoint directory, the log.
 #pragma once
 
@@ -40,11 +41,12 @@ struct Run {
   std::string resume_path;  // the checkpoint resumed; empty for a new run
   std::string init_path;    // a new run's: the checkpoint it fine-tunes (--init); empty: none
   TrainOptions options;     // the checkpoint's (or the defaults) with the given ones on top;
-                            // max_tokens made explicit
+                            // max_tokens and weights (one per corpus) made explicit
   ModelConfig config;
   std::string vocab_fingerprint;  // of the vocabulary every corpus comes from
   std::string tokenizer;          // the SentencePiece model every checkpoint embeds
-  std::unique_ptr<BatchSource> train, dev;  // dev: null without a dev corpus
+  std::unique_ptr<TrainCorpora> train;  // the training corpora; their weights: options.weights
+  std::unique_ptr<BatchSource> dev;     // null without a dev corpus
   Device device;
   Precision precision = Precision::fp32;  // --precision as resolved on `device`
   std::unique_ptr<Transformer> model;     // initialized, or the checkpoint's (resumed or

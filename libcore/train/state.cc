@@ -1,7 +1,10 @@
 #include "libcore/train/state.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "libcore/base/error.h"
@@ -10,6 +13,53 @@
 #include "libcore/model/model_io.h"
 
 namespace tfm::train {
+
+namespace {
+
+// A corpus's identity under `prefix`: "corpus" for the first (the keys of
+// every state), "corpus2", "corpus3", ... for the ones after it.
+std::string corpus_text(const std::string& prefix, const CorpusIdentity& c) {
+  return fmt::format("{0}_vocab = {1}\n{0}_pairs = {2}\n{0}_src_tokens = {3}\n{0}_tgt_tokens = {4}\n"
+                     "{0}_digest = {5}\n",
+                     prefix, c.vocab, c.pairs, c.src_tokens, c.tgt_tokens, c.digest);
+}
+
+// Sets the field `name` ("vocab", "pairs", ...) of `c`; false for no such field.
+bool set_corpus_field(CorpusIdentity& c, std::string_view name, std::string_view key,
+                      std::string_view v) {
+  auto count = [&] { return io::parse_int(key, v, 0, INT64_MAX); };
+  if (name == "vocab") c.vocab = std::string(v);
+  else if (name == "pairs") c.pairs = count();
+  else if (name == "src_tokens") c.src_tokens = count();
+  else if (name == "tgt_tokens") c.tgt_tokens = count();
+  else if (name == "digest") c.digest = std::string(v);
+  else return false;
+  return true;
+}
+
+// "corpus7_pairs": corpus 7 (>= 2) and "pairs"; nullopt for another key.
+std::optional<std::pair<int64_t, std::string_view>> numbered_corpus_key(std::string_view key) {
+  if (!key.starts_with("corpus")) return std::nullopt;
+  const std::string_view rest = key.substr(6);
+  const size_t digits = rest.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string_view::npos || rest[digits] != '_') return std::nullopt;
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + digits, n);
+  if (ec != std::errc() || n < 2 || n > kMaxCorpora) return std::nullopt;
+  return std::pair{n, rest.substr(digits + 1)};
+}
+
+}  // namespace
+
+std::vector<CorpusIdentity> TrainState::corpora() const {
+  std::vector<CorpusIdentity> all{corpus};
+  all.insert(all.end(), more_corpora.begin(), more_corpora.end());
+  return all;
+}
+
+std::vector<double> TrainState::weights() const {
+  return options.weights.empty() ? std::vector<double>(more_corpora.size() + 1, 1.0) : options.weights;
+}
 
 std::string TrainState::to_text() const {
   std::string t = fmt::format("format = {}\n", kTrainStateFormat);
@@ -22,16 +72,18 @@ std::string TrainState::to_text() const {
   t += fmt::format("best_dev_nll = {}\nbest_step = {}\nstale_validations = {}\n",
                    best_dev_nll ? fmt::format("{}", *best_dev_nll) : "none", best_step,
                    stale_validations);
-  t += fmt::format("corpus_vocab = {}\ncorpus_pairs = {}\ncorpus_src_tokens = {}\n", corpus.vocab,
-                   corpus.pairs, corpus.src_tokens);
-  t += fmt::format("corpus_tgt_tokens = {}\ncorpus_digest = {}\nbatches = {}\nranks = {}\n",
-                   corpus.tgt_tokens, corpus.digest, batches, ranks);
+  t += corpus_text("corpus", corpus);
+  t += fmt::format("batches = {}\nranks = {}\n", batches, ranks);
+  if (!more_corpora.empty()) t += fmt::format("corpora = {}\n", more_corpora.size() + 1);
+  for (size_t i = 0; i < more_corpora.size(); ++i)
+    t += corpus_text(fmt::format("corpus{}", i + 2), more_corpora[i]);
   return t + "[options]\n" + options.to_text();
 }
 
 TrainState TrainState::parse(std::string_view text, std::string_view source) {
   TrainState s;
   int format = 0;
+  int64_t corpora = 1;
   constexpr int64_t kMax = INT64_MAX;
   io::for_each_key_value(text, source, [&](std::string_view key, std::string_view v) {
     auto count = [&](int64_t lo) { return io::parse_int(key, v, lo, kMax); };
@@ -56,15 +108,26 @@ TrainState TrainState::parse(std::string_view text, std::string_view source) {
       s.best_dev_nll = v == "none" ? std::nullopt : std::optional(io::parse_double(key, v, 0, 1e300));
     else if (key == "best_step") s.best_step = count(0);
     else if (key == "stale_validations") s.stale_validations = count(0);
-    else if (key == "corpus_vocab") s.corpus.vocab = std::string(v);
-    else if (key == "corpus_pairs") s.corpus.pairs = count(0);
-    else if (key == "corpus_src_tokens") s.corpus.src_tokens = count(0);
-    else if (key == "corpus_tgt_tokens") s.corpus.tgt_tokens = count(0);
-    else if (key == "corpus_digest") s.corpus.digest = std::string(v);
+    else if (key.starts_with("corpus_") && set_corpus_field(s.corpus, key.substr(7), key, v)) {}
     else if (key == "batches") s.batches = count(1);
     else if (key == "ranks") s.ranks = count(1);  // absent before data parallelism: 1
+    else if (key == "corpora") corpora = io::parse_int(key, v, 2, kMaxCorpora);  // absent: 1
+    else if (const auto numbered = numbered_corpus_key(key)) {
+      const size_t i = static_cast<size_t>(numbered->first - 2);
+      if (s.more_corpora.size() <= i) s.more_corpora.resize(i + 1);
+      if (!set_corpus_field(s.more_corpora[i], numbered->second, key, v)) s.options.set(key, v);
+    }
     else s.options.set(key, v);  // the training options; unknown keys fail there
   });
+  const auto count_of = static_cast<size_t>(corpora);
+  if (s.more_corpora.size() + 1 != count_of)
+    throw Error(fmt::format("the training state has {} corpora, and keys of {}", count_of,
+                            s.more_corpora.size() + 1),
+                std::string(source));
+  if (!s.options.weights.empty() && s.options.weights.size() != count_of)
+    throw Error(fmt::format("the training state has {} corpora and {} weights", count_of,
+                            s.options.weights.size()),
+                std::string(source));
   if (format == 0) throw Error("the training state has no format line", std::string(source));
   if (s.cursor > s.batches)
     throw Error(fmt::format("the training state's cursor {} is past its {} batches", s.cursor,

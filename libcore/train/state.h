@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "libcore/io/checkpoint.h"
 #include "libcore/model/model_file.h"
@@ -27,6 +28,7 @@
 namespace tfm::train {
 
 inline constexpr int kTrainStateFormat = 1;
+inline constexpr int64_t kMaxCorpora = 1 << 16;  // training corpora a state may name
 
 struct TrainState {
   int64_t step = 0;            // updates applied
@@ -43,11 +45,20 @@ struct TrainState {
   std::optional<double> best_dev_nll;  // per token; none before the first validation
   int64_t best_step = 0;
   int64_t stale_validations = 0;       // since the best
-  CorpusIdentity corpus;
-  int64_t batches = 0;         // per epoch, as packed for this run
+  CorpusIdentity corpus;       // the (first) training corpus
+  std::vector<CorpusIdentity> more_corpora;  // the training corpora after the first, in order
+                                             // (their weights: options.weights)
+  int64_t batches = 0;         // per epoch: as packed for this run, or with several corpora
+                               // or weights, what an epoch draws (data.h, epoch_batches)
   int64_t ranks = 1;           // processes of the run that wrote it (an update takes
                                // ranks x update_freq batches of the global order)
   TrainOptions options;
+
+  // Every training corpus, in order: corpus, then more_corpora.
+  std::vector<CorpusIdentity> corpora() const;
+  // The weight of each: options.weights, or 1 each when the state has none
+  // (a checkpoint of a tfm before --weights).
+  std::vector<double> weights() const;
 
   std::string to_text() const;
   // Throws Error naming `source` (and the line) for a state this tfm

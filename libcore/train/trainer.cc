@@ -69,8 +69,8 @@ class Trainer {
     run_ = set_up(req_, comm_);
     saved_step_ = run_.resumed() ? run_.state.step : -1;
     last_checkpoint_ = run_.resume_path;
-    order_ = epoch_order(run_.train->size(), run_.options.seed, run_.state.epoch);
-    report_.describe(comm_.size());
+    order_ = epoch_order_of(run_.state.epoch);
+    report_.describe(comm_.size(), order_);
   }
 
   // ------------------------------------------------------------------ loop
@@ -124,7 +124,7 @@ class Trainer {
   // one_unread: an update is queued and not read.
   std::optional<InFlight> queue_next(bool one_unread) {
     TrainState& st = run_.state;
-    std::vector<size_t> ids;
+    std::vector<BatchRef> ids;
     while (static_cast<int64_t>(ids.size()) < comm_.size() * run_.options.update_freq &&
            next_batch(ids)) {}
     if (ids.empty()) return std::nullopt;
@@ -134,7 +134,7 @@ class Trainer {
       batches_.push_back(run_.train->batch(ids[i]));
     StepConfig sc = step_config(one_unread);
     sc.rng_counter += static_cast<uint32_t>(share.first);
-    for (size_t id : ids) sc.update_tokens += run_.train->target_tokens(id);
+    for (const BatchRef id : ids) sc.update_tokens += run_.train->target_tokens(id);
     const QueuedUpdate queued =
         queue_update(*run_.model, *run_.adam, batches_, sc, run_.scaler.scale(), reducer_.get());
     st.micro_batches += static_cast<int64_t>(ids.size());
@@ -225,16 +225,23 @@ class Trainer {
 
   // The next batch of the shuffled order, starting the next epoch at the
   // end of one; false after the last epoch (--max-epochs).
-  bool next_batch(std::vector<size_t>& out) {
+  bool next_batch(std::vector<BatchRef>& out) {
     TrainState& st = run_.state;
     if (st.cursor >= static_cast<int64_t>(order_.size())) {
       if (run_.options.max_epochs > 0 && st.epoch >= run_.options.max_epochs) return false;
       ++st.epoch;
       st.cursor = 0;
-      order_ = epoch_order(run_.train->size(), run_.options.seed, st.epoch);
+      order_ = epoch_order_of(st.epoch);
+      report_.epoch(st.epoch, order_);
     }
     out.push_back(order_[static_cast<size_t>(st.cursor++)]);
     return true;
+  }
+
+  // The batches of every corpus in epoch `epoch`, shuffled (data.h): for
+  // one corpus of weight 1, epoch_order's.
+  std::vector<BatchRef> epoch_order_of(int64_t epoch) const {
+    return mixed_epoch_order(run_.train->sizes(), run_.options.weights, run_.options.seed, epoch);
   }
 
   // An update not applied; `step` is the number it would have had. An fp16
@@ -335,7 +342,7 @@ class Trainer {
   Reporter report_;   // reads run_
   std::unique_ptr<GradientReducer> reducer_;  // several ranks only
   int64_t queued_ = 0;  // updates queued in this run (the ranks' common count)
-  std::vector<uint32_t> order_;  // the shuffled batches of the state's epoch
+  std::vector<BatchRef> order_;  // the shuffled batches of the state's epoch
   std::vector<HostBatch> batches_;  // this rank's share of the update being queued
   Clock::time_point last_save_;
   int64_t saved_step_ = -1;

@@ -11,13 +11,15 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "libcore/train/options.h"
 
 namespace tfm::train {
 
 struct TrainRequest {
-  std::string train;   // the training corpus (.tfmb)
+  std::vector<std::string> train;  // the training corpora (.tfmb), at least one; their weights:
+                                   // overrides ("weights"), else the checkpoint's, else 1 each
   std::string dev;     // a dev corpus (.tfmb); empty: no validation
   std::string vocab;   // the SentencePiece model the corpora were made with; a
                        // checkpoint's embedded one serves when resuming

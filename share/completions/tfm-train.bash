@@ -31,9 +31,13 @@ _tfm_train() {
     --max-positions|--layer-norm-eps|--lr-scale|--warmup|--max-tokens|--update-freq|--max-steps|\
     --lr|--min-lr|--decay-steps|--adam-beta1|--adam-beta2|--adam-eps|--weight-decay|\
     --max-epochs|--max-time|--seed|--clip-norm|--save-every|--save-every-steps|--keep-last|\
-    --valid-every|--early-stop|--max-bad-steps|--log-every|--dist-timeout|--bucket-mb)
+    --valid-every|--early-stop|--max-bad-steps|--log-every|--dist-timeout|--bucket-mb|--weights)
       COMPREPLY=(); return ;;
   esac
+  # --weights F...: the numbers after it are factors, not files.
+  local i=$((COMP_CWORD - 1))
+  while [ "$i" -gt 0 ] && [[ "${COMP_WORDS[i]}" =~ ^[0-9.eE+-]+$ ]]; do i=$((i - 1)); done
+  if [ "${COMP_WORDS[i]}" = --weights ] && [[ "$cur" != -* ]]; then COMPREPLY=(); return; fi
   if [[ "$cur" == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "--vocab --dev --output --resume --init --log --device --config
       --dump-config --preset --layers --d-model --d-ff --heads --d-k --d-v --dropout
@@ -42,7 +46,7 @@ _tfm_train() {
       --adam-beta1 --adam-beta2 --adam-eps --weight-decay --max-tokens --update-freq --max-steps
       --max-epochs --max-time --seed --precision --clip-norm --save-every --save-every-steps
       --keep-last --valid-every --early-stop --max-bad-steps --log-every --dist-timeout --bucket-mb
-      --quiet --verbose
+      --weights --quiet --verbose
       --version --help -m -o -q -v -h" -- "$cur")
   else
     mapfile -t COMPREPLY < <(compgen -f -X '!*.tfmb' -- "$cur"; [ "$COMP_CWORD" -eq 1 ] && compgen -W "plot" -- "$cur")

@@ -146,6 +146,57 @@ grep -q "done (early stop: the dev perplexity stopped improving): update 3" "$TM
 run $P $FAST -m "$M" -o "$TMP/cpu" "$T" --max-steps 1 --device cpu
 expect_rc 0 "--device cpu"
 
+# ---- several corpora, weighted (--weights) ----
+S="$TMP/small.tfmb"  # the dev lines, of the training corpus's vocabulary
+packed() {  # packed FILE: its batches as packed
+  "$TFM_BIN/tfm-batch" info "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["batches"])'
+}
+nt=$(packed "$T") ns=$(packed "$S")
+half=$(( (ns + 1) / 2 ))  # round(0.5 ns), halves away from zero
+run $P $FAST -m "$M" -o "$TMP/w" "$T" "$S" --weights 1 0.5 --max-epochs 1 --log "$TMP/w.log"
+expect_rc 0 "two corpora"
+grep -qx "tfm-train: epoch 1: $T 500 pairs ($nt batches), $S [0-9,]* pairs ($half batches)" "$TMP/err" \
+  || fail "two corpora: no epoch line of $nt and $half batches: $(cat "$TMP/err")"
+grep -q "$S: 100 pairs in $ns batches of <= 200 tokens a side, weight 0.5" "$TMP/err" \
+  || fail "two corpora: no line for the second corpus: $(cat "$TMP/err")"
+grep -q "done (--max-epochs reached): update $((nt + half)), epoch 1" "$TMP/err" \
+  || fail "two corpora: an epoch is not $nt + $half batches: $(cat "$TMP/err")"
+[ "$(json "$TMP/w.log" '[[c["batches"] for c in x["corpora"]] for x in r if x["event"] in ("start", "epoch")]')" = "[[$nt, $half]]" ] \
+  || fail "two corpora: the start record's corpora: $(cat "$TMP/w.log")"
+run $P $FAST -m "$M" -o "$TMP/w2" "$T" "$S" --weights 2 1 --max-epochs 1
+grep -q "^tfm-train: epoch 1: $T 1,000 pairs ($((2 * nt)) batches), $S 100 pairs ($ns batches)$" "$TMP/err" \
+  || fail "--weights 2 1: $(cat "$TMP/err")"
+# Resumed, the run keeps its corpora and weights: into the second epoch,
+# which draws another half of the second corpus.
+run $P --resume "$TMP/w" "$T" "$S" --max-epochs 2 --log "$TMP/w.log"
+expect_rc 0 "two corpora resumed"
+grep -q "^tfm-train: epoch 2: $T 500 pairs ($nt batches), $S [0-9,]* pairs ($half batches)$" "$TMP/err" \
+  || fail "two corpora resumed: $(cat "$TMP/err")"
+[ "$(json "$TMP/w.log" '[(x["epoch"], x["corpora"][1]["weight"]) for x in r if x["event"] == "epoch"]')" = "[(2, 0.5)]" ] \
+  || fail "two corpora resumed: the epoch record: $(cat "$TMP/w.log")"
+run $P --resume "$TMP/w" --dump-config
+grep -qx "weights = 1 0.5" "$TMP/out" || fail "--resume --dump-config: no weights: $(cat "$TMP/out")"
+refused $P "resume: other weights" "weights mismatch: $TMP/w/checkpoint_last.bin was trained with --weights 1 0.5, not 1 0.25" \
+  $FAST --resume "$TMP/w" "$T" "$S" --weights 1 0.25
+refused $P "resume: one corpus of two" "was trained on 2 corpora, 1 given" $FAST --resume "$TMP/w" "$T"
+refused $P "resume: the corpora swapped" "corpus mismatch" $FAST --resume "$TMP/w" "$S" "$T"
+refused $P "resume: a corpus added" "was trained on 1 corpus, 2 given" $FAST --resume "$TMP/ck" "$T" "$S" --weights 1 1
+refused $P "a corpus of another vocabulary" "vocabulary mismatch: $TMP/other.tfmb was made with vocabulary" \
+  $FAST -m "$M" -o "$TMP/w3" "$T" "$TMP/other.tfmb"
+grep -qF "but $T with" "$TMP/err" || fail "another vocabulary: the first corpus is not named: $(cat "$TMP/err")"
+run $P $FAST -m "$M" -o "$TMP/w4" "$T" "$S" --weights 1
+expect_rc 2 "--weights: one factor for two corpora"
+expect_one_error_line $P "--weights: one factor for two corpora"
+grep -qF -- "--weights: 1 factors for 2 training corpora" "$TMP/err" || fail "--weights count: $(cat "$TMP/err")"
+# --dump-config carries the weights, and --config reads them back.
+run $P $FAST -m "$M" "$T" "$S" --weights 1 0.5 --dump-config
+grep -qx "weights = 1 0.5" "$TMP/out" || fail "--dump-config: no weights: $(cat "$TMP/out")"
+cp "$TMP/out" "$TMP/w.ini"
+run $P --config "$TMP/w.ini" --dump-config
+cmp -s "$TMP/out" "$TMP/w.ini" || fail "--config with weights does not give the file back: $(cat "$TMP/out")"
+run $P -m "$M" -o "$TMP/w5" --config "$TMP/w.ini" "$T" "$S" --max-steps 1
+grep -q "$S: .*, weight 0.5" "$TMP/err" || fail "--config: the weights: $(cat "$TMP/err")"
+
 # --dump-config and --config: the file reads back to itself; options given win.
 run $P --preset tiny --update-freq 4 --dump-config
 expect_rc 0 "--dump-config"
@@ -271,7 +322,8 @@ for args in "" "$T" "-m $M $T" "--bogus -o d $T" "-o d $T --lr-scale 0" "-o d $T
   "-o d $T --precision fp64" "-o d $T --save-every soon" "-o d $T --warmup 0" "-o d $T --update-freq 0" \
   "-o d $T --d-model x" "-o d $T --pre-norm maybe" "-o d $T --preset huge" "-o d $T --keep-last -1" \
   "-o d $T --device bogus" "-o d $T --config $TMP/none.ini" "-o d $T --config $TMP/bogus.ini" \
-  "-o d $T --config $TMP/bad.ini"; do
+  "-o d $T --config $TMP/bad.ini" "-o d $T $T --weights 1" "-o d $T --weights 0" "-o d $T --weights x" \
+  "-o d $T --weights inf"; do
   # shellcheck disable=SC2086
   run $P $args
   expect_rc 2 "usage: '$args'"

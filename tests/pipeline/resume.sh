@@ -1,17 +1,20 @@
 # pipeline: a run interrupted by SIGTERM and resumed gives, bit for bit, the
 # losses, gradient norms, validations and final parameters and Adam moments
 # of the same run never interrupted. Dropout on, two batches an update, the
-# interruption anywhere in an epoch: every counter must survive.
+# interruption anywhere in an epoch: every counter must survive. Two
+# corpora, the second weighted 0.5 (--weights): the subset of it each epoch
+# draws, and the mixed order, must survive too. (kill9.sh resumes a
+# single corpus.)
 source "$(dirname "$0")/common.bash"
 PYTHON=/usr/bin/python3  # numpy and zstandard for the checkpoint reader (Debian's)
 [ -x "$PYTHON" ] || PYTHON=python3
 
 # Reverse the words of a line: a task the model learns slowly enough to
 # keep every update different.
-reverse_words 3 300 train=1500 dev=200
+reverse_words 3 300 train=1500 dev=200 extra=400
 
 STEPS=80
-ARGS=("$TMP/train.tfmb" --dev "$TMP/dev.tfmb" --preset tiny --update-freq 2 --warmup 20 --max-steps $STEPS
+ARGS=("$TMP/train.tfmb" "$TMP/extra.tfmb" --weights 1 0.5 --dev "$TMP/dev.tfmb" --preset tiny --update-freq 2 --warmup 20 --max-steps $STEPS
       --valid-every 10 --log-every 1 --save-every 0 --save-every-steps 25)
 "$TFM_BIN/tfm-train" -q -m "$TMP/spm.model" -o "$TMP/a" --log "$TMP/a.log" "${ARGS[@]}" || fail "the uninterrupted run"
 
