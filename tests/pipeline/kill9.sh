@@ -1,5 +1,5 @@
-# pipeline: kill -9 at random moments of a training that writes a
-# checkpoint every update (issue 19). After each of up to 20 kills every
+# pipeline: kill -9 at random moments of a training on two weighted
+# corpora that writes a checkpoint every update (issue 19). After each of up to 20 kills every
 # checkpoint left in the run directory loads whole, and the next start
 # resumes (or, before the first checkpoint, starts again); temporary files
 # of the killed writers are gone at the end; and the run, finished, holds
@@ -13,8 +13,10 @@ PYTHON=/usr/bin/python3  # numpy and zstandard for the checkpoint reader (Debian
 KILLS=${KILLS:-20}
 STEPS=${STEPS:-300}
 
-reverse_words 5 300 train=600
-ARGS=("$TMP/train.tfmb" --preset tiny --warmup 20 --max-steps "$STEPS" --save-every 0 --save-every-steps 1
+# Two corpora, the second upsampled by 1.5 (issue 42): each epoch's
+# seeded share of its batches must come out the same after every kill.
+reverse_words 5 300 train=600 extra=200
+ARGS=("$TMP/train.tfmb" "$TMP/extra.tfmb" --weights 1 1.5 --preset tiny --warmup 20 --max-steps "$STEPS" --save-every 0 --save-every-steps 1
       --keep-last 0 --log-every 1000)
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
