@@ -137,10 +137,6 @@ std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
   return order;
 }
 
-}  // namespace tfm::train
-
-namespace tfm::train {
-
 int64_t batches_drawn(size_t n, double weight) {
   const double whole = std::floor(weight);
   const double drawn = whole * static_cast<double>(n) + std::round((weight - whole) * static_cast<double>(n));
