@@ -325,12 +325,113 @@ std::string Translator::format(const Item& item, const std::vector<Hypothesis>& 
   return j.str() + "\n";
 }
 
+size_t Translator::window_lines() const {
+  const TranslateOptions& o = options_;
+  return o.batch_size == 1 ? 1 : static_cast<size_t>(std::max<int64_t>(1024, 32 * o.batch_size));
+}
+
+int64_t Translator::attention_columns(const Item& item) const {
+  const auto X = static_cast<int64_t>(item.ids.size());
+  return X + (X > 0 && model_.config().source_eos ? 1 : 0);
+}
+
+std::optional<Error> Translator::read_window(const std::vector<std::string>& lines, int64_t number,
+                                             data::LineReader* prefixes,
+                                             const std::function<std::string(size_t)>& where,
+                                             std::vector<Item>& items) const {
+  const TranslateOptions& o = options_;
+  const int64_t planned = planned_output_len(model_, o);
+  items.assign(lines.size(), Item{});
+  for (size_t i = 0; i < lines.size(); ++i) {
+    try {
+      read_item(lines[i], items[i]);
+      if (prefixes) read_prefix(*prefixes, items[i]);
+      items[i].number = number + static_cast<int64_t>(i) + 1;
+      const int64_t len = static_cast<int64_t>(items[i].ids.size());
+      if (len > o.max_input_len) {
+        TFM_REQUIRE(o.truncate, "a line of {} tokens is over --max-input-len {} (--truncate cuts it)",
+                    len, o.max_input_len);
+        log::warn("{}: {} tokens cut to --max-input-len {}", where(i), len, o.max_input_len);
+        items[i].ids.resize(static_cast<size_t>(o.max_input_len));
+      }
+      check_forced(items[i], planned);
+    } catch (const Error& e) {
+      items.resize(i);
+      return Error(e.what(), e.where().empty() ? where(i) : e.where());
+    }
+  }
+  return std::nullopt;
+}
+
+void Translator::search_window(std::vector<Item>& items,
+                               const std::function<void(size_t, std::vector<Hypothesis>&&)>& done) {
+  const TranslateOptions& o = options_;
+  const Framing framing = Framing::of(model_.config());
+  std::vector<size_t> todo;  // the non-empty lines; empty ones are answered at once
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].ids.empty()) {
+      todo.push_back(i);
+      lengths.push_back(static_cast<int64_t>(items[i].ids.size()));
+      continue;
+    }
+    done(i, {Hypothesis{}});
+  }
+  std::vector<size_t> order(todo.size());  // into todo, shortest first (stable)
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lengths[x] < lengths[y]; });
+  std::vector<SearchRequest> requests;
+  for (size_t i : order) {
+    Item& it = items[todo[i]];
+    // Keyed by the line's number: a line's samples are the same however it is batched.
+    SearchRequest& r = requests.emplace_back();
+    r.source = framing.source(it.ids);
+    r.key = static_cast<uint64_t>(it.number);
+    r.prefix = std::move(it.forced.prefix);
+    r.constraints = std::move(it.forced.constraints);
+    r.max_len = std::max(max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), forced_length(r));
+  }
+  std::vector<Team> teams;
+  for (const auto& members : decoders_) {
+    Team& t = teams.emplace_back();
+    for (const auto& d : members) t.members.push_back(d.get());
+    t.weights = weights_;
+  }
+  search_stream(teams, requests, o.search,
+                [&](size_t r, std::vector<Hypothesis>&& nbest) { done(todo[order[r]], std::move(nbest)); });
+}
+
+std::vector<LineTranslation> Translator::translate(const std::vector<std::string>& lines) {
+  std::unique_ptr<data::LineReader> prefixes;
+  if (!options_.prefix_file.empty()) prefixes = std::make_unique<data::LineReader>(options_.prefix_file);
+  std::vector<LineTranslation> out(lines.size());
+  const size_t window = window_lines();
+  std::vector<std::string> chunk;
+  std::vector<Item> items;
+  for (size_t begin = 0; begin < lines.size(); begin += window) {
+    const size_t end = std::min(lines.size(), begin + window);
+    chunk.assign(lines.begin() + static_cast<std::ptrdiff_t>(begin), lines.begin() + static_cast<std::ptrdiff_t>(end));
+    const auto number = static_cast<int64_t>(begin);
+    std::optional<Error> error =
+        read_window(chunk, number, prefixes.get(), [&](size_t i) { return fmt::format("line {}", number + i + 1); },
+                    items);
+    if (error) throw *error;
+    search_window(items, [&](size_t i, std::vector<Hypothesis>&& nbest) {
+      LineTranslation& t = out[begin + i];
+      t.attention_columns = attention_columns(items[i]);
+      t.source = std::move(items[i].ids);
+      t.nbest = std::move(nbest);
+    });
+  }
+  return out;
+}
+
 TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FILE* out) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const TranslateOptions& o = options_;
   const std::vector<std::string> paths = inputs.empty() ? std::vector<std::string>{"-"} : inputs;
-  const size_t window = o.batch_size == 1 ? 1 : static_cast<size_t>(std::max<int64_t>(1024, 32 * o.batch_size));
+  const size_t window = window_lines();
   TranslateTotals totals;
   int64_t number = 0;  // input lines so far, over all inputs
   // For the ETA: the bytes of every input (-1: one is not a file), of those
@@ -343,9 +444,8 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
   // The prefixes, a line for each input line (over all inputs).
   std::unique_ptr<data::LineReader> prefixes;
   if (!o.prefix_file.empty()) prefixes = std::make_unique<data::LineReader>(o.prefix_file);
-  const Framing framing = Framing::of(model_.config());
-  const int64_t planned = planned_output_len(model_, o);
   std::vector<std::string> lines;
+  std::vector<Item> items;
   for (const std::string& path : paths) {
     data::LineReader reader(path);
     for (;;) {
@@ -355,32 +455,14 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
       if (n == 0) break;
       const int64_t window_end = done_bytes + std::max<int64_t>(0, reader.position());
       const int64_t first_line = reader.line_number() - static_cast<int64_t>(n) + 1;
-      std::vector<Item> items(n);
-      std::optional<Error> error;
-      size_t good = n;
-      for (size_t i = 0; i < n; ++i) {
-        const std::string where = fmt::format("{}:{}", reader.path(), first_line + static_cast<int64_t>(i));
-        try {
-          read_item(lines[i], items[i]);
-          if (prefixes) read_prefix(*prefixes, items[i]);
-          items[i].number = number + static_cast<int64_t>(i) + 1;
-          const int64_t len = static_cast<int64_t>(items[i].ids.size());
-          if (len > o.max_input_len) {
-            TFM_REQUIRE(o.truncate, "a line of {} tokens is over --max-input-len {} (--truncate cuts it)",
-                        len, o.max_input_len);
-            log::warn("{}: {} tokens cut to --max-input-len {}", where, len, o.max_input_len);
-            items[i].ids.resize(static_cast<size_t>(o.max_input_len));
-          }
-          check_forced(items[i], planned);
-        } catch (const Error& e) {
-          error.emplace(e.what(), e.where().empty() ? where : e.where());
-          good = i;
-          break;
-        }
-      }
+      const std::optional<Error> error = read_window(
+          lines, number, prefixes.get(),
+          [&](size_t i) { return fmt::format("{}:{}", reader.path(), first_line + static_cast<int64_t>(i)); },
+          items);
 
-      // Sort by length, search with continuous batching, write each line
-      // once it and all before it are done.
+      // Search with continuous batching, write each line once it and all
+      // before it are done.
+      const size_t good = items.size();
       std::vector<std::string> text(good);
       std::vector<bool> done(good, false);
       size_t next = 0;
@@ -388,48 +470,18 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
         for (; next < good && done[next]; ++next) std::fwrite(text[next].data(), 1, text[next].size(), out);
         if (std::fflush(out) != 0) fail("cannot write the output: {}", std::strerror(errno));
       };
-      std::vector<size_t> todo;  // the non-empty lines; empty ones are answered at once
-      std::vector<int64_t> lengths;
-      for (size_t i = 0; i < good; ++i) {
-        if (!items[i].ids.empty()) {
-          todo.push_back(i);
-          lengths.push_back(static_cast<int64_t>(items[i].ids.size()));
-          continue;
-        }
-        text[i] = format(items[i], {Hypothesis{}});
-        done[i] = true;
-        ++totals.sentences;
-      }
-      write_ready();
       int64_t window_tokens = 0, tokens_done = 0;  // source tokens of the window, and of it translated
-      for (int64_t l : lengths) window_tokens += l;
-      std::vector<size_t> order(todo.size());  // into todo, shortest first (stable)
-      std::iota(order.begin(), order.end(), size_t{0});
-      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lengths[x] < lengths[y]; });
-      std::vector<SearchRequest> requests;
-      for (size_t i : order) {
-        Item& it = items[todo[i]];
-        // Keyed by the line's number: a line's samples are the same however it is batched.
-        SearchRequest& r = requests.emplace_back();
-        r.source = framing.source(it.ids);
-        r.key = static_cast<uint64_t>(it.number);
-        r.prefix = std::move(it.forced.prefix);
-        r.constraints = std::move(it.forced.constraints);
-        r.max_len = std::max(max_output_len(model_, o, static_cast<int64_t>(it.ids.size())), forced_length(r));
-      }
-      std::vector<Team> teams;
-      for (const auto& members : decoders_) {
-        Team& t = teams.emplace_back();
-        for (const auto& d : members) t.members.push_back(d.get());
-        t.weights = weights_;
-      }
-      search_stream(teams, requests, o.search, [&](size_t r, std::vector<Hypothesis>&& nbest) {
-        const size_t at = todo[order[r]];
+      for (const Item& it : items) window_tokens += static_cast<int64_t>(it.ids.size());
+      bool searching = false;  // the empty lines come first, written together
+      search_window(items, [&](size_t at, std::vector<Hypothesis>&& nbest) {
+        const bool empty = items[at].ids.empty();
         text[at] = format(items[at], nbest);
         done[at] = true;
-        totals.tokens += nbest.empty() ? 0 : static_cast<int64_t>(nbest[0].tokens.size());
-        tokens_done += lengths[order[r]];
         ++totals.sentences;
+        if (empty) return;
+        if (!searching) write_ready(), searching = true;
+        totals.tokens += nbest.empty() ? 0 : static_cast<int64_t>(nbest[0].tokens.size());
+        tokens_done += static_cast<int64_t>(items[at].ids.size());
         write_ready();
         if (o.progress && o.progress->due()) {
           const double s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -448,6 +500,7 @@ TranslateTotals Translator::run(const std::vector<std::string>& inputs, std::FIL
           o.progress->report(text, true);
         }
       });
+      write_ready();
       number += static_cast<int64_t>(n);
       if (error) throw *error;
     }

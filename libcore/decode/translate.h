@@ -33,12 +33,15 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "libcore/base/error.h"
 #include "libcore/data/vocab.h"
 #include "libcore/decode/search.h"
 
@@ -97,6 +100,13 @@ int64_t max_output_len(const ModelWeights& model, const TranslateOptions& option
 // (within the model's learned positions).
 int64_t planned_output_len(const ModelWeights& model, const TranslateOptions& options);
 
+// One input line's search result, in memory: what run() formats and writes.
+struct LineTranslation {
+  std::vector<int32_t> source;     // the line's ids (cut to max_input_len with truncate)
+  int64_t attention_columns = 0;   // S of each hypothesis's attention: the source, and eos when framed
+  std::vector<Hypothesis> nbest;   // best first; one empty hypothesis for an empty line
+};
+
 struct TranslateTotals {
   int64_t sentences = 0;
   int64_t tokens = 0;  // of the best hypotheses, eos not counted
@@ -118,6 +128,14 @@ class Translator {
   // Errors name FILE:LINE; the lines before a bad one are written first.
   TranslateTotals run(const std::vector<std::string>& inputs, std::FILE* out);
 
+  // The same lines in memory (pieces or ids, with constraints' TAB fields
+  // as run() reads them), translated in run()'s windows and batches: a
+  // line's hypotheses are run()'s bit for bit. Errors name "line N" (the
+  // prefix file, when there is one, is read as run() reads it).
+  std::vector<LineTranslation> translate(const std::vector<std::string>& lines);
+  // Ids as run() writes them: pieces joined by spaces, ids, or text (detok).
+  std::string tokens_text(const std::vector<int32_t>& ids) const;
+
   const TranslateOptions& options() const { return options_; }
   // The decoders' memory, a model's each (an ensemble: one line a model).
   std::string memory_report() const;
@@ -130,7 +148,18 @@ class Translator {
   void check_forced(const Item& item, int64_t planned) const;
   std::string format(const Item& item, const std::vector<Hypothesis>& nbest) const;
   std::vector<std::pair<int64_t, int64_t>> align(const Item& item, const Hypothesis& h) const;
-  std::string tokens_text(const std::vector<int32_t>& ids) const;
+  // run()'s window: lines read and searched together.
+  size_t window_lines() const;
+  // A window's lines as items numbered from `number` + 1 (where(i): line
+  // i's FILE:LINE), stopping at the first bad line: its Error is returned
+  // and `items` holds the good lines before it.
+  std::optional<Error> read_window(const std::vector<std::string>& lines, int64_t number,
+                                   data::LineReader* prefixes, const std::function<std::string(size_t)>& where,
+                                   std::vector<Item>& items) const;
+  // Searches the items, sorted by length, with continuous batching;
+  // done(i, nbest) for each: the empty lines first, then as they finish.
+  void search_window(std::vector<Item>& items, const std::function<void(size_t, std::vector<Hypothesis>&&)>& done);
+  int64_t attention_columns(const Item& item) const;
 
   const ModelWeights& model_;  // the first of models_
   std::vector<const ModelWeights*> models_;
