@@ -16,16 +16,6 @@ namespace tfm::eval {
 
 namespace {
 
-// One line of pieces or ids as token ids; an error names FILE:LINE.
-std::vector<int32_t> to_ids(std::string_view line, const Vocab* vocab, int64_t vocab_size,
-                            const data::LineReader& in) {
-  try {
-    return parse_token_line(line, vocab, vocab_size);
-  } catch (const Error& e) {
-    throw Error(e.what(), fmt::format("{}:{}", in.path(), in.line_number()));
-  }
-}
-
 std::string number(double v, int width) { return fmt::format("{:.{}f}", v, width); }
 
 }  // namespace
@@ -44,14 +34,28 @@ Pairs read_pairs(const std::string& src_path, const std::string& tgt_path, const
       fail("{} has {} lines but {} has {}: sources and targets must pair up line by line",
            src_path, src.line_number(), tgt_path, tgt.line_number());
     }
-    p.src.push_back(to_ids(s, vocab, vocab_size, src));
-    if (p.src.back().empty())
-      throw Error("an empty source: the model needs at least one source token",
-                  fmt::format("{}:{}", src_path, src.line_number()));
-    p.tgt.push_back(to_ids(t, vocab, vocab_size, tgt));
+    add_pair(p, s, t, vocab, vocab_size, [&](bool source) {
+      const data::LineReader& in = source ? src : tgt;
+      return fmt::format("{}:{}", in.path(), in.line_number());
+    });
   }
   TFM_REQUIRE(!p.src.empty(), "{} and {} hold no sentence pairs to score", src_path, tgt_path);
   return p;
+}
+
+void add_pair(Pairs& pairs, std::string_view src, std::string_view tgt, const Vocab* vocab, int64_t vocab_size,
+              const std::function<std::string(bool source)>& where) {
+  const auto ids = [&](std::string_view line, bool source) {
+    try {
+      return parse_token_line(line, vocab, vocab_size);
+    } catch (const Error& e) {
+      throw Error(e.what(), where(source));
+    }
+  };
+  pairs.src.push_back(ids(src, true));
+  if (pairs.src.back().empty())
+    throw Error("an empty source: the model needs at least one source token", where(true));
+  pairs.tgt.push_back(ids(tgt, false));
 }
 
 ScoringPlan plan_scoring(const Pairs& pairs, int64_t max_tokens, const ModelConfig& config) {
@@ -161,6 +165,12 @@ ModelScores score_with_model(const ModelFile& checkpoint, const ModelScoreOption
               "{} embeds no SentencePiece model to read pieces with: give token ids (--ids)",
               checkpoint.path());
   const Pairs pairs = read_pairs(o.src, o.tgt, o.ids ? nullptr : checkpoint.vocab(), config.vocab_size);
+  return score_with_model(checkpoint, pairs, o);
+}
+
+ModelScores score_with_model(const ModelFile& checkpoint, const Pairs& pairs, const ModelScoreOptions& o) {
+  const ModelConfig& config = checkpoint.config();
+  TFM_REQUIRE(!pairs.src.empty(), "no sentence pairs to score");
   const ScoringPlan plan = plan_scoring(pairs, o.max_tokens, config);
   log::debug("{} pairs in {} batches, at most {} tokens a side, {} a sentence, on {}",
              pairs.src.size(), plan.batches.size(), plan.limits.max_tokens, plan.limits.max_len,

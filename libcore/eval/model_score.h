@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,11 @@ struct Pairs {
 // or an empty source line, and naming both files for a line-count mismatch.
 Pairs read_pairs(const std::string& src_path, const std::string& tgt_path, const Vocab* vocab,
                  int64_t vocab_size);
+// One pair's lines (pieces or ids, as read_pairs maps them) added to
+// `pairs`; an error names where(true) for the source, where(false) for the
+// target.
+void add_pair(Pairs& pairs, std::string_view src, std::string_view tgt, const Vocab* vocab, int64_t vocab_size,
+              const std::function<std::string(bool source)>& where);
 
 struct ScoringPlan {
   std::vector<std::vector<size_t>> batches;  // pair indices, shortest first
@@ -72,6 +79,9 @@ struct ModelScoreOptions {
   Progress* progress = nullptr;      // see score_pairs
 };
 ModelScores score_with_model(const ModelFile& checkpoint, const ModelScoreOptions& o);
+// The same for pairs in memory (o.src, o.tgt and o.ids unused: the pairs
+// are ids already).
+ModelScores score_with_model(const ModelFile& checkpoint, const Pairs& pairs, const ModelScoreOptions& o);
 
 // The corpus line "PPL = 12.3456 (log-prob = -1234.5678, tokens = 345,
 // sentences = 10)", the number alone (f.score_only) or a JSON object.
