@@ -6,13 +6,8 @@
 #   TFM_WITH_NCCL  NCCL from the CUDA toolkit, with CUDA: the gradients'
 #                  all-reduce on GPUs (MPI hands out its id; without MPI,
 #                  one rank: the data-parallel bench on one GPU).
-set(TFM_MPI AUTO CACHE STRING "Build data-parallel training over MPI: AUTO (when found), ON or OFF")
-set_property(CACHE TFM_MPI PROPERTY STRINGS AUTO ON OFF)
-
-string(TOUPPER "${TFM_MPI}" _tfm_mpi)
-if(NOT _tfm_mpi MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "TFM_MPI must be AUTO, ON or OFF (got '${TFM_MPI}')")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/TfmAutoOption.cmake)
+tfm_auto_option(TFM_MPI "Build data-parallel training over MPI: AUTO (when found), ON or OFF" _tfm_mpi)
 
 set(TFM_WITH_MPI OFF)
 set(TFM_WITH_NCCL OFF)

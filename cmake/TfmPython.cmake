@@ -10,13 +10,8 @@
 # The sanitizer and fuzz configurations never build it: their programs
 # and tests are what they check, and an instrumented module would need the
 # sanitizer runtime preloaded into python.
-set(TFM_PYTHON AUTO CACHE STRING "Build the Python module: AUTO (when nanobind and Python's headers are found), ON or OFF")
-set_property(CACHE TFM_PYTHON PROPERTY STRINGS AUTO ON OFF)
-
-string(TOUPPER "${TFM_PYTHON}" _tfm_python)
-if(NOT _tfm_python MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "TFM_PYTHON must be AUTO, ON or OFF (got '${TFM_PYTHON}')")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/TfmAutoOption.cmake)
+tfm_auto_option(TFM_PYTHON "Build the Python module: AUTO (when nanobind and Python's headers are found), ON or OFF" _tfm_python)
 
 set(TFM_WITH_PYTHON OFF)
 set(TFM_PYTHON_NOTE "")
