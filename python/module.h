@@ -58,8 +58,8 @@ Translate with a tfm checkpoint, as tfm-decode does (man tfm-decode).
   device     auto (CUDA when a GPU is usable, else the CPU), cpu, cuda, cuda:N
   precision  auto (bf16 on a GPU, fp32 on the CPU), fp32, int8 on the CPU
              (8-bit weights), bf16 or fp16 on a GPU
-  threads    the CPU threads of a translate call (0: OpenMP's default,
-             OMP_NUM_THREADS)
+  threads    the CPU threads of each translate or score call (0: those
+             of the calling thread, OMP_NUM_THREADS by default)
 
 translate(sources, beam=4, alpha=0.6, n_best=1, max_len_a=1.0, max_len_b=50.0,
           return_scores=False, return_attention=False)

@@ -48,6 +48,24 @@ nb::object to_array(std::vector<float>&& values, size_t rows, size_t cols) {
   return nb::cast(nb::ndarray<nb::numpy, float, nb::ndim<2>>(owned->data(), {rows, cols}, owner));
 }
 
+// The calling thread's OpenMP threads for one call (threads > 0), as they
+// were after it: another Translator's calls keep their own.
+class Threads {
+ public:
+  explicit Threads(int threads) : before_(omp_get_max_threads()), set_(threads > 0) {
+    if (set_) omp_set_num_threads(threads);
+  }
+  ~Threads() {
+    if (set_) omp_set_num_threads(before_);
+  }
+  Threads(const Threads&) = delete;
+  Threads& operator=(const Threads&) = delete;
+
+ private:
+  int before_;
+  bool set_;
+};
+
 class PyTranslator {
  public:
   PyTranslator(const std::string& path, const std::string& device, const std::string& precision, int threads)
@@ -77,7 +95,7 @@ class PyTranslator {
       nb::gil_scoped_release unlocked;
       const std::vector<std::string> lines = input_lines(sources, Side::source);
       std::lock_guard<std::mutex> lock(mutex_);
-      if (threads_ > 0) omp_set_num_threads(threads_);
+      const Threads threads(threads_);
       Translator& t = translator(o);
       results = t.translate(lines);
       for (const LineTranslation& r : results) {
@@ -123,7 +141,7 @@ class PyTranslator {
     o.device = device_;
     o.precision = kScorePrecision.resolve(precision_ == Precision::int8 ? Precision::int8 : Precision::fp32, device_);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (threads_ > 0) omp_set_num_threads(threads_);
+    const Threads threads(threads_);
     return eval::score_with_model(file_, pairs, o);
   }
 

@@ -109,3 +109,13 @@ def test_gil_released(data, translator):
     worker.join()
     assert span[0] > 0.05, "the call is too short to tell"
     assert gap < span[0] / 3, f"the main thread waited {gap:.3f} s of the call's {span[0]:.3f} s"
+
+
+def test_threads_change_nothing(data, translator):
+    # threads=2: two decoders take the batches (or split them); a line's
+    # output does not depend on its batch (libcore/decode/translate.h).
+    two = tfm.Translator(str(data.model), device="cpu", threads=2)
+    def hyps(t):
+        return [[(h.output, h.score) for h in x] for x in t.translate(sources(data), n_best=2)]
+
+    assert hyps(two) == hyps(translator)
