@@ -266,7 +266,7 @@ NB_MODULE(_tfm, m) {
 
   nb::class_<Checkpoint>(m, "Checkpoint", kCheckpointDoc)
       .def(nb::init<const std::string&>(), "path"_a)
-      .def_prop_ro("path", [](const Checkpoint& c) { return c.file.path(); })
+      .def_prop_ro("path", [](const Checkpoint& c) { return c.file.path(); }, "The checkpoint's path.")
       .def_prop_ro("config", &Checkpoint::config, "The model's configuration: {key: value} of its text form.")
       .def_prop_ro("vocab_size", [](const Checkpoint& c) { return c.file.config().vocab_size; },
                    "The model's output ids.")

@@ -231,7 +231,7 @@ void bind_translator(nb::module_& m) {
            "Each target's log-probability given its source, as tfm-score -m (see help(tfm.Translator)).")
       .def_prop_ro("device", &PyTranslator::device, "The device it runs on.")
       .def_prop_ro("precision", &PyTranslator::precision, "The precision it decodes in.")
-      .def_prop_ro("path", [](const PyTranslator& t) { return t.file().path(); });
+      .def_prop_ro("path", [](const PyTranslator& t) { return t.file().path(); }, "The checkpoint's path.");
 }
 
 }  // namespace tfm::python
