@@ -27,7 +27,7 @@ elseif(NOT _tfm_python STREQUAL "OFF")
       set(Python_EXECUTABLE /usr/bin/python3)
     endif()
   endif()
-  find_package(Python 3.8 COMPONENTS Interpreter Development.Module QUIET)
+  find_package(Python 3.9 COMPONENTS Interpreter Development.Module QUIET)
   if(Python_FOUND)
     execute_process(COMMAND ${Python_EXECUTABLE} -m nanobind --cmake_dir
                     OUTPUT_VARIABLE _tfm_nanobind_dir OUTPUT_STRIP_TRAILING_WHITESPACE
