@@ -213,12 +213,56 @@ TEST_CASE("tfm-tok shortlist ranks a corpus's co-occurrences by Dice", "[shortli
   text << std::ifstream(dir.file("list")).rdbuf();
   // a: x (dice 6/6), y (4/6); z shares one pair only. b: y (6/6), x (4/6). c: z.
   CHECK(text.str() ==
-        "tfm-shortlist 1 best=2 frequent=1 min-count=2 pairs=4\n\tx\na\tx y\nb\ty x\nc\tz\n");
+        "tfm-shortlist 1 best=2 frequent=1 min-count=2 pairs=4 by=sentences\n\tx\na\tx y\nb\ty x\nc\tz\n");
   // Sides of different lengths: an error, and no file.
   std::ofstream(dir.file("short")) << "x\n";
   o.output = dir.file("none");
   CHECK_THAT(test::error_of([&] { build_shortlist(dir.file("src"), dir.file("short"), o); }),
              Catch::Contains("as many lines on each side"));
+  CHECK(!std::ifstream(dir.file("none")).good());
+}
+
+TEST_CASE("tfm-tok shortlist --alignments ranks by links, c(s, t) / c(s)", "[shortlist]") {
+  test::TempDir dir;
+  std::ofstream(dir.file("src")) << "a b\na c\nb c\na b\n";
+  std::ofstream(dir.file("tgt")) << "x y\nx z\ny z\nx y\n";
+  // a-x twice and a-z once; b-y three times; c-x and c-z once each.
+  std::ofstream(dir.file("links")) << "0-0 1-1\n0-1 1-0\n0-0 1-1\n0-0 1-1\n";
+  ShortlistBuildOptions o;
+  o.output = dir.file("list");
+  o.alignments = dir.file("links");
+  o.best = 2;
+  o.frequent = 1;
+  o.min_count = 1;
+  const ShortlistBuildTotals n = build_shortlist(dir.file("src"), dir.file("tgt"), o);
+  CHECK(n.pairs == 4);
+  CHECK(n.links == 8);
+  CHECK(n.sources == 3);
+  CHECK(n.entries == 5);
+  const auto read = [&](const std::string& path) {
+    std::stringstream text;
+    text << std::ifstream(path).rdbuf();
+    return text.str();
+  };
+  // Sentence co-occurrence would rank z first for a and keep x for b.
+  const std::string want = "tfm-shortlist 1 best=2 frequent=1 min-count=1 pairs=4 by=links\n\tx\na\tx z\nb\ty\nc\tx z\n";
+  CHECK(read(dir.file("list")) == want);
+  // tfm-decode --alignment pieces lines: the pieces and their links in one file.
+  std::ofstream(dir.file("decoded")) << "x y ||| 0-0 1-1\nx z ||| 0-1 1-0\ny z ||| 0-0 1-1\nx y ||| 0-0 1-1\n";
+  o.alignments = dir.file("decoded");
+  o.output = dir.file("list2");
+  build_shortlist(dir.file("src"), dir.file("decoded"), o);
+  CHECK(read(dir.file("list2")) == want);
+  // A link past its pair, and a file one line short: errors, no file.
+  o.output = dir.file("none");
+  std::ofstream(dir.file("past")) << "0-0 1-1\n0-2\n0-0\n0-0\n";
+  o.alignments = dir.file("past");
+  CHECK_THAT(test::error_of([&] { build_shortlist(dir.file("src"), dir.file("tgt"), o); }),
+             Catch::Contains("past:2") && Catch::Contains("past the pair's 2 source and 2 target pieces"));
+  std::ofstream(dir.file("short")) << "0-0\n0-0\n0-0\n";
+  o.alignments = dir.file("short");
+  CHECK_THAT(test::error_of([&] { build_shortlist(dir.file("src"), dir.file("tgt"), o); }),
+             Catch::Contains("the links have a line for each sentence pair"));
   CHECK(!std::ifstream(dir.file("none")).good());
 }
 
