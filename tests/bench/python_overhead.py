@@ -16,6 +16,15 @@ Three times each, the fastest kept:
   python       tfm.Translator(MODEL) then translate(text): the same work
                from Python (tokenizing included, which tfm-decode is spared)
   translate    translate(text) alone on a loaded Translator
+Then, where ctranslate2 imports (.venv) and --ct2 is not off, the same
+model converted (tfm-convert --to ct2, float32) and the same pieces through
+ctranslate2.Translator.translate_batch (beam --beam, batches of 32, its
+length penalty --alpha), in each of its thread settings (inter_threads and
+intra_threads = the threads this process may use), beside
+Translator.translate on the same pieces: output tokens a second, and tfm
+over CTranslate2's faster setting. (The two rank finished hypotheses by
+different length penalties, GNMT's and |Y|^alpha, so their outputs and
+lengths differ a little; tokens a second is the comparable unit.)
 Prints a table and writes it to --out (TSV); the overhead is python over
 decode, in percent.
 """
@@ -49,6 +58,9 @@ def main():
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out", default="python_overhead.tsv")
+    p.add_argument("--ct2", choices=["auto", "on", "off"], default="auto",
+                   help="CTranslate2 beside Translator.translate (auto: where it imports)")
+    p.add_argument("--alpha", type=float, default=0.6)
     a = p.parse_args()
     import tfm
 
@@ -82,15 +94,64 @@ def main():
     translate = best_of(a.repeat, lambda: t.translate(lines, beam=a.beam))
     overhead = 100 * (python - decode) / decode
     rows = [("decode", decode), ("python", python), ("translate", translate)]
+    ct2_rows = compare_ct2(a, t, model, tmp, pieces)
+
     threads = os.environ.get("OMP_NUM_THREADS", "all")
     print(f"{len(lines)} lines, beam {a.beam}, OMP_NUM_THREADS={threads}, best of {a.repeat}")
     print(f"{'what':<10} {'seconds':>8}")
     for name, s in rows:
         print(f"{name:<10} {s:8.3f}")
     print(f"overhead of python over decode: {overhead:+.1f}%")
+    for name, value in ct2_rows:
+        print(f"{name:<34} {value:10.1f}")
+    if ct2_rows:
+        values = dict(ct2_rows)
+        best = max(values["ct2 inter_threads tok/s"], values["ct2 intra_threads tok/s"])
+        print(f"Translator.translate over CTranslate2's faster setting: "
+              f"{values['tfm Translator.translate tok/s'] / best:.2f}x")
     with open(a.out, "w") as f:
-        f.write("what\tseconds\n" + "".join(f"{n}\t{s:.4f}\n" for n, s in rows) + f"overhead_pct\t{overhead:.2f}\n")
+        f.write("what\tseconds\n" + "".join(f"{n}\t{s:.4f}\n" for n, s in rows) + f"overhead_pct\t{overhead:.2f}\n"
+                + "".join(f"{n}\t{v:.1f}\n" for n, v in ct2_rows))
     return 0
+
+
+def compare_ct2(a, translator, model, tmp, pieces_file):
+    """Output tokens a second of Translator.translate and CTranslate2 on the same pieces."""
+    if a.ct2 == "off":
+        return []
+    try:
+        import ctranslate2
+    except Exception as e:  # not installed: said, and skipped unless asked for
+        if a.ct2 == "on":
+            raise
+        print(f"ctranslate2: not run: {type(e).__name__}: {e}")
+        return []
+    subprocess.run([f"{a.bin}/tfm-convert", "-q", "--to", "ct2", "-o", tmp / "ct2", model], check=True)
+    sources = [line.split() for line in Path(pieces_file).read_text().splitlines()]
+    threads = len(os.sched_getaffinity(0))
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        threads = int(os.environ["OMP_NUM_THREADS"])
+
+    def tfm_run():
+        out = translator.translate(sources, beam=a.beam, alpha=a.alpha)
+        return sum(len(h) for h in out)
+
+    rows = []
+    tokens = tfm_run()
+    rows.append(("tfm Translator.translate tok/s", tokens / best_of(a.repeat, tfm_run)))
+    for name, inter, intra in (("inter_threads", threads, 1), ("intra_threads", 1, threads)):
+        ct2 = ctranslate2.Translator(str(tmp / "ct2"), device="cpu", compute_type="float32",
+                                     inter_threads=inter, intra_threads=intra)
+
+        def ct2_run():
+            out = ct2.translate_batch(sources, beam_size=a.beam, length_penalty=a.alpha, max_batch_size=32,
+                                      max_decoding_length=max(len(s) for s in sources) + 50)
+            return sum(len(r.hypotheses[0]) for r in out)
+
+        tokens = ct2_run()
+        rows.append((f"ct2 {name} tok/s", tokens / best_of(a.repeat, ct2_run)))
+    print(f"ctranslate2 {ctranslate2.__version__}, float32, {threads} threads; tfm float32")
+    return rows
 
 
 if __name__ == "__main__":
