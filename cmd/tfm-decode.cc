@@ -190,8 +190,9 @@ int main(int argc, char** argv) {
   auto* batching = "Batching and limits";
   app.add_option("--max-tokens", t.max_tokens, "Source tokens of a batch, padding counted")
       ->default_val(8192)->check(tfm::Range(int64_t{1}, int64_t{1} << 30))->group(batching);
-  app.add_option("--batch-size", t.batch_size, "Sentences of a batch; 1 answers each line at once")
-      ->default_val(256)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
+  app.add_option("--batch-size", t.batch_size,
+                 "Sentences of a batch (0: 32 on the CPU, 256 on a GPU); 1 answers each line at once")
+      ->default_val(0)->check(tfm::Range(int64_t{0}, int64_t{1} << 20))->group(batching);
   app.add_option("--max-input-len", t.max_input_len, "Longer lines are an error (FILE:LINE)")
       ->default_val(1024)->check(tfm::Range(int64_t{1}, int64_t{1} << 20))->group(batching);
   app.add_flag("--truncate", t.truncate, "Cut longer lines to --max-input-len, with a warning")

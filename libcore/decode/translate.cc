@@ -37,8 +37,8 @@ void check_options(const TranslateOptions& o) {
   TFM_REQUIRE(o.max_len_a >= 0 && o.max_len_b >= 0 && std::isfinite(o.max_len_a) &&
                   std::isfinite(o.max_len_b),
               "--max-len-a and --max-len-b must be >= 0, got {} and {}", o.max_len_a, o.max_len_b);
-  TFM_REQUIRE(o.max_tokens >= 1 && o.batch_size >= 1 && o.max_input_len >= 1,
-              "--max-tokens, --batch-size and --max-input-len must be positive");
+  TFM_REQUIRE(o.max_tokens >= 1 && o.batch_size >= 0 && o.max_input_len >= 1,
+              "--max-tokens and --max-input-len must be positive, --batch-size at least 0");
 }
 
 }  // namespace
@@ -59,15 +59,18 @@ int64_t planned_output_len(const ModelWeights& model, const TranslateOptions& o)
   return c.learned_positions ? std::min<int64_t>(len, c.max_positions - 1) : len;
 }
 
+int64_t default_batch_size(Device device) { return device.is_cpu() ? 32 : 256; }
+
 DecoderLimits translate_limits(const ModelWeights& model, const TranslateOptions& o) {
   const ModelConfig& c = model.config();
   const int64_t W = o.search.beam_size;
+  const int64_t B = o.batch_size > 0 ? o.batch_size : default_batch_size(model.device());
   DecoderLimits l;
-  l.sentences = o.batch_size;
+  l.sentences = B;
   // With source_eos the encoder reads one id more than the input has.
   l.src_len = o.max_input_len + c.source_eos;
-  l.src_tokens = std::max(o.max_tokens, o.max_input_len) + (c.source_eos ? o.batch_size : 0);
-  l.rows = search_rows(o.batch_size, o.search);
+  l.src_tokens = std::max(o.max_tokens, o.max_input_len) + (c.source_eos ? B : 0);
+  l.rows = search_rows(B, o.search);
   l.steps = planned_output_len(model, o) + 1;
   l.top_k = std::min<int64_t>(2 * W, c.vocab_size);
   l.attention_layer = o.search.attention_layer;
@@ -110,6 +113,7 @@ Translator::Translator(const std::vector<const ModelWeights*>& models, const std
     TFM_REQUIRE(models_[i]->device() == model.device(), "an ensemble's models must be on one device");
   }
   TranslateOptions& o = options_;
+  if (o.batch_size == 0) o.batch_size = default_batch_size(model.device());
   TFM_REQUIRE(vocab_ || (o.ids && !o.detok),
               "the checkpoint embeds no tokenizer, so tfm-decode can read and write ids only "
               "(--ids, without --detok)");

@@ -219,7 +219,7 @@ run tfm-decode "$TMP/in"
 expect_rc 2 "no model"
 grep -q "TFM_MODEL" "$TMP/err" || fail "no model: does not mention TFM_MODEL"
 for bad in "--bogus" "--beam 0" "--beam 2 --n-best 3" "--alpha -1" "--length-penalty wu" \
-  "--early-stopping soon" "--max-len-a -1" "--max-tokens 0" "--batch-size 0" "--max-input-len 0" \
+  "--early-stopping soon" "--max-len-a -1" "--max-tokens 0" "--batch-size -1" "--max-input-len 0" \
   "--attention" "--attention-heads --json" "--attention-layer 1 --json" "--scores --json" \
   "--device tpu" "--precision fp64" "--config $TMP/missing.ini"; do
   # shellcheck disable=SC2086
