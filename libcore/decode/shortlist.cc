@@ -145,30 +145,35 @@ int64_t Shortlist::most(int64_t source_tokens, int64_t sentences, int64_t at_lea
 
 namespace {
 
+// A position of a link: 1 to 9 decimal digits.
+bool parse_position(std::string_view digits, int64_t& value) {
+  if (digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  value = 0;
+  for (char c : digits) value = value * 10 + (c - '0');
+  return true;
+}
+
 // "I-J ..." or "TEXT ||| I-J ..." (tfm-decode --alignment pieces): the
 // links, each checked against the pair's lengths.
 std::vector<std::pair<int32_t, int32_t>> parse_links(std::string_view line, size_t src_len, size_t tgt_len,
                                                      const data::LineReader& reader) {
   if (const size_t bar = line.rfind("|||"); bar != std::string_view::npos) line.remove_prefix(bar + 3);
+  const auto bad = [&](std::string what) {
+    return Error(std::move(what), fmt::format("{}:{}", reader.path(), reader.line_number()));
+  };
   std::vector<std::pair<int32_t, int32_t>> links;
   for (std::string_view link : split_pieces(line)) {
     const size_t dash = link.find('-');
     int64_t i = -1, j = -1;
-    const auto number = [](std::string_view d, int64_t& v) {
-      if (d.empty() || d.size() > 9 || !std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return false;
-      v = 0;
-      for (char c : d) v = v * 10 + (c - '0');
-      return true;
-    };
-    if (dash == std::string_view::npos || !number(link.substr(0, dash), i) || !number(link.substr(dash + 1), j))
-      throw Error(fmt::format("'{}' is not a link I-J (Pharaoh: 0-based source and target positions)",
-                              printable(link)),
-                  fmt::format("{}:{}", reader.path(), reader.line_number()));
+    if (dash == std::string_view::npos || !parse_position(link.substr(0, dash), i) ||
+        !parse_position(link.substr(dash + 1), j))
+      throw bad(fmt::format("'{}' is not a link I-J (Pharaoh: 0-based source and target positions)",
+                            printable(link)));
     if (i >= static_cast<int64_t>(src_len) || j >= static_cast<int64_t>(tgt_len))
-      throw Error(fmt::format("link {}-{} is past the pair's {} source and {} target pieces", i, j, src_len,
-                              tgt_len),
-                  fmt::format("{}:{}", reader.path(), reader.line_number()));
+      throw bad(fmt::format("link {}-{} is past the pair's {} source and {} target pieces", i, j, src_len,
+                            tgt_len));
     links.emplace_back(static_cast<int32_t>(i), static_cast<int32_t>(j));
   }
   return links;
