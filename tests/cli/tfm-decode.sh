@@ -39,6 +39,12 @@ expect_rc 0 "decode"
 grep -q "kv-cache" "$TMP/err" || fail "decode: no memory plan on stderr"
 grep -q "13 sentences" "$TMP/err" || fail "decode: no summary on stderr: $(cat "$TMP/err")"
 cp "$TMP/out" "$TMP/best"
+# The CPU's default batch is 32 sentences: the plan --batch-size 32 makes,
+# not 256's; the output the same at each.
+plan() { "$TFM_BIN/tfm-decode" -m "$M" "$@" "$TMP/in13" 2>&1 >"$TMP/plan.out" | grep "kv-cache"; }
+[ "$(plan)" = "$(plan --batch-size 32)" ] || fail "the CPU's default batch is not 32: $(plan)"
+[ "$(plan)" != "$(plan --batch-size 256)" ] || fail "the default batch plans as 256 does"
+cmp -s "$TMP/plan.out" "$TMP/best" || fail "--batch-size 256 changes the output"
 decode -m "$M" <"$TMP/in13" | cmp -s - "$TMP/best" || fail "stdin differs from FILE"
 gzip -c "$TMP/in13" >"$TMP/in13.gz"
 decode -m "$M" "$TMP/in13.gz" | cmp -s - "$TMP/best" || fail "gzip input differs"
