@@ -132,6 +132,52 @@ template <bool kZmm>
          __builtin_shufflevector(d[0], d[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
 
+// The softmax of one (row, head)'s scores w[0, len) in place, in whole
+// blocks of sixteen (w holds them: its lanes past len are read, masked off
+// and left 0): the largest score, e^(w - max) by exp_lanes, their sum in
+// double over sixteen float lanes (lane l sums the scores j = l mod 16 in
+// order, the lanes added in order), each weight times 1 / sum. V is F16
+// (AVX-512) or F8 (AVX2, each block by halves); a lane's arithmetic is the
+// same in both, so the same bits. No scalar pass: a chain of maxima a
+// score, and the block copies a masked tail took, cost a quarter of the
+// demo model's attention.
+template <typename V>
+[[gnu::always_inline]] inline void softmax_blocks(float* w, int64_t len) {
+  using I = std::conditional_t<sizeof(V) == 64, I16, I8>;
+  constexpr int kL = sizeof(V) / sizeof(float), kHalves = 16 / kL;
+  I lane;
+  for (int l = 0; l < kL; ++l) lane[l] = l;
+  const auto load = [](const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  V m = V{} - INFINITY;
+  for (int64_t j0 = 0; j0 < len; j0 += kL) {
+    const V x = load(w + j0);
+    m = ((lane < static_cast<int32_t>(len - j0)) & (m < x)) ? x : m;
+  }
+  float mx = m[0];
+  for (int l = 1; l < kL; ++l) mx = std::max(mx, m[l]);
+  V part[kHalves] = {};
+  for (int64_t j0 = 0; j0 < len; j0 += 16)
+    for (int i = 0; i < kHalves; ++i) {
+      const I valid = lane < static_cast<int32_t>(len - j0 - i * kL);
+      V x = exp_lanes(valid ? load(w + j0 + i * kL) - mx : V{});
+      x = valid ? x : V{};
+      std::memcpy(w + j0 + i * kL, &x, sizeof x);
+      part[i] += x;
+    }
+  double sum = 0;
+  for (int i = 0; i < kHalves; ++i)
+    for (int l = 0; l < kL; ++l) sum += part[i][l];
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j0 = 0; j0 < len; j0 += kL) {
+    const V x = load(w + j0) * inv;
+    std::memcpy(w + j0, &x, sizeof x);
+  }
+}
+
 // Head sizes of whole vectors up to kWide of them take attend_f32's
 // register path (d_k = d_v = 64 in base and big); others the general one.
 constexpr int64_t kWide = 8;
@@ -148,8 +194,9 @@ constexpr int64_t kWide = 8;
 // multiply-add a store and a load: half the demo model's decoding time);
 // the same operations in the same order, so the same bits.
 template <bool kZmm, int kChunks>
-[[gnu::always_inline]] inline void weigh_lanes(const float* qr, const float* keys, const int32_t* idx, int64_t len,
-                                               int64_t nh, int64_t h, int64_t k, bool wide, float scale, float* w) {
+[[gnu::always_inline]] inline void weigh_lanes(const float* qr, const float* keys, const float* values,
+                                               const int32_t* idx, int64_t len, int64_t nh, int64_t h, int64_t k,
+                                               int64_t e, bool wide, float scale, float* w) {
   const int64_t ck = kChunks > 0 ? kChunks : k / 16;
   constexpr int kHeld = kChunks > 0 ? kChunks : kWide;
   if (wide) {
@@ -165,6 +212,18 @@ template <bool kZmm, int kChunks>
         F16 a = {};
         if (j < n) {
           const float* kr = keys + (idx[j0 + j] * nh + h) * k;
+          // The value this key weighs, for the loop after the softmax,
+          // and the key a block further on: gathered rows are misses the
+          // loads would wait for.
+          const float* vr = values + (idx[j0 + j] * nh + h) * e;
+          for (int64_t c = 0; c < e; c += 16) __builtin_prefetch(vr + c);
+          if (h + 1 < nh) {  // the next head's part of this key row
+            for (int64_t c = 0; c < ck; ++c) __builtin_prefetch(kr + k + 16 * c);
+          }
+          if (j0 + j + 16 < len) {
+            const float* ahead = keys + (idx[j0 + j + 16] * nh + h) * k;
+            for (int64_t c = 0; c < ck; ++c) __builtin_prefetch(ahead + 16 * c);
+          }
 #pragma GCC unroll 8
           for (int64_t c = 0; c < ck; ++c) a += q[c] * load16(kr + 16 * c);
         }
@@ -185,23 +244,7 @@ template <bool kZmm, int kChunks>
       }
     }
   }
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < len; ++j) mx = std::max(mx, w[j]);
-  F16 part = {};
-  for (int64_t j0 = 0; j0 < len; j0 += 16) {
-    float block[16];
-    const int64_t n = std::min<int64_t>(16, len - j0);
-    std::fill(std::copy(w + j0, w + j0 + n, block), block + 16, mx);
-    F16 x = exp_nonpositive<kZmm>(load16(block) - mx);
-    for (int64_t l = n; l < 16; ++l) x[l] = 0.0f;
-    std::memcpy(block, &x, sizeof block);
-    std::copy(block, block + n, w + j0);
-    part += x;
-  }
-  double sum = 0;
-  for (int l = 0; l < 16; ++l) sum += part[l];
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t j = 0; j < len; ++j) w[j] *= inv;
+  softmax_blocks<std::conditional_t<kZmm, F16, F8>>(w, len);
 }
 
 // One (row, head): its weights (weigh_lanes), then the weighted values
@@ -213,7 +256,7 @@ template <bool kZmm, int kChunks>
   const bool wide = kChunks > 0 || (k % 16 == 0 && e % 16 == 0 && k <= 16 * kWide && e <= 16 * kWide);
   const int64_t ce = kChunks > 0 ? kChunks : e / 16;
   constexpr int kHeld = kChunks > 0 ? kChunks : kWide;
-  weigh_lanes<kZmm, kChunks>(qr, keys, idx, len, nh, h, k, wide, scale, w);
+  weigh_lanes<kZmm, kChunks>(qr, keys, values, idx, len, nh, h, k, e, wide, scale, w);
   if (wide) {
     F16 acc[kHeld] = {};
     for (int64_t j = 0; j < len; ++j) {
@@ -264,7 +307,7 @@ template <int kChunks>
   constexpr int64_t k = 16 * kChunks;
   constexpr int kGroup = kChunks >= 8 ? 1 : 8 / kChunks;
   for (int64_t h = 0; h < nh; ++h)
-    weigh_lanes<true, kChunks>(qrow + h * k, keys, idx, len, nh, h, k, true, scale, w + h * w_stride);
+    weigh_lanes<true, kChunks>(qrow + h * k, keys, values, idx, len, nh, h, k, k, true, scale, w + h * w_stride);
   int64_t h0 = 0;
   for (; h0 + kGroup <= nh; h0 += kGroup)
     weigh_values_zmm<kChunks, kGroup>(values, idx, len, nh, h0, w, w_stride, orow);
@@ -321,26 +364,7 @@ template <int kChunks>
                           __builtin_shufflevector(v[0], v[1], 1, 5, 3, 7, 9, 13, 11, 15));
     std::memcpy(w + j0, &d, sizeof d);
   }
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < len; ++j) mx = std::max(mx, w[j]);
-  F8 part_lo = {}, part_hi = {};  // attend_lanes' sixteen lanes
-  for (int64_t j0 = 0; j0 < len; j0 += 16) {
-    const int64_t n = std::min<int64_t>(16, len - j0);
-    float block[16];
-    std::fill(std::copy(w + j0, w + j0 + n, block), block + 16, mx);
-    F8 x_lo = exp_lanes(load8(block) - mx), x_hi = exp_lanes(load8(block + 8) - mx);
-    for (int64_t l = n; l < 16; ++l) (l < 8 ? x_lo[l] : x_hi[l - 8]) = 0.0f;
-    std::memcpy(block, &x_lo, sizeof x_lo);
-    std::memcpy(block + 8, &x_hi, sizeof x_hi);
-    std::copy(block, block + n, w + j0);
-    part_lo += x_lo;
-    part_hi += x_hi;
-  }
-  double sum = 0;
-  for (int l = 0; l < 8; ++l) sum += part_lo[l];
-  for (int l = 0; l < 8; ++l) sum += part_hi[l];
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t j = 0; j < len; ++j) w[j] *= inv;
+  softmax_blocks<F8>(w, len);
 }
 
 // attend_ymm's weighted values of kHeads heads h0.. of one row at once,
