@@ -210,12 +210,24 @@ struct Run {
   int64_t steps = 0, rows = 0, rows_planned = 0;  // decoder steps, rows fed, rows a step may hold
 };
 
+// The search every engine here runs. A trained model's natural lengths:
+// ranked as CTranslate2 ranks them (length^alpha), and its search ends a
+// sentence once beam hypotheses have (CTranslate2 with a length penalty
+// stops at beam x patience ended ones, patience 1), not at tfm-decode's
+// default, the exact bound, which runs more steps for the same sentences.
+// Forced lengths end every hypothesis at once: either rule stops there.
+BeamSearchOptions search_options(const Options& o) {
+  BeamSearchOptions s;
+  s.beam_size = o.beam;
+  s.early_stopping = EarlyStopping::beam;
+  if (!o.model.empty()) s.length_penalty = LengthPenalty::plain;
+  return s;
+}
+
 Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests,
             ThreadWork work, const Shortlist* shortlist = nullptr) {
   TranslateOptions t;
-  t.search.beam_size = o.beam;
-  // A trained model's natural lengths: ranked as CTranslate2 ranks them.
-  if (!o.model.empty()) t.search.length_penalty = LengthPenalty::plain;
+  t.search = search_options(o);
   t.max_tokens = o.max_tokens;
   t.batch_size = o.batch_size;
   t.search.refill = !o.no_refill;
@@ -272,7 +284,7 @@ double invariance_share(const Options& o, const ModelWeights& model, const std::
                         const Run& batched, int64_t n) {
   n = std::min<int64_t>(n, static_cast<int64_t>(requests.size()));
   TranslateOptions t;
-  t.search.beam_size = o.beam;
+  t.search = search_options(o);
   t.batch_size = 1;
   t.max_input_len = 1;
   for (int64_t i = 0; i < n; ++i) t.max_input_len = std::max<int64_t>(t.max_input_len, static_cast<int64_t>(requests[static_cast<size_t>(i)].source.size()));
@@ -1060,7 +1072,12 @@ int main(int argc, char** argv) {
         std::printf("%s\n", best_line.c_str());
       }
     }
-    std::printf("\noutput tokens (eos not counted) per second of beam search, batching and encoder "
+    std::printf("\nsearch, every engine: beam %lld, alpha 0.6 (%s), a sentence ends once %lld hypotheses have "
+                "(CTranslate2's rule: tfm-decode --early-stopping beam; its default, the exact bound, runs more "
+                "steps)\n",
+                static_cast<long long>(o.beam), o.model.empty() ? "gnmt" : "plain: length^alpha",
+                static_cast<long long>(o.beam));
+    std::printf("output tokens (eos not counted) per second of beam search, batching and encoder "
                 "included; cpu-t/s: per CPU-second used x %d threads (the verdict is on the wall clock)%s. "
                 "Written to %s\n", cpu_threads(),
                 o.repeat > 1 ? fmt::format("; medians of {} runs, tfm and CTranslate2 in turn", o.repeat).c_str() : "",
