@@ -21,6 +21,13 @@
 // of dot products (eight horizontal sums a tile), most at a small K
 // (tests/bench/NOTES.md has the rates).
 //
+// Where the CPU has AMX (Intel's tile unit: Sapphire Rapids and later, and
+// a kernel that grants its state) and K is a multiple of 64, the AVX-512
+// path hands the products to the tiles (block_amx): tdpbusd multiplies the
+// same unsigned x + 64 by the same signed W into int32 with no int16 step,
+// so the sums, and every bit after them, are the other paths'; at the
+// decoder's shapes 4-9x the AVX-512BW tile's rate (tests/bench/NOTES.md).
+//
 // The float epilogue, y = float(sum) * (sx * sw) + b (then ReLU), is the
 // same operations in the same order on both paths (the file is compiled
 // with -ffp-contract=off), so the AVX2 and portable paths agree bit for bit.
@@ -28,12 +35,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include "kernels/cpu/gemm_int8.h"
@@ -44,6 +56,7 @@ namespace {
 
 constexpr int kTileRows = 4;      // x rows an AVX2 tile holds: 4 x 2 accumulators
 constexpr int kTileRows512 = 12;  // an AVX-512 tile's: 12 x 2 of 32 registers
+constexpr int64_t kAmxRows = 32, kAmxK = 64;  // AMX: rows of x a step, bytes of K a tile row (block_amx)
 
 // The rows of x, quantized: the values, for AVX2 the values plus 64 (see
 // above), and the scales. Each row padded with zeros to ld (x + 64 pads
@@ -184,6 +197,35 @@ template <int R>
   tail_avx2<kTileRows - 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
 }
 
+// Rows [i, i + rows) of y from their sums: row r's panel h at
+// sums + r * stride + h * 16. tile_avx2's epilogue, sixteen columns at once:
+// the same operations in the same order.
+[[gnu::target("avx512f,avx512bw"), gnu::always_inline]] inline void epilogue_avx512(
+    const int32_t* sums, int64_t stride, int64_t rows, int64_t panels, const PanelColumns* pc, const Epilogue& e,
+    float* y, int64_t ldy, int64_t i, int64_t j0, int64_t cols) {
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512 sx = _mm512_set1_ps(e.x_scales[i + r]);
+    for (int64_t h = 0; h < panels; ++h) {
+      const __m512i sum = _mm512_sub_epi32(_mm512_loadu_si512(sums + r * stride + h * kPanel),
+                                           _mm512_load_si512(pc[h].shift));
+      const __m512 s = _mm512_mul_ps(sx, _mm512_load_ps(pc[h].scale));
+      // (The masked forms of cvt and max: GCC 12's plain ones take an
+      // undefined source that -Wmaybe-uninitialized flags.)
+      __m512 v = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(zero, 0xFFFF, sum), s);
+      if (e.bias) v = _mm512_add_ps(v, _mm512_load_ps(pc[h].bias));
+      // max(0, v) as tile_avx2's
+      if (e.relu) v = _mm512_mask_max_ps(zero, 0xFFFF, zero, v);
+      float* out = y + (i + r) * ldy + j0 + h * kPanel;
+      const int64_t n = std::min(kPanel, cols - h * kPanel);
+      if (n == kPanel)
+        _mm512_storeu_ps(out, v);
+      else
+        _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << n) - 1), v);
+    }
+  }
+}
+
 // tile_avx2 on AVX-512BW: a step broadcasts four bytes of a row against the
 // whole panel's four bytes at k (one 64-byte load) and takes the column
 // sums in one register: 3 instructions for the 64 products that AVX2 does
@@ -217,26 +259,7 @@ template <int R, int P>
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < P; ++h) _mm512_store_si512(sums[r][h], acc[r][h]);
-  const __m512 zero = _mm512_setzero_ps();
-  for (int r = 0; r < R; ++r) {
-    const __m512 sx = _mm512_set1_ps(e.x_scales[i + r]);
-    for (int h = 0; h < P; ++h) {
-      const __m512i sum = _mm512_sub_epi32(_mm512_load_si512(sums[r][h]), _mm512_load_si512(pc[h].shift));
-      const __m512 s = _mm512_mul_ps(sx, _mm512_load_ps(pc[h].scale));
-      // (The masked forms of cvt and max: GCC 12's plain ones take an
-      // undefined source that -Wmaybe-uninitialized flags.)
-      __m512 v = _mm512_mul_ps(_mm512_mask_cvtepi32_ps(zero, 0xFFFF, sum), s);
-      if (e.bias) v = _mm512_add_ps(v, _mm512_load_ps(pc[h].bias));
-      // max(0, v) as tile_avx2's
-      if (e.relu) v = _mm512_mask_max_ps(zero, 0xFFFF, zero, v);
-      float* out = y + (i + r) * ldy + j0 + h * kPanel;
-      const int64_t n = std::min(kPanel, cols - h * kPanel);
-      if (n == kPanel)
-        _mm512_storeu_ps(out, v);
-      else
-        _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << n) - 1), v);
-    }
-  }
+  epilogue_avx512(sums[0][0], P * kPanel, R, P, pc, e, y, ldy, i, j0, cols);
 }
 
 template <int R, int P>
@@ -249,14 +272,9 @@ template <int R, int P>
   }
 }
 
-// Every row of x against W's rows [j0, j0 + cols), cols <= 32, as two
-// panels when cols > 16, else one: W's own, or packed into `room` (room
-// for both).
-[[gnu::target("avx512f,avx512bw")]] void block_avx512(const QuantizedRows& x, const Int8Matrix& w,
-                                                      const Epilogue& e, float* y, int64_t ldy, int64_t m,
-                                                      int64_t j0, int64_t cols, int32_t* room) {
-  const int32_t* panel = w_panels(w, j0, cols, room);
-  PanelColumns pc[2] = {};
+// The epilogue's share of W's rows [j0, j0 + cols), cols <= 32, a panel
+// of 16 at a time.
+void panel_columns(const Int8Matrix& w, const Epilogue& e, int64_t j0, int64_t cols, PanelColumns* pc) {
   for (int64_t h = 0; h * kPanel < cols; ++h) {
     const int64_t first = j0 + h * kPanel, n = std::min(kPanel, cols - h * kPanel);
     for (int64_t q = 0; q < n; ++q) {
@@ -265,6 +283,17 @@ template <int R, int P>
       pc[h].bias[q] = e.bias ? e.bias[first + q] : 0.0f;
     }
   }
+}
+
+// Every row of x against W's rows [j0, j0 + cols), cols <= 32, as two
+// panels when cols > 16, else one: W's own, or packed into `room` (room
+// for both).
+[[gnu::target("avx512f,avx512bw")]] void block_avx512(const QuantizedRows& x, const Int8Matrix& w,
+                                                      const Epilogue& e, float* y, int64_t ldy, int64_t m,
+                                                      int64_t j0, int64_t cols, int32_t* room) {
+  const int32_t* panel = w_panels(w, j0, cols, room);
+  PanelColumns pc[2] = {};
+  panel_columns(w, e, j0, cols, pc);
   int64_t i = 0;
   if (cols > kPanel) {
     for (; i + kTileRows512 <= m; i += kTileRows512)
@@ -274,6 +303,76 @@ template <int R, int P>
     for (; i + kTileRows512 <= m; i += kTileRows512)
       tile_avx512<kTileRows512, 1>(x, panel, pc, e, y, ldy, i, j0, cols);
     tail_avx512<kTileRows512 - 1, 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
+  }
+}
+
+// AMX (Intel's tile unit, Sapphire Rapids and later): the same sums by
+// tiles of 16 x 16 int32. A tile of x is 16 rows of 64 bytes of K (x + 64);
+// a panel's 16 groups of four bytes from group g are already the other
+// operand's layout (a tile row: the 16 columns' four bytes); one tdpbusd
+// adds the 16 x 16 x 64 products of unsigned by signed bytes into int32,
+// exactly (no int16 pairs to saturate), so the sums are every other
+// path's, and so the bits. Two groups of 16 rows x two panels a step: sums
+// in tiles 0-3, x in 4-5, W in 6-7. x's rows are padded to whole groups of
+// 32 (QuantizedRows::shifted); the padding's sums are never stored.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// The calling thread's tiles, as block_amx uses them (the configuration is
+// a thread's state), and their release.
+[[gnu::target("amx-tile")]] void amx_configure() {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) {
+    c.colsb[t] = 64;
+    c.rows[t] = 16;
+  }
+  // GCC 12 does not count ldtilecfg as reading its operand, and drops the
+  // stores above without this.
+  asm volatile("" : : "r"(&c) : "memory");
+  _tile_loadconfig(&c);
+}
+[[gnu::target("amx-tile")]] void amx_release() { _tile_release(); }
+
+[[gnu::target("amx-tile,amx-int8,avx512f,avx512bw")]] void block_amx(const QuantizedRows& x, const Int8Matrix& w,
+                                                                     const Epilogue& e, float* y, int64_t ldy,
+                                                                     int64_t m, int64_t j0, int64_t cols,
+                                                                     int32_t* room) {
+  const int32_t* panel = w_panels(w, j0, cols, room);
+  PanelColumns pc[2] = {};
+  panel_columns(w, e, j0, cols, pc);
+  const bool two = cols > kPanel;
+  const int64_t ld = x.ld, panel_size = ld / 4 * kPanel;
+  const uint8_t* xs = x.shifted.data();
+  alignas(64) int32_t sums[kAmxRows][2][kPanel];
+  for (int64_t i = 0; i < m; i += kAmxRows) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t c = 0; c < ld; c += kAmxK) {
+      const int32_t* wc = panel + c / 4 * kPanel;
+      _tile_loadd(4, xs + i * ld + c, ld);
+      _tile_loadd(5, xs + (i + 16) * ld + c, ld);
+      _tile_loadd(6, wc, 64);
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(2, 5, 6);
+      if (two) {
+        _tile_loadd(7, wc + panel_size, 64);
+        _tile_dpbusd(1, 4, 7);
+        _tile_dpbusd(3, 5, 7);
+      }
+    }
+    _tile_stored(0, sums[0][0], sizeof sums[0]);
+    _tile_stored(2, sums[16][0], sizeof sums[0]);
+    if (two) {
+      _tile_stored(1, sums[0][1], sizeof sums[0]);
+      _tile_stored(3, sums[16][1], sizeof sums[0]);
+    }
+    epilogue_avx512(sums[0][0], 2 * kPanel, std::min(kAmxRows, m - i), two ? 2 : 1, pc, e, y, ldy, i, j0, cols);
   }
 }
 #endif
@@ -372,6 +471,25 @@ void pack_int8_panels(const int8_t* values, int64_t rows, int64_t ld, int32_t* p
   pack_panels(reinterpret_cast<const int32_t*>(values), rows, ld / 4, ld / 4, panels);
 }
 
+bool gemm_int8_amx() {
+  static const bool yes = [] {
+#if defined(__x86_64__)
+    const char* env = std::getenv("TFM_INT8_AMX");
+    if (env && std::string_view(env) == "0") return false;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    // CPUID leaf 7: EDX bit 24 AMX-TILE, 25 AMX-INT8; then the kernel's
+    // leave to use the tiles' 8 KiB of state (ARCH_REQ_XCOMP_PERM for
+    // XFEATURE_XTILEDATA, 18), refused by kernels before 5.16.
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return gemm_int8_path() == RowGemmPath::avx512 && syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+    return false;
+#endif
+  }();
+  return yes;
+}
+
 RowGemmPath gemm_int8_path() {
   static const RowGemmPath path = [] {
 #if defined(__x86_64__)
@@ -386,10 +504,11 @@ RowGemmPath gemm_int8_path() {
 }
 
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
-               const float* bias, bool relu, RowGemmPath path) {
+               const float* bias, bool relu, RowGemmPath path, bool amx) {
   const RowGemmPath have = gemm_int8_path();
   if (path == RowGemmPath::best || static_cast<int>(path) > static_cast<int>(have)) path = have;
   const bool simd = path != RowGemmPath::portable;
+  amx = amx && path == RowGemmPath::avx512 && w.ld % kAmxK == 0 && gemm_int8_amx();
   // The caller's buffer, named by a plain reference: inside the parallel
   // region a thread_local would name each worker's own (empty) one.
   thread_local QuantizedRows buffer;
@@ -397,7 +516,7 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
   q.ld = w.ld;
   q.values.resize(static_cast<size_t>(m * q.ld));
   q.scales.resize(static_cast<size_t>(m));
-  if (simd) q.shifted.resize(q.values.size());
+  if (simd) q.shifted.resize(static_cast<size_t>((amx ? (m + kAmxRows - 1) / kAmxRows * kAmxRows : m) * q.ld), kShift);
   for (int64_t i = 0; i < m; ++i) {
     int8_t* row = q.values.data() + i * q.ld;
     q.scales[static_cast<size_t>(i)] = quantize_row_int8(x + i * ldx, w.cols, row, q.ld, simd, kInt8InputLimit);
@@ -419,10 +538,17 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
 #if defined(__x86_64__)
     if (simd && !w.panels) panel.resize(static_cast<size_t>(block / kPanel * w.ld / 4 * kPanel));
 #endif
+#if defined(__x86_64__)
+    if (amx) amx_configure();
+#endif
 #pragma omp for schedule(static)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t j0 = blk * block, j1 = std::min(w.rows, j0 + block);
 #if defined(__x86_64__)
+      if (amx) {
+        block_amx(q, w, e, y, ldy, m, j0, j1 - j0, panel.data());
+        continue;
+      }
       if (path == RowGemmPath::avx512) {
         block_avx512(q, w, e, y, ldy, m, j0, j1 - j0, panel.data());
         continue;
@@ -434,6 +560,9 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
 #endif
       block_portable(q, w, y, ldy, e, m, j0, j1);
     }
+#if defined(__x86_64__)
+    if (amx) amx_release();
+#endif
   }
 }
 

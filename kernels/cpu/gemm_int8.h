@@ -13,9 +13,15 @@ namespace tfm::ops::cpu {
 // y = act(x W^T + bias) for x (m, K) f32 with row pitch ldx, y with ldy, by
 // `path` (AVX-512: with BW): every path gives the same bits; one the CPU
 // lacks runs as the best it has below it.
+// On the AVX-512 path, where the CPU has AMX tiles (amx) and K is a
+// multiple of 64, the tiles take the products (amx false: never).
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
-               const float* bias, bool relu, RowGemmPath path = RowGemmPath::best);
+               const float* bias, bool relu, RowGemmPath path = RowGemmPath::best, bool amx = true);
 RowGemmPath gemm_int8_path();  // the path `best` takes on this CPU: at most gemm_row_invariant_path()'s
+// Whether the AVX-512 path may use AMX here: the CPU has AMX-INT8, the
+// kernel grants the tiles' state (Linux 5.16 and later), and TFM_INT8_AMX
+// is not 0 (an A/B switch).
+bool gemm_int8_amx();
 
 // W's quantized rows (rows, ld) as gemm_int8's panels (Int8Matrix::panels),
 // panels_size(rows, ld / 4) int32s.

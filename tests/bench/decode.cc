@@ -87,6 +87,7 @@
 #include <vector>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/gemm_int8.h"
 #include "kernels/cpu/gemm_rows.h"
 #include "libcore/app/app.h"
 #include "libcore/base/log.h"
@@ -736,8 +737,11 @@ int main(int argc, char** argv) {
       // OpenBLAS; and the threads' wait policy (libcore/app/app.h), which moves
       // a small model's figure by ~1.5x and the CTranslate2 child inherits.
       const char* policy = std::getenv("OMP_WAIT_POLICY");
-      kernel = fmt::format(", decoder GEMMs tfm's row-invariant {}, encoder OpenBLAS {} ({}), OpenMP wait policy {}",
+      kernel = fmt::format(", decoder GEMMs tfm's row-invariant {} (int8: {}), encoder OpenBLAS {} ({}), OpenMP wait "
+                           "policy {}",
                            fmt::format("{} kernel", ops::cpu::row_gemm_path_name(ops::cpu::RowGemmPath::best)),
+                           ops::cpu::gemm_int8_amx() ? "AMX tiles"
+                                                     : ops::cpu::row_gemm_path_name(ops::cpu::gemm_int8_path()),
                            ops::cpu::blas().core, ops::cpu::blas().core_source,
                            policy ? policy : "libgomp's default");
     }

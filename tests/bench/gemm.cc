@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/gemm_int8.h"
 #include "kernels/cpu/gemm_rows.h"
 #include "kernels/ops.h"
 #include "libcore/app/app.h"
@@ -173,8 +174,10 @@ void decoder_table(int repeats, double min_seconds) {
   const ops::cpu::RowGemmPath path = ops::cpu::gemm_row_invariant_path();
   const bool wide = path == ops::cpu::RowGemmPath::avx512;
   std::printf("row-inv: tfm's row-invariant GEMM on its %s path%s; packed: the weight in panels once "
-              "(ModelWeights::pack_weights), as tfm-decode runs\n",
-              ops::cpu::row_gemm_path_name(path), wide ? "; inv AVX2: the same on AVX2" : "");
+              "(ModelWeights::pack_weights), as tfm-decode runs; int8 on %s\n",
+              ops::cpu::row_gemm_path_name(path), wide ? "; inv AVX2: the same on AVX2" : "",
+              ops::cpu::gemm_int8_amx() ? "AMX tiles (K a multiple of 64)"
+                                        : ops::cpu::row_gemm_path_name(ops::cpu::gemm_int8_path()));
   std::printf("%-34s %20s %9s %9s %9s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv",
               "inv AVX2", "packed", "int8", "int8 pk", "i8pk/pk");
   for (const Shape3& s : kDecoderShapes) {

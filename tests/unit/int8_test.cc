@@ -86,11 +86,11 @@ std::vector<float> formula(const Tensor& x, const Quantized& w, const float* bia
 }
 
 std::vector<float> run(const Tensor& x, const Quantized& w, const Tensor* bias, bool relu,
-                       ops::cpu::RowGemmPath path = ops::cpu::RowGemmPath::best) {
+                       ops::cpu::RowGemmPath path = ops::cpu::RowGemmPath::best, bool amx = true) {
   const int64_t m = x.shape()[0];
   std::vector<float> y(static_cast<size_t>(m * w.rows), -7.0f);
   ops::cpu::gemm_int8(x.data_as<float>(), m, w.cols, w.matrix(), y.data(), w.rows,
-                      bias ? bias->data_as<float>() : nullptr, relu, path);
+                      bias ? bias->data_as<float>() : nullptr, relu, path, amx);
   return y;
 }
 
@@ -149,15 +149,18 @@ TEST_CASE("quantize_int8: the AVX2 and the portable path give the same bytes and
   }
 }
 
-TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX-512, AVX2 and portable paths, W packed or not", "[int8]") {
+TEST_CASE("gemm_int8 is the formula, bit for bit, on the AMX, AVX-512, AVX2 and portable paths, W packed or not", "[int8]") {
   using ops::cpu::RowGemmPath;
   const RowGemmPath have = ops::cpu::gemm_int8_path();
   if (have != RowGemmPath::avx512) WARN("this CPU has no AVX-512BW: gemm_int8's AVX-512 path is not checked here");
+  if (!ops::cpu::gemm_int8_amx()) WARN("this CPU (or its kernel) has no AMX tiles: gemm_int8's AMX path is not checked here");
   // n: blocks of one panel and of two (AVX-512), the second full or short;
-  // m: tiles of 4 and 12 and their tails.
+  // m: tiles of 4 and 12 and their tails, AMX's groups of 32 and 16 and
+  // their tails; k: multiples of 64 (AMX) and not.
   struct Case { int64_t m, n, k; };
   const Case cases[] = {{1, 1, 1}, {3, 7, 13}, {5, 33, 70}, {2, 4, 32}, {17, 64, 128}, {64, 512, 512},
-                        {9, 4000, 128}, {4, 40, 2048}, {30, 50, 31}, {25, 96, 64}};
+                        {9, 4000, 128}, {4, 40, 2048}, {30, 50, 31}, {25, 96, 64}, {33, 17, 192},
+                        {128, 48, 512}, {16, 16, 64}};
   uint64_t seed = 700;
   for (const Case& c : cases) {
     INFO("m " << c.m << " n " << c.n << " k " << c.k);
@@ -169,9 +172,12 @@ TEST_CASE("gemm_int8 is the formula, bit for bit, on the AVX-512, AVX2 and porta
       const std::vector<float> want = formula(x, q, b.data_as<float>(), relu);
       for (const RowGemmPath path : {RowGemmPath::portable, RowGemmPath::avx2, RowGemmPath::avx512}) {
         if (static_cast<int>(path) > static_cast<int>(have)) continue;
-        INFO(ops::cpu::row_gemm_path_name(path) << (relu ? ", relu" : ""));
-        CHECK(test::same_bits(run(x, q, &b, relu, path), want));
-        CHECK(test::same_bits(run(x, qp, &b, relu, path), want));
+        for (const bool amx : {true, false}) {
+          if (amx && (path != RowGemmPath::avx512 || !ops::cpu::gemm_int8_amx())) continue;
+          INFO(ops::cpu::row_gemm_path_name(path) << (amx ? " with AMX" : "") << (relu ? ", relu" : ""));
+          CHECK(test::same_bits(run(x, q, &b, relu, path, amx), want));
+          CHECK(test::same_bits(run(x, qp, &b, relu, path, amx), want));
+        }
       }
     }
     CHECK(test::same_bits(run(x, q, nullptr, false), formula(x, q, nullptr, false)));
