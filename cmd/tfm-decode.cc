@@ -251,11 +251,8 @@ int main(int argc, char** argv) {
     t.json_attention = o.attention;
     if (t.alignment_heads > 0) t.search.attention_heads = true;
     if (t.scores && t.json) throw CLI::ValidationError("--json has the scores already; drop --scores");
-    t.search.length_penalty =
-        o.length_penalty == "plain" ? tfm::LengthPenalty::plain : tfm::LengthPenalty::gnmt;
-    t.search.early_stopping = o.early_stopping == "beam"    ? tfm::EarlyStopping::beam
-                              : o.early_stopping == "never" ? tfm::EarlyStopping::never
-                                                            : tfm::EarlyStopping::bound;
+    t.search.length_penalty = tfm::parse_length_penalty(o.length_penalty);
+    t.search.early_stopping = tfm::parse_early_stopping(o.early_stopping);
   });
   return tfm::run_program("tfm-decode", app, argc, argv, o.common, [&] { decode(o); });
 }

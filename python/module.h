@@ -62,7 +62,8 @@ Translate with a tfm checkpoint, as tfm-decode does (man tfm-decode).
              of the calling thread, OMP_NUM_THREADS by default)
 
 translate(sources, beam=4, alpha=0.6, n_best=1, max_len_a=1.0, max_len_b=50.0,
-          return_scores=False, return_attention=False)
+          return_scores=False, return_attention=False, length_penalty="gnmt",
+          early_stopping="bound")
 
   sources    a list of sentences (text: encoded with the checkpoint's
              tokenizer and the output decoded to text, as
@@ -73,6 +74,14 @@ translate(sources, beam=4, alpha=0.6, n_best=1, max_len_a=1.0, max_len_b=50.0,
   n_best     hypotheses per sentence, best first, <= beam (--n-best)
   max_len_a, max_len_b
              output tokens at most a * |source| + b (--max-len-a, --max-len-b)
+  length_penalty
+             gnmt, or plain: |Y|^alpha, as CTranslate2 and fairseq rank
+             (--length-penalty)
+  early_stopping
+             bound: a sentence's search stops once no hypothesis can still
+             enter its n-best (exact); beam: once beam hypotheses have
+             ended (CTranslate2's and fairseq's rule, fewer steps); never
+             (--early-stopping)
   return_scores, return_attention
              with either, or n_best > 1, each sentence gives a list of n_best
              Hypothesis objects (.output, .score, .log_prob,
@@ -82,7 +91,8 @@ translate(sources, beam=4, alpha=0.6, n_best=1, max_len_a=1.0, max_len_b=50.0,
 
 Returns one output per source (text or list of pieces), or those lists of
 Hypothesis objects. The results are tfm-decode's bit for bit: the same
-batches (its --batch-size 256 and --max-tokens 8192 windows), the same search.
+batches (its default --batch-size, 32 sentences on the CPU and 256 on a GPU,
+and --max-tokens 8192 windows), the same search.
 The GIL is released while it runs; one Translator translates one call at a
 time.
 

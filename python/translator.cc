@@ -79,11 +79,14 @@ class PyTranslator {
   }
 
   nb::list translate(const Sources& sources, int64_t beam, double alpha, int64_t n_best, double max_len_a,
-                     double max_len_b, bool return_scores, bool return_attention) {
+                     double max_len_b, bool return_scores, bool return_attention, const std::string& length_penalty,
+                     const std::string& early_stopping) {
     const bool text = std::holds_alternative<std::vector<std::string>>(sources);
     TranslateOptions o;
     o.search.beam_size = beam;
     o.search.alpha = alpha;
+    o.search.length_penalty = parse_length_penalty(length_penalty);
+    o.search.early_stopping = parse_early_stopping(early_stopping);
     o.search.n_best = n_best;
     o.max_len_a = max_len_a;
     o.max_len_b = max_len_b;
@@ -173,7 +176,7 @@ class PyTranslator {
   Translator& translator(const TranslateOptions& o) {
     const auto key = [](const TranslateOptions& t) {
       return std::tuple{t.search.beam_size, t.search.alpha, t.search.n_best, t.search.attention_layer, t.max_len_a,
-                        t.max_len_b, t.detok};
+                        t.max_len_b, t.detok, t.search.length_penalty, t.search.early_stopping};
     };
     if (!translator_ || key(translator_->options()) != key(o)) {
       translator_.reset();
@@ -226,6 +229,7 @@ void bind_translator(nb::module_& m) {
            "device"_a = "auto", "precision"_a = "auto", "threads"_a = 0, nb::call_guard<nb::gil_scoped_release>())
       .def("translate", &PyTranslator::translate, "sources"_a, "beam"_a = 4, "alpha"_a = 0.6, "n_best"_a = 1,
            "max_len_a"_a = 1.0, "max_len_b"_a = 50.0, "return_scores"_a = false, "return_attention"_a = false,
+           "length_penalty"_a = "gnmt", "early_stopping"_a = "bound",
            "Translates the sources as tfm-decode does (see help(tfm.Translator)).")
       .def("score", &PyTranslator::score, "sources"_a, "targets"_a,
            "Each target's log-probability given its source, as tfm-score -m (see help(tfm.Translator)).")

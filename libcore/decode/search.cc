@@ -134,6 +134,19 @@ double length_penalty(int64_t length, double alpha, LengthPenalty form) {
   return form == LengthPenalty::gnmt ? std::pow((5.0 + n) / 6.0, alpha) : std::pow(n, alpha);
 }
 
+LengthPenalty parse_length_penalty(std::string_view name) {
+  if (name == "gnmt") return LengthPenalty::gnmt;
+  if (name == "plain") return LengthPenalty::plain;
+  throw Error(fmt::format("length penalty must be gnmt or plain, got '{}'", printable(name)));
+}
+
+EarlyStopping parse_early_stopping(std::string_view name) {
+  if (name == "bound") return EarlyStopping::bound;
+  if (name == "beam") return EarlyStopping::beam;
+  if (name == "never") return EarlyStopping::never;
+  throw Error(fmt::format("early stopping must be bound, beam or never, got '{}'", printable(name)));
+}
+
 int64_t search_rows(int64_t sentences, const BeamSearchOptions& o) { return sentences * o.beam_size; }
 
 int32_t sample_token(const double* log_probs, int64_t V, const SamplingOptions& o, double u, int32_t barred,

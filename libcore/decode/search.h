@@ -70,6 +70,12 @@ enum class EarlyStopping { bound, beam, never };
 // lp(length) for alpha >= 0 and length >= 1.
 double length_penalty(int64_t length, double alpha, LengthPenalty form);
 
+// The forms by name, as tfm-decode's --length-penalty and --early-stopping
+// and the Python module's arguments take them: "gnmt" or "plain"; "bound",
+// "beam" or "never". Another name is an Error that lists the choices.
+LengthPenalty parse_length_penalty(std::string_view name);
+EarlyStopping parse_early_stopping(std::string_view name);
+
 struct SamplingOptions {
   bool on = false;
   int64_t top_k = 0;          // draw among the k most likely tokens (0: all)

@@ -133,7 +133,10 @@ def compare_ct2(a, translator, model, tmp, pieces_file):
         threads = int(os.environ["OMP_NUM_THREADS"])
 
     def tfm_run():
-        out = translator.translate(sources, beam=a.beam, alpha=a.alpha)
+        # CTranslate2's search: length^alpha, and a sentence ends once beam
+        # hypotheses have (its rule with a length penalty).
+        out = translator.translate(sources, beam=a.beam, alpha=a.alpha, length_penalty="plain",
+                                   early_stopping="beam")
         return sum(len(h) for h in out)
 
     rows = []

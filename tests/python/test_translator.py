@@ -76,6 +76,23 @@ def test_score_as_score_m(data, translator):
     assert [f"{x:.6f}" for x in got.sentences] == [line.split("\t")[0] for line in lines]
 
 
+def test_length_penalty_and_early_stopping_as_decode(data, translator):
+    pieces = run("tfm-tok", "-q", "-m", data.model, data.file("src.txt", sources(data))).splitlines()
+    for lp, es in (("plain", "beam"), ("gnmt", "never")):
+        want = run("tfm-decode", "-q", "-m", data.model, "--device", "cpu", "--length-penalty", lp,
+                   "--early-stopping", es, "--scores", "-n", 2, data.file("src.pieces", pieces)).splitlines()
+        got = translator.translate([p.split() for p in pieces], n_best=2, return_scores=True,
+                                   length_penalty=lp, early_stopping=es)
+        fields = [line.split("\t") for line in want]  # LINE, SCORE, HYPOTHESIS
+        hyps = [h for nbest in got for h in nbest]
+        assert [f[2].split() for f in fields] == [h.output for h in hyps]
+        assert [float(f[1]) for f in fields] == pytest.approx([h.score for h in hyps], abs=1e-5)
+    with pytest.raises(tfm.Error, match="early stopping must be bound, beam or never, got 'soon'"):
+        translator.translate(data.lines[:1], early_stopping="soon")
+    with pytest.raises(tfm.Error, match="length penalty must be gnmt or plain"):
+        translator.translate(data.lines[:1], length_penalty="")
+
+
 def test_options_cached_and_changed(data, translator):
     one = translator.translate(data.lines[:5], beam=1)
     four = translator.translate(data.lines[:5], beam=4)
