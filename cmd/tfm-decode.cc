@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
       ->group(batching);
   app.add_option("--threads-take", o.thread_work,
                  "On the CPU: batches (each thread its own batches, a decoder each), rows (each batch "
-                 "split between the threads) or auto (batches for small models)")
+                 "split between the threads) or auto (batches where every thread has one, or for small models)")
       ->default_val("auto")->check(CLI::IsMember({"auto", "batches", "rows"}))->group(batching);
   tfm::add_device_option(app, o.device);
   app.add_option("--precision", o.precision,

@@ -548,8 +548,16 @@ std::string_view thread_work_name(ThreadWork work) {
 
 int search_threads(const ModelWeights& model, int threads, ThreadWork work) {
   if (!model.device().is_cpu() || work == ThreadWork::rows) return 1;
-  if (work == ThreadWork::automatic && !cpu_threads_take_rows(model)) return 1;
   return std::max(threads, 1);
+}
+
+size_t search_teams(const ModelWeights& model, ThreadWork work, size_t teams, size_t requests, int64_t batch) {
+  if (work != ThreadWork::automatic || teams <= 1 || cpu_threads_take_rows(model)) return teams;
+  // A large model's decoders each stream every weight a step, and beat one
+  // decoder with its rows split (CTranslate2's inter_threads against its
+  // intra_threads) only while each has whole batches: with fewer, the
+  // threads would idle beside the last ones.
+  return requests >= teams * static_cast<size_t>(std::max<int64_t>(batch, 1)) ? teams : 1;
 }
 
 void search_stream(const std::vector<std::unique_ptr<IncrementalDecoder>>& decoders,

@@ -187,13 +187,21 @@ void search_stream(const std::vector<Team>& teams, const std::vector<SearchReque
 // one decoder's memory a thread, the weights shared), or each batch's rows
 // split between them (its intra_threads: one decoder). automatic: batches
 // while the weights are small enough for each thread to read them all
-// (cpu_threads_take_rows), else rows. The outputs are the same bits.
+// (cpu_threads_take_rows); with larger weights batches too, where the work
+// at hand has a batch for every thread, else rows (search_teams). The
+// outputs are the same bits.
 enum class ThreadWork { automatic, batches, rows };
 ThreadWork parse_thread_work(std::string_view name);  // auto, batches, rows
 std::string_view thread_work_name(ThreadWork work);
 
 // How many decoders search_stream should be given for `model` on this
-// many threads: as many as threads for whole batches a thread, else one.
+// many threads: one for rows (and on a GPU), else one a thread.
 int search_threads(const ModelWeights& model, int threads, ThreadWork work = ThreadWork::automatic);
+
+// Of `teams` decoders (search_threads'), how many to give `requests`
+// sentences in batches of `batch`: every one, but for automatic work with
+// large weights and fewer sentences than a batch a decoder, one, whose
+// batches then have every thread on their rows.
+size_t search_teams(const ModelWeights& model, ThreadWork work, size_t teams, size_t requests, int64_t batch);
 
 }  // namespace tfm

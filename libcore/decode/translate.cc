@@ -401,6 +401,7 @@ void Translator::search_window(std::vector<Item>& items,
     for (const auto& d : members) t.members.push_back(d.get());
     t.weights = weights_;
   }
+  teams.resize(search_teams(model_, o.thread_work, teams.size(), requests.size(), o.batch_size));
   search_stream(teams, requests, o.search,
                 [&](size_t r, std::vector<Hypothesis>&& nbest) { done(todo[order[r]], std::move(nbest)); });
 }

@@ -126,7 +126,7 @@ constexpr int64_t kSpmVocab = 32000;
 struct Options {
   CommonOptions common;
   std::string preset = "base", device = "cpu", precision = "fp32";
-  int64_t sentences = 0, beam = 4, max_tokens = 8192, batch_size = 256, invariance = 0;
+  int64_t sentences = 0, beam = 4, max_tokens = 8192, batch_size = 0, invariance = 0;
   std::string data = TFM_BENCH_SOURCE_DIR "/../../../shared/data";
   std::string spm = "decode.spm.model";
   std::string out = "decode.tsv";
@@ -618,8 +618,9 @@ int main(int argc, char** argv) {
   app.add_option("--beam", o.beam, "Beam size")->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--max-tokens", o.max_tokens, "Source tokens of a batch")
       ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
-  app.add_option("--batch-size", o.batch_size, "Sentences of a batch")
-      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
+  app.add_option("--batch-size", o.batch_size,
+                 "Sentences of a batch (0: tfm-decode's default, 32 on the CPU and 256 on a GPU)")
+      ->check(tfm::AtLeast(int64_t{0}))->capture_default_str();
   app.add_option("--invariance", o.invariance, "Decode the first N sentences alone too and compare")
       ->check(tfm::AtLeast(int64_t{0}))->capture_default_str();
   app.add_option("--data", o.data, "The shared data folder")->capture_default_str();
@@ -658,6 +659,7 @@ int main(int argc, char** argv) {
   int status = 0;
   const int rc = run_program("decode", app, argc, argv, o.common, [&] {
     const Device device = select_device(parse_device(o.device));
+    if (o.batch_size == 0) o.batch_size = default_batch_size(device);
     const Precision precision = kDecodePrecision.resolve(kDecodePrecision.parse("--precision", o.precision), device);
     const DType dtype = compute_dtype(precision);
     TFM_REQUIRE(o.model.empty() == o.input.empty(), "--model and --input go together");
@@ -781,10 +783,16 @@ int main(int argc, char** argv) {
     // fp32 and int8, in turn, --repeat times: medians. Each engine is
     // compared at its faster setting; tfm's default is said beside.
     const bool both_settings = device.is_cpu() && cpu_threads() > 1;
-    const ThreadWork work = search_threads(*model, cpu_threads()) > 1 ? ThreadWork::batches : ThreadWork::rows;
+    // tfm-decode's default (auto) on these sentences: how many decoders its
+    // window would run.
+    const auto default_work = [&](const ModelWeights& m) {
+      const size_t teams = static_cast<size_t>(search_threads(m, cpu_threads()));
+      const size_t run = search_teams(m, ThreadWork::automatic, teams, requests.size(), o.batch_size);
+      return run > 1 ? ThreadWork::batches : ThreadWork::rows;
+    };
+    const ThreadWork work = default_work(*model);
     const ThreadWork other = work == ThreadWork::batches ? ThreadWork::rows : ThreadWork::batches;
-    const ThreadWork work8 =
-        model8 && search_threads(*model8, cpu_threads()) > 1 ? ThreadWork::batches : ThreadWork::rows;
+    const ThreadWork work8 = model8 ? default_work(*model8) : ThreadWork::rows;
     const ThreadWork other8 = work8 == ThreadWork::batches ? ThreadWork::rows : ThreadWork::batches;
     Run mine, mine8, listed, listed8;  // listed: under --shortlist
     std::vector<double> listed_tps, listed8_tps;

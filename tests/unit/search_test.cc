@@ -254,6 +254,20 @@ TEST_CASE("search_stream: continuous batching on one and three threads, each sen
   CHECK(search_threads(*model, 1) == 1);
 }
 
+TEST_CASE("a large model's threads take batches where each has a batch, else one batch's rows", "[search]") {
+  const auto small = inference_model(13, 2);
+  const ModelWeights large(test::small_config(600000), Device::cpu());  // 38 MB of embeddings: past a cache
+  REQUIRE(cpu_threads_take_rows(*small));
+  REQUIRE(!cpu_threads_take_rows(large));
+  CHECK(search_threads(large, 4) == 4);
+  CHECK(search_threads(large, 4, ThreadWork::rows) == 1);
+  CHECK(search_teams(large, ThreadWork::automatic, 4, 128, 32) == 4);
+  CHECK(search_teams(large, ThreadWork::automatic, 4, 127, 32) == 1);
+  CHECK(search_teams(large, ThreadWork::automatic, 1, 5, 32) == 1);
+  CHECK(search_teams(large, ThreadWork::batches, 4, 1, 32) == 4);
+  CHECK(search_teams(*small, ThreadWork::automatic, 4, 1, 32) == 4);
+}
+
 TEST_CASE("beam search keeps cross-attention weights and honours forced lengths", "[search]") {
   const auto owned = inference_model(13, 2);
   ModelWeights& model = *owned;
