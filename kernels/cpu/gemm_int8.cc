@@ -27,6 +27,8 @@
 // same unsigned x + 64 by the same signed W into int32 with no int16 step,
 // so the sums, and every bit after them, are the other paths'; at the
 // decoder's shapes 4-9x the AVX-512BW tile's rate (tests/bench/NOTES.md).
+// Without AMX, AVX-512 VNNI's vpdpbusd does a step's three instructions in
+// one, again the same sums (tile_vnni).
 //
 // The float epilogue, y = float(sum) * (sx * sw) + b (then ReLU), is the
 // same operations in the same order on both paths (the file is compiled
@@ -262,6 +264,50 @@ template <int R, int P>
   epilogue_avx512(sums[0][0], P * kPanel, R, P, pc, e, y, ldy, i, j0, cols);
 }
 
+// tile_avx512 with AVX-512 VNNI: vpdpbusd multiplies the four unsigned
+// bytes of x + 64 by the panel's signed bytes and adds the four products
+// into each int32 lane, one instruction for tile_avx512's three. Its sums
+// have no int16 step, but tile_avx512's pairs never saturate (the header's
+// bound), so the sums are the same integers and the epilogue the same.
+template <int R, int P>
+[[gnu::target("avx512f,avx512bw,avx512vnni")]] void tile_vnni(const QuantizedRows& x, const int32_t* panel,
+                                                              const PanelColumns* pc, const Epilogue& e, float* y,
+                                                              int64_t ldy, int64_t i, int64_t j0, int64_t cols) {
+  __m512i acc[R][P];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h) acc[r][h] = _mm512_setzero_si512();
+  const uint8_t* xr = x.shifted.data() + i * x.ld;
+  const int64_t groups = x.ld / 4, panel_size = groups * kPanel;
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i w[P];
+    for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_si512(panel + h * panel_size + g * kPanel);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, xr + r * x.ld + 4 * g, sizeof four);
+      const __m512i xb = _mm512_set1_epi32(four);
+      for (int h = 0; h < P; ++h) acc[r][h] = _mm512_dpbusd_epi32(acc[r][h], xb, w[h]);
+    }
+  }
+  alignas(64) int32_t sums[R][P][kPanel];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h) _mm512_store_si512(sums[r][h], acc[r][h]);
+  epilogue_avx512(sums[0][0], P * kPanel, R, P, pc, e, y, ldy, i, j0, cols);
+}
+
+template <int R, int P>
+[[gnu::target("avx512f,avx512bw,avx512vnni")]] void tail_vnni(const QuantizedRows& x, const int32_t* panel,
+                                                              const PanelColumns* pc, const Epilogue& e, float* y,
+                                                              int64_t ldy, int64_t i, int64_t m, int64_t j0,
+                                                              int64_t cols) {
+  if constexpr (R > 0) {
+    if (m - i == R) return tile_vnni<R, P>(x, panel, pc, e, y, ldy, i, j0, cols);
+    tail_vnni<R - 1, P>(x, panel, pc, e, y, ldy, i, m, j0, cols);
+  }
+}
+
 template <int R, int P>
 [[gnu::target("avx512f,avx512bw")]] void tail_avx512(const QuantizedRows& x, const int32_t* panel,
                                                      const PanelColumns* pc, const Epilogue& e, float* y,
@@ -290,11 +336,19 @@ void panel_columns(const Int8Matrix& w, const Epilogue& e, int64_t j0, int64_t c
 // for both).
 [[gnu::target("avx512f,avx512bw")]] void block_avx512(const QuantizedRows& x, const Int8Matrix& w,
                                                       const Epilogue& e, float* y, int64_t ldy, int64_t m,
-                                                      int64_t j0, int64_t cols, int32_t* room) {
+                                                      int64_t j0, int64_t cols, int32_t* room, bool vnni) {
   const int32_t* panel = w_panels(w, j0, cols, room);
   PanelColumns pc[2] = {};
   panel_columns(w, e, j0, cols, pc);
   int64_t i = 0;
+  if (vnni && cols > kPanel) {
+    for (; i + kTileRows512 <= m; i += kTileRows512) tile_vnni<kTileRows512, 2>(x, panel, pc, e, y, ldy, i, j0, cols);
+    return tail_vnni<kTileRows512 - 1, 2>(x, panel, pc, e, y, ldy, i, m, j0, cols);
+  }
+  if (vnni) {
+    for (; i + kTileRows512 <= m; i += kTileRows512) tile_vnni<kTileRows512, 1>(x, panel, pc, e, y, ldy, i, j0, cols);
+    return tail_vnni<kTileRows512 - 1, 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
+  }
   if (cols > kPanel) {
     for (; i + kTileRows512 <= m; i += kTileRows512)
       tile_avx512<kTileRows512, 2>(x, panel, pc, e, y, ldy, i, j0, cols);
@@ -471,6 +525,19 @@ void pack_int8_panels(const int8_t* values, int64_t rows, int64_t ld, int32_t* p
   pack_panels(reinterpret_cast<const int32_t*>(values), rows, ld / 4, ld / 4, panels);
 }
 
+bool gemm_int8_vnni() {
+  static const bool yes = [] {
+#if defined(__x86_64__)
+    const char* env = std::getenv("TFM_INT8_VNNI");
+    if (env && std::string_view(env) == "0") return false;
+    return gemm_int8_path() == RowGemmPath::avx512 && __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+  }();
+  return yes;
+}
+
 bool gemm_int8_amx() {
   static const bool yes = [] {
 #if defined(__x86_64__)
@@ -504,11 +571,13 @@ RowGemmPath gemm_int8_path() {
 }
 
 void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, float* y, int64_t ldy,
-               const float* bias, bool relu, RowGemmPath path, bool amx) {
+               const float* bias, bool relu, RowGemmPath path, Int8Products products) {
   const RowGemmPath have = gemm_int8_path();
   if (path == RowGemmPath::best || static_cast<int>(path) > static_cast<int>(have)) path = have;
   const bool simd = path != RowGemmPath::portable;
-  amx = amx && path == RowGemmPath::avx512 && w.ld % kAmxK == 0 && gemm_int8_amx();
+  const bool wide = path == RowGemmPath::avx512;
+  const bool amx = wide && products == Int8Products::best && w.ld % kAmxK == 0 && gemm_int8_amx();
+  const bool vnni = wide && products != Int8Products::bw && gemm_int8_vnni();
   // The caller's buffer, named by a plain reference: inside the parallel
   // region a thread_local would name each worker's own (empty) one.
   thread_local QuantizedRows buffer;
@@ -550,7 +619,7 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
         continue;
       }
       if (path == RowGemmPath::avx512) {
-        block_avx512(q, w, e, y, ldy, m, j0, j1 - j0, panel.data());
+        block_avx512(q, w, e, y, ldy, m, j0, j1 - j0, panel.data(), vnni);
         continue;
       }
       if (simd) {

@@ -742,8 +742,9 @@ int main(int argc, char** argv) {
       kernel = fmt::format(", decoder GEMMs tfm's row-invariant {} (int8: {}), encoder OpenBLAS {} ({}), OpenMP wait "
                            "policy {}",
                            fmt::format("{} kernel", ops::cpu::row_gemm_path_name(ops::cpu::RowGemmPath::best)),
-                           ops::cpu::gemm_int8_amx() ? "AMX tiles"
-                                                     : ops::cpu::row_gemm_path_name(ops::cpu::gemm_int8_path()),
+                           ops::cpu::gemm_int8_amx()    ? "AMX tiles"
+                           : ops::cpu::gemm_int8_vnni() ? "AVX-512 VNNI"
+                                                        : ops::cpu::row_gemm_path_name(ops::cpu::gemm_int8_path()),
                            ops::cpu::blas().core, ops::cpu::blas().core_source,
                            policy ? policy : "libgomp's default");
     }

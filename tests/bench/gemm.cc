@@ -176,8 +176,9 @@ void decoder_table(int repeats, double min_seconds) {
   std::printf("row-inv: tfm's row-invariant GEMM on its %s path%s; packed: the weight in panels once "
               "(ModelWeights::pack_weights), as tfm-decode runs; int8 on %s\n",
               ops::cpu::row_gemm_path_name(path), wide ? "; inv AVX2: the same on AVX2" : "",
-              ops::cpu::gemm_int8_amx() ? "AMX tiles (K a multiple of 64)"
-                                        : ops::cpu::row_gemm_path_name(ops::cpu::gemm_int8_path()));
+              ops::cpu::gemm_int8_amx()    ? "AMX tiles (K a multiple of 64)"
+              : ops::cpu::gemm_int8_vnni() ? "AVX-512 VNNI"
+                                           : ops::cpu::row_gemm_path_name(ops::cpu::gemm_int8_path()));
   std::printf("%-34s %20s %9s %9s %9s %9s %9s %9s %9s\n", "decoder shape", "M x K x N", "OpenBLAS", "row-inv",
               "inv AVX2", "packed", "int8", "int8 pk", "i8pk/pk");
   for (const Shape3& s : kDecoderShapes) {

@@ -86,11 +86,12 @@ std::vector<float> formula(const Tensor& x, const Quantized& w, const float* bia
 }
 
 std::vector<float> run(const Tensor& x, const Quantized& w, const Tensor* bias, bool relu,
-                       ops::cpu::RowGemmPath path = ops::cpu::RowGemmPath::best, bool amx = true) {
+                       ops::cpu::RowGemmPath path = ops::cpu::RowGemmPath::best,
+                       ops::cpu::Int8Products products = ops::cpu::Int8Products::best) {
   const int64_t m = x.shape()[0];
   std::vector<float> y(static_cast<size_t>(m * w.rows), -7.0f);
   ops::cpu::gemm_int8(x.data_as<float>(), m, w.cols, w.matrix(), y.data(), w.rows,
-                      bias ? bias->data_as<float>() : nullptr, relu, path, amx);
+                      bias ? bias->data_as<float>() : nullptr, relu, path, products);
   return y;
 }
 
@@ -149,11 +150,12 @@ TEST_CASE("quantize_int8: the AVX2 and the portable path give the same bytes and
   }
 }
 
-TEST_CASE("gemm_int8 is the formula, bit for bit, on the AMX, AVX-512, AVX2 and portable paths, W packed or not", "[int8]") {
+TEST_CASE("gemm_int8 is the formula, bit for bit, on the AMX, VNNI, AVX-512BW, AVX2 and portable paths, W packed or not", "[int8]") {
   using ops::cpu::RowGemmPath;
   const RowGemmPath have = ops::cpu::gemm_int8_path();
   if (have != RowGemmPath::avx512) WARN("this CPU has no AVX-512BW: gemm_int8's AVX-512 path is not checked here");
   if (!ops::cpu::gemm_int8_amx()) WARN("this CPU (or its kernel) has no AMX tiles: gemm_int8's AMX path is not checked here");
+  if (!ops::cpu::gemm_int8_vnni()) WARN("this CPU has no AVX-512 VNNI: gemm_int8's VNNI tile is not checked here");
   // n: blocks of one panel and of two (AVX-512), the second full or short;
   // m: tiles of 4 and 12 and their tails, AMX's groups of 32 and 16 and
   // their tails; k: multiples of 64 (AMX) and not.
@@ -172,11 +174,13 @@ TEST_CASE("gemm_int8 is the formula, bit for bit, on the AMX, AVX-512, AVX2 and 
       const std::vector<float> want = formula(x, q, b.data_as<float>(), relu);
       for (const RowGemmPath path : {RowGemmPath::portable, RowGemmPath::avx2, RowGemmPath::avx512}) {
         if (static_cast<int>(path) > static_cast<int>(have)) continue;
-        for (const bool amx : {true, false}) {
-          if (amx && (path != RowGemmPath::avx512 || !ops::cpu::gemm_int8_amx())) continue;
-          INFO(ops::cpu::row_gemm_path_name(path) << (amx ? " with AMX" : "") << (relu ? ", relu" : ""));
-          CHECK(test::same_bits(run(x, q, &b, relu, path, amx), want));
-          CHECK(test::same_bits(run(x, qp, &b, relu, path, amx), want));
+        using ops::cpu::Int8Products;
+        for (const Int8Products products : {Int8Products::best, Int8Products::vnni, Int8Products::bw}) {
+          if (products != Int8Products::best && path != RowGemmPath::avx512) continue;
+          INFO(ops::cpu::row_gemm_path_name(path) << " products " << static_cast<int>(products)
+                                                  << (relu ? ", relu" : ""));
+          CHECK(test::same_bits(run(x, q, &b, relu, path, products), want));
+          CHECK(test::same_bits(run(x, qp, &b, relu, path, products), want));
         }
       }
     }
