@@ -21,10 +21,9 @@ model converted (tfm-convert --to ct2, float32) and the same pieces through
 ctranslate2.Translator.translate_batch (beam --beam, batches of 32, its
 length penalty --alpha), in each of its thread settings (inter_threads and
 intra_threads = the threads this process may use), beside
-Translator.translate on the same pieces: output tokens a second, and tfm
-over CTranslate2's faster setting. (The two rank finished hypotheses by
-different length penalties, GNMT's and |Y|^alpha, so their outputs and
-lengths differ a little; tokens a second is the comparable unit.)
+Translator.translate on the same pieces with CTranslate2's search
+(length^alpha, a sentence ended once beam hypotheses have): output tokens a
+second, and tfm over CTranslate2's faster setting.
 Prints a table and writes it to --out (TSV); the overhead is python over
 decode, in percent.
 """
@@ -75,7 +74,8 @@ def main():
                         tmp / "val.en"], check=True)
         model = tmp / "model.bin"
         subprocess.run([f"{a.tools}/tiny_checkpoint", model, "--tokenizer", tmp / "spm.model", "--eos-logit", "4",
-                        "d_model=256", "d_ff=1024", "heads=4", "encoder_layers=3", "decoder_layers=3"], check=True)
+                        "d_model=256", "d_ff=1024", "heads=4", "d_k=64", "d_v=64", "encoder_layers=3",
+                        "decoder_layers=3"], check=True)
     model = str(model)
     text = tmp / "src.txt"
     text.write_text("".join(line + "\n" for line in lines))
