@@ -36,11 +36,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -228,6 +230,18 @@ template <int R>
   }
 }
 
+// A tile's sums out of the registers once, then epilogue_avx512.
+template <int R, int P>
+[[gnu::target("avx512f,avx512bw"), gnu::always_inline]] inline void finish_tile(
+    const __m512i (&acc)[R][P], const PanelColumns* pc, const Epilogue& e, float* y, int64_t ldy, int64_t i,
+    int64_t j0, int64_t cols) {
+  alignas(64) int32_t sums[R][P][kPanel];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h) _mm512_store_si512(sums[r][h], acc[r][h]);
+  epilogue_avx512(sums[0][0], P * kPanel, R, P, pc, e, y, ldy, i, j0, cols);
+}
+
 // tile_avx2 on AVX-512BW: a step broadcasts four bytes of a row against the
 // whole panel's four bytes at k (one 64-byte load) and takes the column
 // sums in one register: 3 instructions for the 64 products that AVX2 does
@@ -257,11 +271,7 @@ template <int R, int P>
         acc[r][h] = _mm512_add_epi32(acc[r][h], _mm512_madd_epi16(_mm512_maddubs_epi16(xb, w[h]), ones));
     }
   }
-  alignas(64) int32_t sums[R][P][kPanel];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-    for (int h = 0; h < P; ++h) _mm512_store_si512(sums[r][h], acc[r][h]);
-  epilogue_avx512(sums[0][0], P * kPanel, R, P, pc, e, y, ldy, i, j0, cols);
+  finish_tile<R, P>(acc, pc, e, y, ldy, i, j0, cols);
 }
 
 // tile_avx512 with AVX-512 VNNI: vpdpbusd multiplies the four unsigned
@@ -290,32 +300,20 @@ template <int R, int P>
       for (int h = 0; h < P; ++h) acc[r][h] = _mm512_dpbusd_epi32(acc[r][h], xb, w[h]);
     }
   }
-  alignas(64) int32_t sums[R][P][kPanel];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-    for (int h = 0; h < P; ++h) _mm512_store_si512(sums[r][h], acc[r][h]);
-  epilogue_avx512(sums[0][0], P * kPanel, R, P, pc, e, y, ldy, i, j0, cols);
+  finish_tile<R, P>(acc, pc, e, y, ldy, i, j0, cols);
 }
 
-template <int R, int P>
-[[gnu::target("avx512f,avx512bw,avx512vnni")]] void tail_vnni(const QuantizedRows& x, const int32_t* panel,
-                                                              const PanelColumns* pc, const Epilogue& e, float* y,
-                                                              int64_t ldy, int64_t i, int64_t m, int64_t j0,
-                                                              int64_t cols) {
-  if constexpr (R > 0) {
-    if (m - i == R) return tile_vnni<R, P>(x, panel, pc, e, y, ldy, i, j0, cols);
-    tail_vnni<R - 1, P>(x, panel, pc, e, y, ldy, i, m, j0, cols);
-  }
+// The tiles of 1 to 12 rows over P panels, by their row count: a block's
+// whole tiles and its last, shorter one.
+using Int8Tile = void (*)(const QuantizedRows&, const int32_t*, const PanelColumns*, const Epilogue&, float*,
+                          int64_t, int64_t, int64_t, int64_t);
+template <int P, int... R>
+constexpr std::array<Int8Tile, kTileRows512 + 1> avx512_tiles(std::integer_sequence<int, R...>) {
+  return {nullptr, &tile_avx512<R + 1, P>...};
 }
-
-template <int R, int P>
-[[gnu::target("avx512f,avx512bw")]] void tail_avx512(const QuantizedRows& x, const int32_t* panel,
-                                                     const PanelColumns* pc, const Epilogue& e, float* y,
-                                                     int64_t ldy, int64_t i, int64_t m, int64_t j0, int64_t cols) {
-  if constexpr (R > 0) {
-    if (m - i == R) return tile_avx512<R, P>(x, panel, pc, e, y, ldy, i, j0, cols);
-    tail_avx512<R - 1, P>(x, panel, pc, e, y, ldy, i, m, j0, cols);
-  }
+template <int P, int... R>
+constexpr std::array<Int8Tile, kTileRows512 + 1> vnni_tiles(std::integer_sequence<int, R...>) {
+  return {nullptr, &tile_vnni<R + 1, P>...};
 }
 
 // The epilogue's share of W's rows [j0, j0 + cols), cols <= 32, a panel
@@ -340,24 +338,14 @@ void panel_columns(const Int8Matrix& w, const Epilogue& e, int64_t j0, int64_t c
   const int32_t* panel = w_panels(w, j0, cols, room);
   PanelColumns pc[2] = {};
   panel_columns(w, e, j0, cols, pc);
+  constexpr auto rows = std::make_integer_sequence<int, kTileRows512>{};
+  static constexpr std::array<Int8Tile, kTileRows512 + 1> bw1 = avx512_tiles<1>(rows), bw2 = avx512_tiles<2>(rows),
+                                                           vnni1 = vnni_tiles<1>(rows), vnni2 = vnni_tiles<2>(rows);
+  const bool two = cols > kPanel;
+  const std::array<Int8Tile, kTileRows512 + 1>& tiles = vnni ? (two ? vnni2 : vnni1) : (two ? bw2 : bw1);
   int64_t i = 0;
-  if (vnni && cols > kPanel) {
-    for (; i + kTileRows512 <= m; i += kTileRows512) tile_vnni<kTileRows512, 2>(x, panel, pc, e, y, ldy, i, j0, cols);
-    return tail_vnni<kTileRows512 - 1, 2>(x, panel, pc, e, y, ldy, i, m, j0, cols);
-  }
-  if (vnni) {
-    for (; i + kTileRows512 <= m; i += kTileRows512) tile_vnni<kTileRows512, 1>(x, panel, pc, e, y, ldy, i, j0, cols);
-    return tail_vnni<kTileRows512 - 1, 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
-  }
-  if (cols > kPanel) {
-    for (; i + kTileRows512 <= m; i += kTileRows512)
-      tile_avx512<kTileRows512, 2>(x, panel, pc, e, y, ldy, i, j0, cols);
-    tail_avx512<kTileRows512 - 1, 2>(x, panel, pc, e, y, ldy, i, m, j0, cols);
-  } else {
-    for (; i + kTileRows512 <= m; i += kTileRows512)
-      tile_avx512<kTileRows512, 1>(x, panel, pc, e, y, ldy, i, j0, cols);
-    tail_avx512<kTileRows512 - 1, 1>(x, panel, pc, e, y, ldy, i, m, j0, cols);
-  }
+  for (; i + kTileRows512 <= m; i += kTileRows512) tiles[kTileRows512](x, panel, pc, e, y, ldy, i, j0, cols);
+  if (i < m) tiles[static_cast<size_t>(m - i)](x, panel, pc, e, y, ldy, i, j0, cols);
 }
 
 // AMX (Intel's tile unit, Sapphire Rapids and later): the same sums by
