@@ -115,10 +115,46 @@ void pack_tile12(const float* a, int64_t lda, int64_t m, int64_t k, int64_t t, f
 }
 
 #if defined(__x86_64__)
+// The next block's weights (B's rows, or packed panels as one row), asked
+// into the L2 cache while this block's tiles run, so that they do not wait
+// on memory: a large model's weights come from DRAM once a step. Each tile
+// has a quota of lines to ask for. The AVX-512 tile spreads its quota over
+// its K steps, a few lines every kAheadSteps: the 90-odd lines of a burst
+// after each tile filled the core's line-fill buffers and stalled it until
+// they drained (tests/bench/NOTES.md). The AVX2 tile, a quarter the lines
+// a tile, asks for them after its loop.
+struct Ahead {
+  const char* row = nullptr;  // the row being asked for
+  int64_t at = 0;             // its next line's offset
+  int64_t row_bytes = 0, ld_bytes = 0;
+  int64_t left = 0;   // lines still to ask for
+  int64_t quota = 0;  // of them, the running tile's
+
+  Ahead() = default;
+  Ahead(const float* next, int64_t rows, int64_t row_floats, int64_t ld)
+      : row(reinterpret_cast<const char*>(next)), row_bytes(4 * row_floats), ld_bytes(4 * ld),
+        left(rows * ((row_floats + 15) / 16)) {}
+  void line() {
+    _mm_prefetch(row + at, _MM_HINT_T1);
+    if ((at += 64) >= row_bytes) at = 0, row += ld_bytes;
+    --left;
+  }
+  // After `steps` more of a tile's k steps: the quota's lines due by then
+  // (quota * steps / k, `owed` carrying the remainder), so that the tile has
+  // asked for exactly its quota when it ends. Called every kAheadSteps
+  // steps, not every step: the bookkeeping's integer operations take issue
+  // slots from the multiply-adds.
+  void after(int64_t steps, int64_t& owed, int64_t k) {
+    for (owed += quota * steps; owed >= k; owed -= k) line();
+  }
+};
+constexpr int64_t kAheadSteps = 32;
+
 // Rows [i, i + R) x the panel's columns: 2 R accumulators, one chain each.
 template <int R>
 [[gnu::target("avx2,fma")]] void tile_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
-                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols) {
+                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols,
+                                            Ahead& ahead) {
   __m256 acc[R][2];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -136,6 +172,10 @@ template <int R>
       acc[r][1] = _mm256_fmadd_ps(x, w1, acc[r][1]);
     }
   }
+  // The quota at once, after the loop: this tile's blocks are half the
+  // AVX-512 tile's and its rows half as many, so a quarter of the lines a
+  // tile, and spreading them through its loop cost it 5% in cache.
+  for (; ahead.quota > 0; --ahead.quota) ahead.line();
   // Out of the registers once (an epilogue indexing them would keep them in
   // memory through the loop), then the epilogue as apply() does it, eight
   // columns at once.
@@ -165,10 +205,11 @@ template <int R>
 
 template <int R>
 [[gnu::target("avx2,fma")]] void tail_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
-                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols) {
+                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols,
+                                            Ahead& ahead) {
   if constexpr (R > 0) {
-    if (s.m - i == R) return tile_avx2<R>(s, a, panel, c, e, i, j0, cols);
-    tail_avx2<R - 1>(s, a, panel, c, e, i, j0, cols);
+    if (s.m - i == R) return tile_avx2<R>(s, a, panel, c, e, i, j0, cols, ahead);
+    tail_avx2<R - 1>(s, a, panel, c, e, i, j0, cols, ahead);
   }
 }
 
@@ -181,22 +222,29 @@ template <int R>
 template <int R, int P>
 [[gnu::target("avx512f,avx2,fma")]] void tile_avx512(const GemmShape& s, const float* a, const float* panel,
                                                       float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
-                                                      int64_t cols) {
+                                                      int64_t cols, Ahead& ahead) {
   __m512 acc[R][P];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < P; ++h) acc[r][h] = _mm512_setzero_ps();
   const int64_t k = s.k;
   const float* at = a + i * k;  // tile i / 12, of 12 x k floats
-  for (int64_t p = 0; p < k; ++p) {
-    __m512 w[P];
-    for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_ps(panel + h * k * kPanel + p * kPanel);
+  Ahead next = ahead;  // in registers through the loop
+  int64_t owed = 0;
+  for (int64_t p0 = 0; p0 < k; p0 += kAheadSteps) {
+    const int64_t p1 = std::min(k, p0 + kAheadSteps);
+    for (int64_t p = p0; p < p1; ++p) {
+      __m512 w[P];
+      for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_ps(panel + h * k * kPanel + p * kPanel);
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(at[p * kTileRows512 + r]);
-      for (int h = 0; h < P; ++h) acc[r][h] = _mm512_fmadd_ps(x, w[h], acc[r][h]);
+      for (int r = 0; r < R; ++r) {
+        const __m512 x = _mm512_set1_ps(at[p * kTileRows512 + r]);
+        for (int h = 0; h < P; ++h) acc[r][h] = _mm512_fmadd_ps(x, w[h], acc[r][h]);
+      }
     }
+    next.after(p1 - p0, owed, k);
   }
+  ahead = next;
   alignas(64) float dot[R][P][kPanel];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -226,44 +274,37 @@ template <int R, int P>
 template <int R, int P>
 [[gnu::target("avx512f,avx2,fma")]] void tail_avx512(const GemmShape& s, const float* a, const float* panel,
                                                       float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
-                                                      int64_t cols) {
+                                                      int64_t cols, Ahead& ahead) {
   if constexpr (R > 0) {
-    if (s.m - i == R) return tile_avx512<R, P>(s, a, panel, c, e, i, j0, cols);
-    tail_avx512<R - 1, P>(s, a, panel, c, e, i, j0, cols);
+    if (s.m - i == R) return tile_avx512<R, P>(s, a, panel, c, e, i, j0, cols, ahead);
+    tail_avx512<R - 1, P>(s, a, panel, c, e, i, j0, cols, ahead);
   }
 }
 
 // Every row of A against a block of panels, by tiles of kRows rows (`tile`,
-// then `tail` for the last rows). Meanwhile the next block's weights
-// (`next`: `rows` rows of `row_floats` floats, `ld` apart; B's rows, or
-// packed panels as one row) are asked into the L2 cache a share after each
-// tile, so that they do not wait on memory: the weights of a large model
-// come from DRAM once a step.
-struct Ahead {
-  const float* next = nullptr;
-  int64_t rows = 0, row_floats = 0, ld = 0;
-};
-
+// then `tail` for the last rows), each tile asking its share of the next
+// block's lines into L2 as it goes (Ahead).
 template <int kRows, typename Tile, typename Tail>
 void panel_simd(const GemmShape& s, const float* a, const float* panel, float* c, const Epilogue<float>& e,
-                int64_t j0, int64_t cols, const Ahead& ahead, Tile tile, Tail tail) {
-  const int64_t row_lines = (ahead.row_floats + 15) / 16, lines = ahead.rows * row_lines;
+                int64_t j0, int64_t cols, Ahead& ahead, Tile tile, Tail tail) {
+  const int64_t lines = ahead.left;
   const int64_t tiles = std::max<int64_t>(1, (s.m + kRows - 1) / kRows);
-  int64_t line = 0, count = 0, q = 0, in_row = 0;  // line = q * row_lines + in_row, no division a line
-  const auto prefetch_share = [&] {
-    const int64_t end = lines * ++count / tiles;
-    for (; line < end; ++line) {
-      _mm_prefetch(reinterpret_cast<const char*>(ahead.next + q * ahead.ld + in_row * 16), _MM_HINT_T1);
-      if (++in_row == row_lines) in_row = 0, ++q;
-    }
+  int64_t count = 0, given = 0;
+  const auto share = [&] {
+    const int64_t upto = lines * ++count / tiles;
+    ahead.quota = upto - given;
+    given = upto;
   };
   int64_t i = 0;
   for (; i + kRows <= s.m; i += kRows) {
-    tile(s, a, panel, c, e, i, j0, cols);
-    prefetch_share();
+    share();
+    tile(s, a, panel, c, e, i, j0, cols, ahead);
   }
-  tail(s, a, panel, c, e, i, j0, cols);
-  while (line < lines) prefetch_share();
+  if (i < s.m) {
+    share();
+    tail(s, a, panel, c, e, i, j0, cols, ahead);
+  }
+  while (ahead.left > 0) ahead.line();
 }
 
 bool has_avx512f() {
@@ -353,9 +394,9 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
           const int64_t next_cols = std::clamp<int64_t>(s.n - j0 - block_cols, 0, block_cols);
           Ahead ahead;
           if (next_cols > 0 && ready)  // the next block's panels, one run of memory
-            ahead = {ready + block_cols * s.k, 1, (next_cols + kPanel - 1) / kPanel * panel_size, 0};
+            ahead = Ahead(ready + block_cols * s.k, 1, (next_cols + kPanel - 1) / kPanel * panel_size, 0);
           else if (next_cols > 0)
-            ahead = {b + (j0 + block_cols) * s.ldb, next_cols, s.k, s.ldb};
+            ahead = Ahead(b + (j0 + block_cols) * s.ldb, next_cols, s.k, s.ldb);
           if (path == RowGemmPath::avx2)
             panel_simd<kTileRows>(s, a, block, c, e, j0, cols, ahead, tile_avx2<kTileRows>,
                                   tail_avx2<kTileRows - 1>);
