@@ -43,7 +43,6 @@
 #include <limits>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -68,9 +67,9 @@ constexpr int64_t kAmxRows = 32, kAmxK = 64;  // AMX: rows of x a step, bytes of
 constexpr int kShiftBits = 6, kShift = 1 << kShiftBits;
 static_assert(kInt8InputLimit + kShift <= 127, "x + 64 must fit vpmaddubsw's pairs into int16");
 struct QuantizedRows {
-  std::vector<int8_t> values;
-  std::vector<uint8_t> shifted;
-  std::vector<float> scales;
+  const int8_t* values = nullptr;    // (m, ld)
+  const uint8_t* shifted = nullptr;  // (m, ld), on AMX (m rounded up to kAmxRows, ld)
+  const float* scales = nullptr;     // (m)
   int64_t ld = 0;
 };
 
@@ -97,7 +96,7 @@ void block_portable(const QuantizedRows& x, const Int8Matrix& w, float* y, int64
                     const Epilogue& e, int64_t m, int64_t j0, int64_t j1) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = j0; j < j1; ++j)
-      y[i * ldy + j] = e.apply(dot_portable(x.values.data() + i * x.ld, w.values + j * w.ld, w.cols), i, j);
+      y[i * ldy + j] = e.apply(dot_portable(x.values + i * x.ld, w.values + j * w.ld, w.cols), i, j);
 }
 
 #if defined(__x86_64__)
@@ -125,7 +124,7 @@ template <int R>
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   const uint8_t* xr[R];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) xr[r] = x.shifted.data() + (i + r) * x.ld;
+  for (int r = 0; r < R; ++r) xr[r] = x.shifted + (i + r) * x.ld;
   const int64_t groups = x.ld / 4;
   for (int64_t g = 0; g < groups; ++g) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kPanel));
@@ -257,7 +256,7 @@ template <int R, int P>
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < P; ++h) acc[r][h] = _mm512_setzero_si512();
-  const uint8_t* xr = x.shifted.data() + i * x.ld;
+  const uint8_t* xr = x.shifted + i * x.ld;
   const int64_t groups = x.ld / 4, panel_size = groups * kPanel;
   for (int64_t g = 0; g < groups; ++g) {
     __m512i w[P];
@@ -287,7 +286,7 @@ template <int R, int P>
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < P; ++h) acc[r][h] = _mm512_setzero_si512();
-  const uint8_t* xr = x.shifted.data() + i * x.ld;
+  const uint8_t* xr = x.shifted + i * x.ld;
   const int64_t groups = x.ld / 4, panel_size = groups * kPanel;
   for (int64_t g = 0; g < groups; ++g) {
     __m512i w[P];
@@ -388,7 +387,7 @@ struct alignas(64) TileConfig {
   panel_columns(w, e, j0, cols, pc);
   const bool two = cols > kPanel;
   const int64_t ld = x.ld, panel_size = ld / 4 * kPanel;
-  const uint8_t* xs = x.shifted.data();
+  const uint8_t* xs = x.shifted;
   alignas(64) int32_t sums[kAmxRows][2][kPanel];
   for (int64_t i = 0; i < m; i += kAmxRows) {
     _tile_zero(0);
@@ -566,22 +565,24 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
   const bool wide = path == RowGemmPath::avx512;
   const bool amx = wide && products == Int8Products::best && w.ld % kAmxK == 0 && gemm_int8_amx();
   const bool vnni = wide && products != Int8Products::bw && gemm_int8_vnni();
-  // The caller's buffer, named by a plain reference: inside the parallel
-  // region a thread_local would name each worker's own (empty) one.
-  thread_local QuantizedRows buffer;
-  QuantizedRows& q = buffer;
-  q.ld = w.ld;
-  q.values.resize(static_cast<size_t>(m * q.ld));
-  q.scales.resize(static_cast<size_t>(m));
-  if (simd) q.shifted.resize(static_cast<size_t>((amx ? (m + kAmxRows - 1) / kAmxRows * kAmxRows : m) * q.ld), kShift);
+  // The calling thread's buffers, taken before the parallel region (inside
+  // it, a thread_local names each worker's own).
+  const int64_t padded = amx ? (m + kAmxRows - 1) / kAmxRows * kAmxRows : m;
+  int8_t* const values = scratch<int8_t, ScratchUse::int8_values>(m * w.ld);
+  uint8_t* const shifted = simd ? scratch<uint8_t, ScratchUse::int8_shifted>(padded * w.ld) : nullptr;
+  float* const scales = scratch<float, ScratchUse::int8_scales>(m);
   for (int64_t i = 0; i < m; ++i) {
-    int8_t* row = q.values.data() + i * q.ld;
-    q.scales[static_cast<size_t>(i)] = quantize_row_int8(x + i * ldx, w.cols, row, q.ld, simd, kInt8InputLimit);
+    int8_t* row = values + i * w.ld;
+    scales[i] = quantize_row_int8(x + i * ldx, w.cols, row, w.ld, simd, kInt8InputLimit);
 #if defined(__x86_64__)
-    if (simd) shifted_avx2(row, q.ld, q.shifted.data() + i * q.ld);
+    if (simd) shifted_avx2(row, w.ld, shifted + i * w.ld);
 #endif
   }
-  const Epilogue e{q.scales.data(), w.scales, bias, relu};
+  // AMX's padding rows: computed, never stored; set, so that no product
+  // reads memory never written.
+  if (simd) std::memset(shifted + m * w.ld, kShift, static_cast<size_t>((padded - m) * w.ld));
+  const QuantizedRows q{values, shifted, scales, w.ld};
+  const Epilogue e{scales, w.scales, bias, relu};
   // As gemm_rows.cc: threads take blocks of W's rows, a panel (two on
   // AVX-512), and run every row of x against them.
   const int64_t block = (path == RowGemmPath::avx512 ? 2 : 1) * kPanel;
@@ -589,12 +590,9 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
   const bool parallel = m * w.rows * w.cols > (int64_t{1} << 19);
 #pragma omp parallel if (parallel)
   {
-    // The thread's own panels, kept from call to call (none needed when W
-    // comes packed).
-    thread_local std::vector<int32_t> panel;
-#if defined(__x86_64__)
-    if (simd && !w.panels) panel.resize(static_cast<size_t>(block / kPanel * w.ld / 4 * kPanel));
-#endif
+    // The thread's own panels (none needed when W comes packed).
+    int32_t* const panel =
+        simd && !w.panels ? scratch<int32_t, ScratchUse::int8_panels>(block / kPanel * w.ld / 4 * kPanel) : nullptr;
 #if defined(__x86_64__)
     if (amx) amx_configure();
 #endif
@@ -603,15 +601,15 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
       const int64_t j0 = blk * block, j1 = std::min(w.rows, j0 + block);
 #if defined(__x86_64__)
       if (amx) {
-        block_amx(q, w, e, y, ldy, m, j0, j1 - j0, panel.data());
+        block_amx(q, w, e, y, ldy, m, j0, j1 - j0, panel);
         continue;
       }
       if (path == RowGemmPath::avx512) {
-        block_avx512(q, w, e, y, ldy, m, j0, j1 - j0, panel.data(), vnni);
+        block_avx512(q, w, e, y, ldy, m, j0, j1 - j0, panel, vnni);
         continue;
       }
       if (simd) {
-        panel_avx2(q, w, e, y, ldy, m, j0, j1 - j0, panel.data());
+        panel_avx2(q, w, e, y, ldy, m, j0, j1 - j0, panel);
         continue;
       }
 #endif

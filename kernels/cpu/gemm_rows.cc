@@ -32,7 +32,6 @@
 #include <memory>
 #include <string_view>
 #include <type_traits>
-#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -60,24 +59,6 @@ struct Epilogue {
     return relu ? std::max(v, T(0)) : v;
   }
 };
-
-// The calling thread's panel memory, at least n elements, 64-byte aligned;
-// kept from call to call (a decoder calls with the same shapes every step).
-template <typename T>
-T* scratch(int64_t n) {
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<T, Free> memory;
-  thread_local int64_t size = 0;
-  if (n > size) {
-    const size_t bytes = (sizeof(T) * static_cast<size_t>(n) + 63) / 64 * 64;
-    memory.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
-    TFM_REQUIRE(memory, "gemm: no memory for {} bytes of panels", bytes);
-    size = n;
-  }
-  return memory.get();
-}
 
 // Rows [0, m) of C's columns [j0, j0 + cols) from their panel, chain by chain.
 template <typename T>
@@ -362,15 +343,11 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
   const bool parallel = s.m * s.n * s.k > (int64_t{1} << 18);
   const int threads = parallel ? omp_get_max_threads() : 1;
   const int64_t panel_size = s.k * kPanel, stride = width * panel_size;  // multiples of 64 bytes
-  T* const panels_of = scratch<T>(stride * threads);
+  T* const panels_of = scratch<T, ScratchUse::f32_panels>(stride * threads);
   const int64_t a_tile_count = (s.m + kTileRows512 - 1) / kTileRows512;
   float* a_tiles = nullptr;  // A packed by pack_tile12, for the AVX-512 path
   if constexpr (std::is_same_v<T, float>)
-    if (path == RowGemmPath::avx512) {
-      thread_local std::vector<float> packed;  // the calling thread's, kept from call to call
-      packed.resize(static_cast<size_t>(a_tile_count * kTileRows512 * s.k));
-      a_tiles = packed.data();
-    }
+    if (path == RowGemmPath::avx512) a_tiles = scratch<float, ScratchUse::f32_tiles_of_a>(a_tile_count * kTileRows512 * s.k);
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     T* const panel = panels_of + stride * omp_get_thread_num();

@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+
+#include "libcore/base/error.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -16,6 +20,31 @@
 namespace tfm::ops::cpu {
 
 constexpr int64_t kPanel = 16;  // rows of a panel: two AVX2 registers of 32-bit elements
+
+// The GEMMs' per-call buffers, one thread_local each (scratch below).
+enum class ScratchUse { f32_panels, f32_tiles_of_a, int8_values, int8_shifted, int8_scales, int8_panels };
+
+// The calling thread's memory for one use: at least n elements, 64-byte
+// aligned, contents undefined, kept from call to call. Once it has reached
+// the largest size a decoder asks for, no call allocates, zeroes or faults
+// in a page. (A std::vector resized between a decoder's shapes, K = 512
+// then 2048, zero-filled the difference every call, and each time it grew
+// moved its contents to fresh pages the kernel had to clear.)
+template <typename T, ScratchUse kUse>
+T* scratch(int64_t n) {
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<T, Free> memory;
+  thread_local int64_t size = 0;
+  if (n > size) {
+    const size_t bytes = (sizeof(T) * static_cast<size_t>(n) + 63) / 64 * 64;
+    memory.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
+    TFM_REQUIRE(memory, "gemm: no memory for {} bytes of scratch", bytes);
+    size = n;
+  }
+  return memory.get();
+}
 
 // Rows src[q * ld, q * ld + k), q < cols <= 16, of any element type, into
 // panel (k * 16), one element at a time; the rows past cols are zero. (The
