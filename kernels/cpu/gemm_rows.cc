@@ -100,10 +100,12 @@ void pack_tile12(const float* a, int64_t lda, int64_t m, int64_t k, int64_t t, f
 // into the L2 cache while this block's tiles run, so that they do not wait
 // on memory: a large model's weights come from DRAM once a step. Each tile
 // has a quota of lines to ask for. The AVX-512 tile spreads its quota over
-// its K steps, a few lines every kAheadSteps: the 90-odd lines of a burst
-// after each tile filled the core's line-fill buffers and stalled it until
-// they drained (tests/bench/NOTES.md). The AVX2 tile, a quarter the lines
-// a tile, asks for them after its loop.
+// its K steps, a few lines every kAheadSteps (where K >= kAskingK): the
+// 90-odd lines of a burst after each tile filled the core's line-fill
+// buffers and stalled it until they drained (tests/bench/NOTES.md). The
+// AVX2 tile's, a quarter as many (its blocks are half as wide, its tiles
+// half as tall), are asked for after it (panel_simd): spread through its
+// loop they cost it 5% in cache.
 struct Ahead {
   const char* row = nullptr;  // the row being asked for
   int64_t at = 0;             // its next line's offset
@@ -129,13 +131,16 @@ struct Ahead {
     for (owed += quota * steps; owed >= k; owed -= k) line();
   }
 };
-constexpr int64_t kAheadSteps = 32;
+constexpr int64_t kAheadSteps = 64;
+// K from which the AVX-512 tile asks through its loop: below it a block's
+// lines are few, a small model's weights sit in cache, and the loop in
+// pieces cost the demo model's shapes (K = 128) 3% in cache.
+constexpr int64_t kAskingK = 256;
 
 // Rows [i, i + R) x the panel's columns: 2 R accumulators, one chain each.
 template <int R>
 [[gnu::target("avx2,fma")]] void tile_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
-                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols,
-                                            Ahead& ahead) {
+                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols) {
   __m256 acc[R][2];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -153,10 +158,6 @@ template <int R>
       acc[r][1] = _mm256_fmadd_ps(x, w1, acc[r][1]);
     }
   }
-  // The quota at once, after the loop: this tile's blocks are half the
-  // AVX-512 tile's and its rows half as many, so a quarter of the lines a
-  // tile, and spreading them through its loop cost it 5% in cache.
-  for (; ahead.quota > 0; --ahead.quota) ahead.line();
   // Out of the registers once (an epilogue indexing them would keep them in
   // memory through the loop), then the epilogue as apply() does it, eight
   // columns at once.
@@ -186,11 +187,10 @@ template <int R>
 
 template <int R>
 [[gnu::target("avx2,fma")]] void tail_avx2(const GemmShape& s, const float* a, const float* panel, float* c,
-                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols,
-                                            Ahead& ahead) {
+                                            const Epilogue<float>& e, int64_t i, int64_t j0, int64_t cols) {
   if constexpr (R > 0) {
-    if (s.m - i == R) return tile_avx2<R>(s, a, panel, c, e, i, j0, cols, ahead);
-    tail_avx2<R - 1>(s, a, panel, c, e, i, j0, cols, ahead);
+    if (s.m - i == R) return tile_avx2<R>(s, a, panel, c, e, i, j0, cols);
+    tail_avx2<R - 1>(s, a, panel, c, e, i, j0, cols);
   }
 }
 
@@ -200,7 +200,7 @@ template <int R>
 // packed by pack_tile12 (i a multiple of 12). With two panels a step is 2
 // panel loads and 12 broadcasts for 24 multiply-adds, so the FMA ports bind
 // rather than the loads (one panel: 13 loads for 12).
-template <int R, int P>
+template <int R, int P, bool kAsks>
 [[gnu::target("avx512f,avx2,fma")]] void tile_avx512(const GemmShape& s, const float* a, const float* panel,
                                                       float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
                                                       int64_t cols, Ahead& ahead) {
@@ -210,11 +210,26 @@ template <int R, int P>
     for (int h = 0; h < P; ++h) acc[r][h] = _mm512_setzero_ps();
   const int64_t k = s.k;
   const float* at = a + i * k;  // tile i / 12, of 12 x k floats
-  Ahead next = ahead;  // in registers through the loop
-  int64_t owed = 0;
-  for (int64_t p0 = 0; p0 < k; p0 += kAheadSteps) {
-    const int64_t p1 = std::min(k, p0 + kAheadSteps);
-    for (int64_t p = p0; p < p1; ++p) {
+  if constexpr (kAsks) {  // the quota through the loop, then none left for panel_simd
+    Ahead next = ahead;    // in registers through the loop
+    int64_t owed = 0;
+    for (int64_t p0 = 0; p0 < k; p0 += kAheadSteps) {
+      const int64_t p1 = std::min(k, p0 + kAheadSteps);
+      for (int64_t p = p0; p < p1; ++p) {
+        __m512 w[P];
+        for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_ps(panel + h * k * kPanel + p * kPanel);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+          const __m512 x = _mm512_set1_ps(at[p * kTileRows512 + r]);
+          for (int h = 0; h < P; ++h) acc[r][h] = _mm512_fmadd_ps(x, w[h], acc[r][h]);
+        }
+      }
+      next.after(p1 - p0, owed, k);
+    }
+    next.quota = 0;
+    ahead = next;
+  } else {
+    for (int64_t p = 0; p < k; ++p) {
       __m512 w[P];
       for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_ps(panel + h * k * kPanel + p * kPanel);
 #pragma GCC unroll 16
@@ -223,9 +238,7 @@ template <int R, int P>
         for (int h = 0; h < P; ++h) acc[r][h] = _mm512_fmadd_ps(x, w[h], acc[r][h]);
       }
     }
-    next.after(p1 - p0, owed, k);
   }
-  ahead = next;
   alignas(64) float dot[R][P][kPanel];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -252,39 +265,40 @@ template <int R, int P>
     }
 }
 
-template <int R, int P>
+template <int R, int P, bool kAsks>
 [[gnu::target("avx512f,avx2,fma")]] void tail_avx512(const GemmShape& s, const float* a, const float* panel,
                                                       float* c, const Epilogue<float>& e, int64_t i, int64_t j0,
                                                       int64_t cols, Ahead& ahead) {
   if constexpr (R > 0) {
-    if (s.m - i == R) return tile_avx512<R, P>(s, a, panel, c, e, i, j0, cols, ahead);
-    tail_avx512<R - 1, P>(s, a, panel, c, e, i, j0, cols, ahead);
+    if (s.m - i == R) return tile_avx512<R, P, kAsks>(s, a, panel, c, e, i, j0, cols, ahead);
+    tail_avx512<R - 1, P, kAsks>(s, a, panel, c, e, i, j0, cols, ahead);
   }
 }
 
 // Every row of A against a block of panels, by tiles of kRows rows (`tile`,
-// then `tail` for the last rows), each tile asking its share of the next
-// block's lines into L2 as it goes (Ahead).
+// then `tail` for the last rows), with each tile's share of the next
+// block's lines (Ahead): whatever of it the tile has not asked for through
+// its loop is asked for here, after it.
 template <int kRows, typename Tile, typename Tail>
 void panel_simd(const GemmShape& s, const float* a, const float* panel, float* c, const Epilogue<float>& e,
                 int64_t j0, int64_t cols, Ahead& ahead, Tile tile, Tail tail) {
   const int64_t lines = ahead.left;
   const int64_t tiles = std::max<int64_t>(1, (s.m + kRows - 1) / kRows);
   int64_t count = 0, given = 0;
-  const auto share = [&] {
+  const auto run = [&](auto f, int64_t i) {
     const int64_t upto = lines * ++count / tiles;
     ahead.quota = upto - given;
     given = upto;
+    if constexpr (std::is_invocable_v<decltype(f), const GemmShape&, const float*, const float*, float*,
+                                      const Epilogue<float>&, int64_t, int64_t, int64_t, Ahead&>)
+      f(s, a, panel, c, e, i, j0, cols, ahead);
+    else
+      f(s, a, panel, c, e, i, j0, cols);
+    for (; ahead.quota > 0; --ahead.quota) ahead.line();
   };
   int64_t i = 0;
-  for (; i + kRows <= s.m; i += kRows) {
-    share();
-    tile(s, a, panel, c, e, i, j0, cols, ahead);
-  }
-  if (i < s.m) {
-    share();
-    tail(s, a, panel, c, e, i, j0, cols, ahead);
-  }
+  for (; i + kRows <= s.m; i += kRows) run(tile, i);
+  if (i < s.m) run(tail, i);
   while (ahead.left > 0) ahead.line();
 }
 
@@ -377,12 +391,15 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
           if (path == RowGemmPath::avx2)
             panel_simd<kTileRows>(s, a, block, c, e, j0, cols, ahead, tile_avx2<kTileRows>,
                                   tail_avx2<kTileRows - 1>);
+          else if (s.k >= kAskingK && cols > kPanel)
+            panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 2, true>,
+                                     tail_avx512<kTileRows512 - 1, 2, true>);
           else if (cols > kPanel)
-            panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 2>,
-                                     tail_avx512<kTileRows512 - 1, 2>);
+            panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 2, false>,
+                                     tail_avx512<kTileRows512 - 1, 2, false>);
           else
-            panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 1>,
-                                     tail_avx512<kTileRows512 - 1, 1>);
+            panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 1, false>,
+                                     tail_avx512<kTileRows512 - 1, 1, false>);
           continue;
         }
 #endif
