@@ -194,6 +194,21 @@ template <int R>
   }
 }
 
+// Step p of tile_avx512: the panels' row p against the tile's twelve
+// broadcasts.
+template <int R, int P>
+[[gnu::target("avx512f,avx2,fma"), gnu::always_inline]] inline void step_avx512(__m512 (&acc)[R][P],
+                                                                              const float* panel, const float* at,
+                                                                              int64_t k, int64_t p) {
+  __m512 w[P];
+  for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_ps(panel + h * k * kPanel + p * kPanel);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    const __m512 x = _mm512_set1_ps(at[p * kTileRows512 + r]);
+    for (int h = 0; h < P; ++h) acc[r][h] = _mm512_fmadd_ps(x, w[h], acc[r][h]);
+  }
+}
+
 // tile_avx2's chains on sixteen-float registers: a row's 16 columns of a
 // panel in one accumulator, over P panels side by side (the next panel at
 // panel + K * 16), its a[i, k] broadcast once against all of them. `a` is A
@@ -215,29 +230,13 @@ template <int R, int P, bool kAsks>
     int64_t owed = 0;
     for (int64_t p0 = 0; p0 < k; p0 += kAheadSteps) {
       const int64_t p1 = std::min(k, p0 + kAheadSteps);
-      for (int64_t p = p0; p < p1; ++p) {
-        __m512 w[P];
-        for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_ps(panel + h * k * kPanel + p * kPanel);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-          const __m512 x = _mm512_set1_ps(at[p * kTileRows512 + r]);
-          for (int h = 0; h < P; ++h) acc[r][h] = _mm512_fmadd_ps(x, w[h], acc[r][h]);
-        }
-      }
+      for (int64_t p = p0; p < p1; ++p) step_avx512<R, P>(acc, panel, at, k, p);
       next.after(p1 - p0, owed, k);
     }
     next.quota = 0;
     ahead = next;
   } else {
-    for (int64_t p = 0; p < k; ++p) {
-      __m512 w[P];
-      for (int h = 0; h < P; ++h) w[h] = _mm512_loadu_ps(panel + h * k * kPanel + p * kPanel);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const __m512 x = _mm512_set1_ps(at[p * kTileRows512 + r]);
-        for (int h = 0; h < P; ++h) acc[r][h] = _mm512_fmadd_ps(x, w[h], acc[r][h]);
-      }
-    }
+    for (int64_t p = 0; p < k; ++p) step_avx512<R, P>(acc, panel, at, k, p);
   }
   alignas(64) float dot[R][P][kPanel];
 #pragma GCC unroll 16
