@@ -580,7 +580,7 @@ void gemm_int8(const float* x, int64_t m, int64_t ldx, const Int8Matrix& w, floa
   }
   // AMX's padding rows: computed, never stored; set, so that no product
   // reads memory never written.
-  if (simd) std::memset(shifted + m * w.ld, kShift, static_cast<size_t>((padded - m) * w.ld));
+  if (simd && padded > m) std::memset(shifted + m * w.ld, kShift, static_cast<size_t>((padded - m) * w.ld));
   const QuantizedRows q{values, shifted, scales, w.ld};
   const Epilogue e{scales, w.scales, bias, relu};
   // As gemm_rows.cc: threads take blocks of W's rows, a panel (two on
