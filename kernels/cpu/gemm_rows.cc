@@ -100,7 +100,7 @@ void pack_tile12(const float* a, int64_t lda, int64_t m, int64_t k, int64_t t, f
 // into the L2 cache while this block's tiles run, so that they do not wait
 // on memory: a large model's weights come from DRAM once a step. Each tile
 // has a quota of lines to ask for. The AVX-512 tile spreads its quota over
-// its K steps, a few lines every kAheadSteps (where K >= kAskingK): the
+// its K steps, a few lines every kAheadSteps (where kAskingK says): the
 // 90-odd lines of a burst after each tile filled the core's line-fill
 // buffers and stalled it until they drained (tests/bench/NOTES.md). The
 // AVX2 tile's, a quarter as many (its blocks are half as wide, its tiles
@@ -132,10 +132,11 @@ struct Ahead {
   }
 };
 constexpr int64_t kAheadSteps = 64;
-// K from which the AVX-512 tile asks through its loop: below it a block's
-// lines are few, a small model's weights sit in cache, and the loop in
-// pieces cost the demo model's shapes (K = 128) 3% in cache.
-constexpr int64_t kAskingK = 256;
+// Where the AVX-512 tile asks through its loop: K from kAskingK and B from
+// kAskingBytes. Below, a block's lines are few or the weights sit in cache
+// (a small model's), and the loop in pieces cost the demo model's shapes
+// (K = 128) 3% in cache.
+constexpr int64_t kAskingK = 256, kAskingBytes = int64_t{1} << 20;
 
 // Rows [i, i + R) x the panel's columns: 2 R accumulators, one chain each.
 template <int R>
@@ -390,7 +391,7 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
           if (path == RowGemmPath::avx2)
             panel_simd<kTileRows>(s, a, block, c, e, j0, cols, ahead, tile_avx2<kTileRows>,
                                   tail_avx2<kTileRows - 1>);
-          else if (s.k >= kAskingK && cols > kPanel)
+          else if (s.k >= kAskingK && s.n * s.k * 4 >= kAskingBytes && cols > kPanel)
             panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 2, true>,
                                      tail_avx512<kTileRows512 - 1, 2, true>);
           else if (cols > kPanel)
