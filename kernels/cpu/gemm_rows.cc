@@ -100,7 +100,7 @@ void pack_tile12(const float* a, int64_t lda, int64_t m, int64_t k, int64_t t, f
 // into the L2 cache while this block's tiles run, so that they do not wait
 // on memory: a large model's weights come from DRAM once a step. Each tile
 // has a quota of lines to ask for. The AVX-512 tile spreads its quota over
-// its K steps, a few lines every kAheadSteps (where kAskingK says): the
+// its K steps, a few lines every kAheadSteps (where kAsking* allow): the
 // 90-odd lines of a burst after each tile filled the core's line-fill
 // buffers and stalled it until they drained (tests/bench/NOTES.md). The
 // AVX2 tile's, a quarter as many (its blocks are half as wide, its tiles
@@ -357,11 +357,14 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
   const bool parallel = s.m * s.n * s.k > (int64_t{1} << 18);
   const int threads = parallel ? omp_get_max_threads() : 1;
   const int64_t panel_size = s.k * kPanel, stride = width * panel_size;  // multiples of 64 bytes
-  T* const panels_of = scratch<T, ScratchUse::f32_panels>(stride * threads);
+  T* const panels_of = scratch<T, ScratchUse::row_panels>(stride * threads);
   const int64_t a_tile_count = (s.m + kTileRows512 - 1) / kTileRows512;
+  // Whether the AVX-512 tile asks for the next block's lines through its
+  // loop (Ahead): a large model's weights, which come from memory.
+  const bool asks = s.k >= kAskingK && s.n * s.k * static_cast<int64_t>(sizeof(T)) >= kAskingBytes;
   float* a_tiles = nullptr;  // A packed by pack_tile12, for the AVX-512 path
   if constexpr (std::is_same_v<T, float>)
-    if (path == RowGemmPath::avx512) a_tiles = scratch<float, ScratchUse::f32_tiles_of_a>(a_tile_count * kTileRows512 * s.k);
+    if (path == RowGemmPath::avx512) a_tiles = scratch<float, ScratchUse::row_tiles_of_a>(a_tile_count * kTileRows512 * s.k);
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     T* const panel = panels_of + stride * omp_get_thread_num();
@@ -391,7 +394,7 @@ void gemm_row_invariant(const GemmShape& s, const T* a, const T* b, T* c, const 
           if (path == RowGemmPath::avx2)
             panel_simd<kTileRows>(s, a, block, c, e, j0, cols, ahead, tile_avx2<kTileRows>,
                                   tail_avx2<kTileRows - 1>);
-          else if (s.k >= kAskingK && s.n * s.k * 4 >= kAskingBytes && cols > kPanel)
+          else if (asks && cols > kPanel)
             panel_simd<kTileRows512>(s, a_tiles, block, c, e, j0, cols, ahead, tile_avx512<kTileRows512, 2, true>,
                                      tail_avx512<kTileRows512 - 1, 2, true>);
           else if (cols > kPanel)

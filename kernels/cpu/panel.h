@@ -22,7 +22,10 @@ namespace tfm::ops::cpu {
 constexpr int64_t kPanel = 16;  // rows of a panel: two AVX2 registers of 32-bit elements
 
 // The GEMMs' per-call buffers, one thread_local each (scratch below).
-enum class ScratchUse { f32_panels, f32_tiles_of_a, int8_values, int8_shifted, int8_scales, int8_panels };
+enum class ScratchUse {
+  row_panels, row_tiles_of_a,                             // gemm_rows.cc
+  int8_values, int8_shifted, int8_scales, int8_panels,  // gemm_int8.cc
+};
 
 // The calling thread's memory for one use: at least n elements, 64-byte
 // aligned, contents undefined, kept from call to call. Once it has reached
