@@ -126,7 +126,8 @@ template <int R>
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) xr[r] = x.shifted + (i + r) * x.ld;
   const int64_t groups = x.ld / 4;
-  // Two groups a pass, as gemm_rows.cc's tile: 1.02-1.16x on Zen 3.
+  // Two groups a pass, as gemm_rows.cc's tile: 1.02-1.16x on Zen 3
+  // (tests/bench/NOTES.md).
 #pragma GCC unroll 2
   for (int64_t g = 0; g < groups; ++g) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kPanel));

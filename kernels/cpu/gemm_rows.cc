@@ -151,7 +151,7 @@ template <int R>
   const int64_t k = s.k;
   // Two steps a pass, so that the loop's own count, compare and pointer
   // steps come every other step: on AMD's Zen 3 the decoder's shapes ran
-  // 1.00-1.19x faster (tests/bench/NOTES.md). The same chains, in order.
+  // 1.00-1.08x faster (tests/bench/NOTES.md). The same chains, in order.
 #pragma GCC unroll 2
   for (int64_t p = 0; p < k; ++p) {
     // (Unaligned loads: packed_b's panels need not be aligned; ours are, to 64 bytes.)
