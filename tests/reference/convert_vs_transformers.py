@@ -187,6 +187,14 @@ def compare(name, what, ours, theirs):
              f"  transformers: {theirs[i] if i < len(theirs) else '(none)'}")
 
 
+def training_schedule(seed):
+    """The seeds and step counts a variant's model is trained with, in turn,
+    until search can be compared on it (searchable_model, check_fairseq)."""
+    for attempt in range(MODEL_SEEDS):
+        for steps in (TRAIN_STEPS, 2 * TRAIN_STEPS):
+            yield seed + 1000 * attempt, steps
+
+
 def searchable_model(name, directory, work, vocab, fields, fmt, seed, src_file):
     """make_model from `seed`, trained longer or from the next seeds while
     at least half of its greedy outputs on the test's sources are empty:
@@ -197,12 +205,11 @@ def searchable_model(name, directory, work, vocab, fields, fmt, seed, src_file):
     first seed gave 24 of 24 empty on an AMD EPYC after 300 and 1,000
     steps and none after 600, where an Intel Xeon had passed at 300."""
     src_ids = [ids_of(p, vocab) for p in run("spm_encode", f"--model={work}/source.spm", src_file).splitlines()]
-    for attempt in range(MODEL_SEEDS):
-        for steps in (TRAIN_STEPS, 2 * TRAIN_STEPS):
-            model = make_model(directory, work, vocab, fields, fmt, seed + 1000 * attempt, steps)
-            empty = sum(1 for y in hf_generate(model, src_ids, num_beams=1) if not y)
-            if empty <= SENTENCES - SENTENCES // 2:
-                return model
+    for model_seed, steps in training_schedule(seed):
+        model = make_model(directory, work, vocab, fields, fmt, model_seed, steps)
+        empty = sum(1 for y in hf_generate(model, src_ids, num_beams=1) if not y)
+        if empty <= SENTENCES - SENTENCES // 2:
+            return model
     fail(f"{name}: the model is too weak to test search: {empty} of {SENTENCES} greedy outputs are empty "
          f"after {MODEL_SEEDS} seeds of {TRAIN_STEPS} and {2 * TRAIN_STEPS} steps")
 
@@ -413,8 +420,8 @@ def check_fairseq(name, activation, tfm, work, data, vocab_pieces, seed):
     # can be compared (most greedy outputs not empty, a quarter of beam 4's
     # ending before the maximum length; fairseq-gelu's first seed had 3 of 24
     # on an AMD EPYC).
-    for attempt in range(MODEL_SEEDS * 2):
-        model = trained(seed + 1000 * (attempt // 2), TRAIN_STEPS * (1 + attempt % 2))
+    for model_seed, steps in training_schedule(seed):
+        model = trained(model_seed, steps)
         greedy = generate(model, num_beams=1)
         beam = generate(model, num_beams=4, length_penalty=0.0, early_stopping=False)
         ended = [i for i, y in enumerate(beam) if len(y.split()) < MAX_NEW - 1]
