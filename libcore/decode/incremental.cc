@@ -38,6 +38,23 @@ int64_t graph_rows(int64_t n, int64_t most) {
   return std::min((n + unit - 1) / unit * unit, most);
 }
 
+// The shape (sentences, tokens a sentence) the encoder runs an admission of
+// B sentences of up to S tokens as, on a GPU: each rounded up as graph_rows
+// rounds a step's rows, within the plan, so that admissions' shapes repeat
+// (cuBLASLt's plans are kept by shape) and one CUDA graph serves each
+// (encoder_graph_). Where the plan's source tokens do not hold the rounded
+// shape, fewer padding sentences, then S itself. The padding is tokens and
+// sentences no sentence reads (encode()).
+std::pair<int64_t, int64_t> encoder_shape(int64_t B, int64_t S, const DecoderLimits& l) {
+  int64_t b = graph_rows(B, l.sentences), s = graph_rows(S, l.src_len);
+  if (b * s > l.src_tokens) b = std::max(B, l.src_tokens / s);
+  if (b * s > l.src_tokens) {
+    s = S;
+    b = std::max(B, std::min(graph_rows(B, l.sentences), l.src_tokens / S));
+  }
+  return {b, s};
+}
+
 // f(0) .. f(parts - 1) at once on the CPU's threads (one each; a team
 // smaller than asked, by OMP_THREAD_LIMIT or an enclosing region, takes
 // them in turn); the first exception any threw is thrown here after all
@@ -63,6 +80,7 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
     : model_(model), limits_(limits), shortlist_(shortlist) {
   const ModelConfig& c = model.config();
   const DecoderLimits& l = limits_;
+  const bool graphs = l.cuda_graph;  // the encoder's hold under a shortlist too
   if (shortlist_) {
     TFM_REQUIRE(shortlist_->vocab_size() == c.vocab_size, "a shortlist of {} ids for a model of {}",
                 shortlist_->vocab_size(), c.vocab_size);
@@ -86,6 +104,7 @@ IncrementalDecoder::IncrementalDecoder(const ModelWeights& model, const DecoderL
   const HostStaging::Part groups[] = {part(view(i.self_groups), iota)};
   staging_->upload(groups);
   graph_ = std::make_unique<StreamGraph>(model.stream(), l.cuda_graph);
+  encoder_graph_ = std::make_unique<StreamGraph>(model.stream(), graphs);
   readback_ = std::make_unique<HostReadback>(view(i.top).bytes(), 1, model.stream());
   if (!c.learned_positions) {
     Tensor table = sinusoid_table(c, std::max(l.steps, l.src_len), model.param_dtype());
@@ -281,26 +300,38 @@ void IncrementalDecoder::release(int32_t s) {
 // projection of its output into the cross-attention pools, at the slots'
 // source rows. Attention reads only a sentence's own tokens (groups), so
 // padding never enters a sentence's sums.
+//
+// On a GPU the encoder runs the shape encoder_shape() rounds (B, S) up to,
+// as one CUDA graph a shape: the tokens past S are padding as the ones
+// within are, and the sentences past B are empty (length 0: their
+// attention reads no key and gives zeros, ops.h); neither's keys and values
+// reach a pool (pool row -1, which scatter_columns skips on CUDA). Every
+// row is computed alone, so the admitted sentences' outputs are what an
+// unpadded run gives.
 void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources, const std::vector<int32_t>& slots) {
   const Plan& i = *plan_;
   const int64_t B = static_cast<int64_t>(sources.size()), Ls = limits_.src_len;
   int64_t S = 0;
   for (const auto& s : sources) S = std::max<int64_t>(S, static_cast<int64_t>(s.size()));
-  const int64_t M = B * S;
+  const bool gpu = model_.device().is_cuda();
+  const auto [Bp, Sp] = gpu ? encoder_shape(B, S, limits_) : std::pair<int64_t, int64_t>{B, S};
+  const int64_t M = Bp * Sp;
   // The encoder's index (sentences, Ls) and lengths of every planned
   // sentence (0 past this admission's), as its attention reads them.
-  std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M)), rows(static_cast<size_t>(M));
-  std::vector<int32_t> index(static_cast<size_t>(B * Ls), -1), lengths(static_cast<size_t>(limits_.sentences), 0);
-  for (int64_t b = 0; b < B; ++b) {
+  std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M)), rows(static_cast<size_t>(M), -1);
+  std::vector<int32_t> index(static_cast<size_t>(Bp * Ls), -1), lengths(static_cast<size_t>(limits_.sentences), 0);
+  for (int64_t b = 0; b < Bp; ++b) {
+    for (int64_t j = 0; j < Sp; ++j) {
+      groups[static_cast<size_t>(b * Sp + j)] = static_cast<int32_t>(b);
+      index[static_cast<size_t>(b * Ls + j)] = static_cast<int32_t>(b * Sp + j);
+    }
+    if (b >= B) continue;  // an empty sentence (a GPU's padding)
     const auto& s = sources[static_cast<size_t>(b)];
-    std::copy(s.begin(), s.end(), src.begin() + b * S);
+    std::copy(s.begin(), s.end(), src.begin() + b * Sp);
     lengths[static_cast<size_t>(b)] = static_cast<int32_t>(s.size());
     const Slot& slot = slots_[static_cast<size_t>(slots[static_cast<size_t>(b)])];
-    for (int64_t j = 0; j < S; ++j) {
-      groups[static_cast<size_t>(b * S + j)] = static_cast<int32_t>(b);
-      index[static_cast<size_t>(b * Ls + j)] = static_cast<int32_t>(b * S + j);
-      rows[static_cast<size_t>(b * S + j)] = slot.source_rows[static_cast<size_t>(j)];
-    }
+    for (int64_t j = 0; j < S; ++j)
+      rows[static_cast<size_t>(b * Sp + j)] = slot.source_rows[static_cast<size_t>(j)];
   }
   // The cross-attention tables: only the admitted slots' rows and lengths
   // (a step reads no other slot's that has changed).
@@ -314,6 +345,9 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
     tables.emplace_back(slice(view(i.cross_lengths), slot, 1), std::span<const int32_t>(cross_lengths_.data() + at, 1));
   }
   staging_->upload(tables);
+  // The kernels read every table from the upload, at the plan's addresses:
+  // one graph holds for every admission of the shape.
+  if (gpu) return encoder_graph_->run(Bp * (Ls + 1) + Sp, [&] { encode_rows(0, Bp, Bp, Sp); });
   // Sentences are padded to S rows each, so an even split of them is an
   // even split of the work (cpu_parts); a thread's attention reads only
   // its own sentences' rows.

@@ -56,8 +56,9 @@ struct DecoderLimits {
                             // (0: steps x rows, the most any batch can need)
   int64_t top_k = 8;        // the largest k of top_k()
   int attention_layer = -1; // keep this decoder layer's cross-attention (-1: none)
-  bool cuda_graph = true;   // run each step as one CUDA graph (StreamGraph; CUDA only;
-                            // translate_limits: off under TFM_CUDA_GRAPHS=0; off under a shortlist)
+  bool cuda_graph = true;   // run each step, and each admission's encoder, as one CUDA graph
+                            // (StreamGraph; CUDA only; translate_limits: off under
+                            // TFM_CUDA_GRAPHS=0; a step's off under a shortlist)
   // Under a shortlist (set by the decoder from it; 0 otherwise): the most
   // output columns of a step (U, the union of the admitted sentences'
   // candidates) and of one sentence.
@@ -153,6 +154,8 @@ class IncrementalDecoder {
   int64_t vocab_size() const { return model_.config().vocab_size; }
   const ModelConfig& config() const { return model_.config(); }
   const StreamGraph& graph() const { return *graph_; }
+  // The encoder's graphs on a GPU, one a padded admission shape (encode()).
+  const StreamGraph& encoder_graph() const { return *encoder_graph_; }
   // Seconds the host spent in top_k's download, waiting for the device's
   // work (on a GPU: the decode is device-bound where this is most of the
   // wall clock, host-bound where it is little); summed since construction.
@@ -226,6 +229,7 @@ class IncrementalDecoder {
   int64_t N_ = 0, steps_run_ = 0, rows_fed_ = 0, S_ = 0;
   std::unique_ptr<HostStaging> staging_;  // uploads: encode()'s tables, each step's rows
   std::unique_ptr<StreamGraph> graph_;    // a step's kernels as one graph, one a (rows, parity)
+  std::unique_ptr<StreamGraph> encoder_graph_;  // an admission's encoder, one a padded shape
   std::unique_ptr<HostReadback> readback_;  // top_k's download, into pinned memory
   bool lse_ready_ = false;                // top_k ran for the last step
   double waited_ = 0;                     // device_wait_seconds

@@ -208,6 +208,7 @@ struct Run {
   double host_step = 0, host_start = 0;  // step_seconds, start_seconds
   double capture = 0, launch = 0;        // of host_step: StreamGraph's capture and launch
   int64_t graphs = 0, graphs_built = 0;  // its steps' CUDA graphs: launched, built (one a key)
+  int64_t encoder_graphs = 0, encoder_graphs_built = 0;  // the encoder's, one an admission's padded shape
   int64_t steps = 0, rows = 0, rows_planned = 0;  // decoder steps, rows fed, rows a step may hold
 };
 
@@ -274,6 +275,8 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   r.rows_planned = decoders[0]->limits().rows;
   r.graphs = decoders[0]->graph().launches();
   r.graphs_built = decoders[0]->graph().instantiations();
+  r.encoder_graphs = decoders[0]->encoder_graph().launches();
+  r.encoder_graphs_built = decoders[0]->encoder_graph().instantiations();
   for (const auto& n : r.nbest) r.tokens += static_cast<int64_t>(n.at(0).tokens.size());
   if (model.device().is_cpu()) r.gemm_summary = bench::GemmClock::summary(r.seconds, 1, "run");
   return r;
@@ -830,9 +833,10 @@ int main(int argc, char** argv) {
                   o.no_refill ? "a batch at a time" : "continuous batching");
       if (model->device().is_cuda())
         std::printf("tfm: the host waited for the device %.3f s of %.3f s (%.0f%%); %lld steps as CUDA "
-                    "graphs, %lld graphs built\n",
+                    "graphs, %lld graphs built; %lld admissions' encoders as graphs, %lld built\n",
                     mine.device_wait, mine.seconds, 100 * mine.device_wait / mine.seconds,
-                    static_cast<long long>(mine.graphs), static_cast<long long>(mine.graphs_built));
+                    static_cast<long long>(mine.graphs), static_cast<long long>(mine.graphs_built),
+                    static_cast<long long>(mine.encoder_graphs), static_cast<long long>(mine.encoder_graphs_built));
       if (model->device().is_cuda())
         std::printf("tfm: the host's own time: steps queued %.3f s (graph capture %.3f, build and "
                     "launch %.3f), encoder queued %.3f s, the search's bookkeeping and the rest %.3f s\n",

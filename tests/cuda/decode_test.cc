@@ -285,6 +285,48 @@ TEST_CASE("decoder steps as cuda graphs give the bits of plain launches", "[deco
   }
 }
 
+// Admissions on a GPU run the encoder at a padded shape (encoder_shape in
+// incremental.cc: sentences and tokens rounded up within the plan), one
+// CUDA graph a shape: each step's log-probabilities are the CPU's, and
+// with graphs on or off the same bits.
+TEST_CASE("the encoder on cuda runs admissions padded, one graph a shape, with the cpu's results", "[decode]") {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.parse("vocab_size = 97\nd_model = 48\nd_ff = 80\nheads = 3\nd_k = 16\nd_v = 16");
+  ModelWeights cpu(c, Device::cpu()), gpu(c, Device::cuda(0));
+  cpu.init(8);
+  gpu.init(8);
+  DecoderLimits plain{.sentences = 6, .src_tokens = 40, .src_len = 10, .rows = 6, .steps = 6};
+  plain.cuda_graph = false;
+  DecoderLimits graphed = plain;
+  graphed.cuda_graph = true;
+  IncrementalDecoder dc(cpu, plain), da(gpu, plain), db(gpu, graphed);
+  const std::vector<IncrementalDecoder*> all = {&dc, &da, &db};
+  const auto step = [&](const std::vector<IncrementalDecoder::Row>& rows, const char* what) {
+    for (IncrementalDecoder* d : all) d->step(rows);
+    const Tensor want = dc.log_probs(), plain_bits = da.log_probs(), graph_bits = db.log_probs();
+    INFO(what);
+    test::require_close({{"log-probs", plain_bits, test::to_f64(want), {1e-4, 1e-5}}});
+    REQUIRE(std::memcmp(plain_bits.view().data(), graph_bits.view().data(), plain_bits.view().bytes()) == 0);
+  };
+  // Admissions (B, S) -> the shape run: (2, 3), (1, 5) and (2, 3) -> (5, 8)
+  // (8 x 6 sentences is over the 40 tokens planned); (1, 9) -> (4, 10).
+  for (IncrementalDecoder* d : all) d->start({{5, 6, 7}, {8, 9}}, 6, 6);
+  step({{0, 0, kBosId}, {1, 0, kBosId}}, "slots 0 and 1 admitted");
+  for (IncrementalDecoder* d : all) REQUIRE(d->admit({{10, 11, 12, 13, 14}}) == std::vector<int32_t>{2});
+  step({{0, 0, 20}, {1, 1, 21}, {2, 0, kBosId}}, "slot 2 joined");
+  for (IncrementalDecoder* d : all) {
+    d->release(0);
+    REQUIRE(d->admit({{15, 16}, {17, 18, 19}}) == std::vector<int32_t>{0, 3});
+  }
+  step({{1, 1, 22}, {2, 2, 23}, {0, 0, kBosId}, {3, 0, kBosId}}, "slot 0 again and slot 3 joined");
+  for (IncrementalDecoder* d : all) REQUIRE(d->admit({{20, 21, 22, 23, 24, 25, 26, 27, 28}}) == std::vector<int32_t>{4});
+  step({{1, 0, 24}, {2, 1, 25}, {0, 2, 26}, {3, 3, 27}, {4, 0, kBosId}}, "slot 4 joined");
+  CHECK_FALSE(da.encoder_graph().enabled());
+  REQUIRE(db.encoder_graph().enabled());
+  CHECK(db.encoder_graph().launches() == 4);
+  CHECK(db.encoder_graph().instantiations() == 2);
+}
+
 TEST_CASE("cuda extend_history matches the cpu", "[decode]") {
   const Device gpu = Device::cuda(0);
   Stream cuda(gpu), cpu(Device::cpu());
