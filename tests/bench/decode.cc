@@ -49,7 +49,9 @@
 // int8_bfloat16, and bfloat16@2, two batches in flight, its inter_threads
 // on one GPU), a table of tokens/s a batch size, the ratio to CTranslate2's
 // fastest setting at each size and at each engine's best, and the share of
-// identical outputs (--sweep-out: the TSV).
+// identical outputs (--sweep-out: the TSV). --tfm-in-flight N runs tfm at
+// each size a second time with N batches in flight: N copies of the
+// weights, each with a decoder and a stream of its own, a host thread each.
 //
 // tfm int8 (tfm-decode --precision int8): on the CPU in fp32 the same
 // weights are also quantized into a second model, decoded in turn with the
@@ -68,7 +70,7 @@
 //   decode [--preset base|big|tiny|demo|opus-mt] [--device cpu] [--precision fp32] [--sentences N]
 //          [--beam 4] [--max-tokens N] [--batch-size N] [--invariance N] [--forced-length N]
 //          [--model CKPT --input IDS [--reference TEXT]] [--ct2 auto|on|off] [--repeat N] [--no-int8]
-//          [--batch-sizes N,N,... [--ct2-types T,T@N,...] [--sweep-out FILE]]
+//          [--batch-sizes N,N,... [--ct2-types T,T@N,...] [--tfm-in-flight N] [--sweep-out FILE]]
 //          [--spm FILE] [--data DIR] [--out FILE] [--no-reference] [--gemm-shapes] [--shortlist FILE]
 #include <omp.h>
 #include <unistd.h>
@@ -146,6 +148,7 @@ struct Options {
   std::string shortlist;  // tfm also under this vocabulary shortlist
   std::vector<int64_t> batch_sizes;  // on a GPU: tfm and CTranslate2 at each of these
   std::vector<std::string> ct2_types = {"bfloat16", "float16", "int8_bfloat16", "bfloat16@2"};
+  int64_t in_flight = 1;  // with --batch-sizes: tfm also with this many batches in flight
   std::string sweep_out = "decode-sweep.tsv";
 };
 
@@ -226,8 +229,13 @@ BeamSearchOptions search_options(const Options& o) {
   return s;
 }
 
+// `copies`: on a GPU, more copies of the model's weights, each on a stream
+// of its own: a decoder a copy, each driven by a host thread of its own
+// (search_stream), so that as many batches are in flight at once
+// (CTranslate2's inter_threads on a GPU).
 Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests,
-            ThreadWork work, const Shortlist* shortlist = nullptr) {
+            ThreadWork work, const Shortlist* shortlist = nullptr,
+            const std::vector<const ModelWeights*>& copies = {}) {
   TranslateOptions t;
   t.search = search_options(o);
   t.max_tokens = o.max_tokens;
@@ -240,13 +248,16 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
   for (int d = 0; d < search_threads(model, omp_get_max_threads(), work); ++d)
     decoders.push_back(std::make_unique<IncrementalDecoder>(model, translate_limits(model, t), shortlist));
+  for (const ModelWeights* copy : copies)
+    decoders.push_back(std::make_unique<IncrementalDecoder>(*copy, translate_limits(*copy, t), shortlist));
   if (model.device().is_cpu()) {
     bench::GemmClock::install(o.gemm_shapes, /*any_m=*/true);
     bench::GemmClock::reset();
   }
   Run r;
   r.memory = "model " + model.memory_report() + "; decoder " + decoders[0]->memory_report();
-  if (decoders.size() > 1) r.memory += fmt::format(" (x{}: a decoder a thread)", decoders.size());
+  if (decoders.size() > 1)
+    r.memory += fmt::format(" (x{}: a decoder a thread{})", decoders.size(), copies.empty() ? "" : ", a stream each");
   r.nbest.resize(requests.size());
   // tfm-decode's order: shortest first (stable), then continuous batching.
   std::vector<size_t> order(requests.size());
@@ -259,6 +270,7 @@ Run run_tfm(const Options& o, const ModelWeights& model, const std::vector<Searc
   search_stream(decoders, sorted, t.search,
                 [&](size_t i, std::vector<Hypothesis>&& got) { r.nbest[order[i]] = std::move(got); });
   model.stream().synchronize();
+  for (const ModelWeights* copy : copies) copy->stream().synchronize();
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.cpu_seconds = bench::cpu_seconds() - cpu_start;
   for (const auto& d : decoders) {
@@ -506,10 +518,12 @@ double bleu_of(const std::vector<std::string>& ids, const Vocab& vocab, const st
 // On a GPU: tfm and CTranslate2 at each of --batch-sizes (sentences a
 // batch; the token cut raised so that the size binds), CTranslate2 in each
 // of --ct2-types (a compute type, "@N": N batches in flight, its
-// inter_threads), on the same sentences, batches and lengths; each engine's
-// best, and tfm over CTranslate2's best at each size and at each one's best.
+// inter_threads), tfm also with `copies` (--tfm-in-flight: 1 + copies
+// batches in flight, run_tfm), on the same sentences, batches and lengths;
+// each engine's best, and tfm's best over CTranslate2's best at each size
+// and at each one's best.
 void gpu_sweep(const Options& o, const ModelWeights& model, const std::vector<SearchRequest>& requests,
-               const Ct2& ct2, const std::string& name) {
+               const Ct2& ct2, const std::string& name, const std::vector<const ModelWeights*>& copies) {
   const std::vector<int64_t>& sizes = o.batch_sizes;
   struct Setting {
     std::string label, type;
@@ -532,7 +546,8 @@ void gpu_sweep(const Options& o, const ModelWeights& model, const std::vector<Se
   int64_t longest = 0;
   for (const SearchRequest& r : requests) longest = std::max<int64_t>(longest, static_cast<int64_t>(r.source.size()));
   const int64_t max_tokens = longest * *std::max_element(sizes.begin(), sizes.end());
-  std::vector<double> tfm;
+  const std::string flights = fmt::format("tfm@{}", copies.size() + 1);
+  std::vector<double> tfm, tfm_flights;  // tokens/s, one a size; with `copies`, in flight (0: not run)
   std::vector<int64_t> tfm_tokens;
   std::vector<std::vector<std::string>> tfm_lines;
   for (const int64_t size : sizes) {
@@ -547,6 +562,20 @@ void gpu_sweep(const Options& o, const ModelWeights& model, const std::vector<Se
                 r.device_wait);
     std::fflush(stdout);
     tfm_tokens.push_back(r.tokens);
+    tfm_flights.push_back(0);
+    if (copies.empty()) continue;
+    try {
+      const Run f = run_tfm(at, model, requests, ThreadWork::rows, nullptr, copies);
+      tfm_flights.back() = static_cast<double>(f.tokens) / f.seconds;
+      std::printf("sweep: %s, batches of %lld: %lld tokens in %.2f s, %.1f tokens/s (hosts waited %.2f s); "
+                  "best hypotheses the same as one in flight's: %.1f%%\n",
+                  flights.c_str(), static_cast<long long>(size), static_cast<long long>(f.tokens), f.seconds,
+                  tfm_flights.back(), f.device_wait, 100 * same_share(id_lines(f), tfm_lines.back()));
+    } catch (const Error& e) {
+      std::printf("sweep: %s, batches of %lld: not run: %s\n", flights.c_str(), static_cast<long long>(size),
+                  e.what());
+    }
+    std::fflush(stdout);
   }
   std::string tsv = "model\tbatch_size\tengine\tsetting\ttokens_per_s\tsame_share\n";
   for (Setting& st : settings) {
@@ -569,6 +598,7 @@ void gpu_sweep(const Options& o, const ModelWeights& model, const std::vector<Se
   }
   // The table: a row a batch size.
   std::printf("\n%-10s %6s %11s", "model", "batch", "tfm");
+  if (!copies.empty()) std::printf(" %11s", flights.c_str());
   for (const Setting& st : settings) std::printf(" %16s", ("ct2 " + st.label).c_str());
   std::printf(" %14s %11s\n", "tfm/best ct2", "same lines");
   double tfm_best = 0, ct2_best = 0;
@@ -578,6 +608,13 @@ void gpu_sweep(const Options& o, const ModelWeights& model, const std::vector<Se
     const Ct2Result* best_run = nullptr;
     std::printf("%-10s %6lld %11.1f", name.c_str(), static_cast<long long>(sizes[i]), tfm[i]);
     tsv += fmt::format("{}\t{}\ttfm\t{}\t{:.1f}\t\n", name, sizes[i], o.precision, tfm[i]);
+    if (!copies.empty()) {
+      std::printf(" %11s", tfm_flights[i] > 0 ? fmt::format("{:.1f}", tfm_flights[i]).c_str() : "-");
+      if (tfm_flights[i] > 0)
+        tsv += fmt::format("{}\t{}\ttfm\t{}@{}\t{:.1f}\t\n", name, sizes[i], o.precision, copies.size() + 1,
+                           tfm_flights[i]);
+    }
+    const double mine = std::max(tfm[i], tfm_flights[i]);  // tfm's faster setting at this size
     for (const Setting& st : settings) {
       if (st.runs.empty()) {
         std::printf(" %16s", "-");
@@ -591,15 +628,17 @@ void gpu_sweep(const Options& o, const ModelWeights& model, const std::vector<Se
       if (r.tokens_per_s > best) best = r.tokens_per_s, best_run = &r;
       if (r.tokens_per_s > ct2_best) ct2_best = r.tokens_per_s, ct2_best_at = fmt::format("{} at {}", st.label, sizes[i]);
     }
-    if (tfm[i] > tfm_best) tfm_best = tfm[i], tfm_best_at = fmt::format("{}", sizes[i]);
-    std::printf(" %14s %11s\n", best > 0 ? fmt::format("{:.2f}x", tfm[i] / best).c_str() : "-",
+    if (mine > tfm_best)
+      tfm_best = mine, tfm_best_at = fmt::format("{}{}", sizes[i], mine > tfm[i] ? ", " + flights : "");
+    std::printf(" %14s %11s\n", best > 0 ? fmt::format("{:.2f}x", mine / best).c_str() : "-",
                 best_run ? fmt::format("{:.1f}%", 100 * same_share(tfm_lines[i], best_run->hyps)).c_str() : "-");
   }
   if (ct2_best > 0)
     std::printf("each at its best: tfm %.1f tokens/s (batches of %s) / ctranslate2 %.1f (%s) = %.2fx\n", tfm_best,
                 tfm_best_at.c_str(), ct2_best, ct2_best_at.c_str(), tfm_best / ct2_best);
-  std::printf("same lines: the share of sentences whose best hypothesis is the same in tfm's %s and the "
-              "faster CTranslate2 setting's. Written to %s\n", o.precision.c_str(), o.sweep_out.c_str());
+  std::printf("tfm/best ct2: tfm's faster setting at the size over CTranslate2's; same lines: the share of "
+              "sentences whose best hypothesis is the same in tfm's %s (one in flight) and the faster "
+              "CTranslate2 setting's. Written to %s\n", o.precision.c_str(), o.sweep_out.c_str());
   io::write_file_atomic(o.sweep_out, tsv);
 }
 
@@ -656,6 +695,10 @@ int main(int argc, char** argv) {
   app.add_option("--ct2-types", o.ct2_types,
                  "With --batch-sizes: CTranslate2's compute types, TYPE@N for N batches in flight (inter_threads)")
       ->delimiter(',')->capture_default_str();
+  app.add_option("--tfm-in-flight", o.in_flight,
+                 "With --batch-sizes: tfm also with N batches in flight, each decoder on a copy of the weights "
+                 "and a stream of its own, driven by a host thread of its own (CTranslate2's TYPE@N)")
+      ->check(tfm::AtLeast(int64_t{1}))->capture_default_str();
   app.add_option("--sweep-out", o.sweep_out, "With --batch-sizes: the sweep as TSV")->capture_default_str();
   app.add_option("--shortlist", o.shortlist, "Decode under this vocabulary shortlist too (fp32, int8)");
   app.add_option("--reference", o.reference, "With --model: reference text of --input's lines; BLEU of each");
@@ -667,6 +710,7 @@ int main(int argc, char** argv) {
     const DType dtype = compute_dtype(precision);
     TFM_REQUIRE(o.model.empty() == o.input.empty(), "--model and --input go together");
     TFM_REQUIRE(o.batch_sizes.empty() || device.is_cuda(), "--batch-sizes sweeps tfm and CTranslate2 on a GPU");
+    TFM_REQUIRE(o.in_flight == 1 || !o.batch_sizes.empty(), "--tfm-in-flight goes with --batch-sizes");
     std::vector<SearchRequest> requests;
     int64_t src_tokens = 0;
     ModelConfig config;
@@ -1128,7 +1172,20 @@ int main(int argc, char** argv) {
                        opt(!c8_intra.empty(), median(c8_intra)));
     io::write_file_atomic(o.out, tsv);
     if (!o.batch_sizes.empty()) {
-      if (ct2) gpu_sweep(o, *model, requests, *ct2, name);
+      // --tfm-in-flight: copies of the weights, made as the model was.
+      std::vector<std::unique_ptr<ModelWeights>> owned;
+      std::vector<const ModelWeights*> copies;
+      for (int64_t n = 1; n < o.in_flight; ++n) {
+        if (file) {
+          owned.push_back(file->load_weights(device, precision));
+        } else {
+          owned.push_back(std::make_unique<ModelWeights>(config, device, dtype));
+          owned.back()->init(1);
+          owned.back()->refresh_weights();
+        }
+        copies.push_back(owned.back().get());
+      }
+      if (ct2) gpu_sweep(o, *model, requests, *ct2, name, copies);
       else std::printf("sweep: not run: %s\n", ct2_skip.c_str());
     }
     status = ok ? 0 : kMissed;
