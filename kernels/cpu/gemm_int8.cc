@@ -151,7 +151,10 @@ template <int R>
     _mm256_store_si256(reinterpret_cast<__m256i*>(sums[r] + 8), acc[r][1]);
   }
   for (int r = 0; r < R; ++r) {
+    // Into y itself; the last panel's columns through `out`, then copied.
     alignas(32) float out[kPanel];
+    float* const yr = y + (i + r) * ldy + j0;
+    float* const to = cols == kPanel ? yr : out;
     const __m256 sx = _mm256_set1_ps(e.x_scales[i + r]);
     for (int h = 0; h < 2; ++h) {
       const __m256i sum = _mm256_sub_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(sums[r] + 8 * h)),
@@ -160,9 +163,9 @@ template <int R>
       __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), s);
       if (e.bias) v = _mm256_add_ps(v, _mm256_load_ps(pc.bias + 8 * h));
       if (e.relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);  // v < 0 ? 0 : v, as std::max(v, 0)
-      _mm256_store_ps(out + 8 * h, v);
+      _mm256_storeu_ps(to + 8 * h, v);
     }
-    std::copy(out, out + cols, y + (i + r) * ldy + j0);
+    if (cols < kPanel) std::copy(out, out + cols, yr);
   }
 }
 
