@@ -318,7 +318,8 @@ void IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>& sources
   const int64_t M = Bp * Sp;
   // The encoder's index (sentences, Ls) and lengths of every planned
   // sentence (0 past this admission's), as its attention reads them.
-  std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M)), rows(static_cast<size_t>(M), -1);
+  std::vector<int32_t> src(static_cast<size_t>(M), kPadId), groups(static_cast<size_t>(M));
+  std::vector<int32_t> rows(static_cast<size_t>(M), -1);  // pool rows; -1: none (a GPU's padding)
   std::vector<int32_t> index(static_cast<size_t>(Bp * Ls), -1), lengths(static_cast<size_t>(limits_.sentences), 0);
   for (int64_t b = 0; b < Bp; ++b) {
     for (int64_t j = 0; j < Sp; ++j) {
