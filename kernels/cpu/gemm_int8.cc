@@ -203,7 +203,7 @@ template <int R>
   }
   // The next block's panel, when W comes packed (panel after panel in
   // memory), asked for a share of its lines after each tile, as gemm_rows.cc
-  // asks for its next block: a base decoder step's int8 GEMMs 1.03-1.05x on
+  // asks for its next block: a base decoder step's int8 GEMMs 1.02-1.04x on
   // Zen 3 (tests/bench/NOTES.md). Into L1: the panel is K x 16 bytes.
   const char* next =
       w.panels && j0 + kPanel < w.rows ? reinterpret_cast<const char*>(panel + w.ld / 4 * kPanel) : nullptr;
