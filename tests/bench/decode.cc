@@ -761,16 +761,21 @@ int main(int argc, char** argv) {
     }
     if (!o.unpacked) model->pack_weights();  // as tfm-decode: a no-op but on the CPU
     TFM_REQUIRE(o.reference.empty() || !o.model.empty(), "--reference goes with --model");
+    // The model's weights once more, made as they were (the checkpoint, or
+    // the preset's seed), at precision p: int8 beside fp32, and
+    // --tfm-in-flight's copies.
+    const auto same_weights = [&](Precision p) {
+      if (file) return file->load_weights(device, p);
+      auto w = std::make_unique<ModelWeights>(config, device, dtype);
+      w->init(1);
+      if (p == Precision::int8) w->quantize_int8();
+      else w->refresh_weights();
+      return w;
+    };
     // The same weights in int8, decoded in turn with fp32 (CPU).
     std::unique_ptr<ModelWeights> model8;
     if (!o.no_int8 && device.is_cpu() && dtype == DType::f32) {
-      if (!o.model.empty()) {
-        model8 = file->load_weights(device, Precision::int8);
-      } else {
-        model8 = std::make_unique<ModelWeights>(config, device, dtype);
-        model8->init(1);
-        model8->quantize_int8();
-      }
+      model8 = same_weights(Precision::int8);
       if (!o.unpacked) model8->pack_weights();
     }
     std::optional<Shortlist> shortlist;
@@ -1175,16 +1180,7 @@ int main(int argc, char** argv) {
       // --tfm-in-flight: copies of the weights, made as the model was.
       std::vector<std::unique_ptr<ModelWeights>> owned;
       std::vector<const ModelWeights*> copies;
-      for (int64_t n = 1; n < o.in_flight; ++n) {
-        if (file) {
-          owned.push_back(file->load_weights(device, precision));
-        } else {
-          owned.push_back(std::make_unique<ModelWeights>(config, device, dtype));
-          owned.back()->init(1);
-          owned.back()->refresh_weights();
-        }
-        copies.push_back(owned.back().get());
-      }
+      for (int64_t n = 1; n < o.in_flight; ++n) copies.push_back(owned.emplace_back(same_weights(precision)).get());
       if (ct2) gpu_sweep(o, *model, requests, *ct2, name, copies);
       else std::printf("sweep: not run: %s\n", ct2_skip.c_str());
     }

@@ -197,8 +197,9 @@ def training_schedule(seed):
 
 def searchable_model(name, directory, work, vocab, fields, fmt, seed, src_file):
     """make_model from `seed`, trained longer or from the next seeds while
-    at least half of its greedy outputs on the test's sources are empty:
-    search cannot be compared on such a model. The models are trained on
+    more than half of its greedy outputs on the test's sources are empty
+    (search cannot be compared on such a model); returns the model and
+    those greedy outputs. The models are trained on
     each machine's PyTorch, whose kernels differ a little by CPU, and a
     short training swings between models that end their outputs after a
     few tokens and models that end them at once: the opus-mt variant's
@@ -207,9 +208,10 @@ def searchable_model(name, directory, work, vocab, fields, fmt, seed, src_file):
     src_ids = [ids_of(p, vocab) for p in run("spm_encode", f"--model={work}/source.spm", src_file).splitlines()]
     for model_seed, steps in training_schedule(seed):
         model = make_model(directory, work, vocab, fields, fmt, model_seed, steps)
-        empty = sum(1 for y in hf_generate(model, src_ids, num_beams=1) if not y)
+        greedy = hf_generate(model, src_ids, num_beams=1)
+        empty = sum(1 for y in greedy if not y)
         if empty <= SENTENCES - SENTENCES // 2:
-            return model
+            return model, greedy
     fail(f"{name}: the model is too weak to test search: {empty} of {SENTENCES} greedy outputs are empty "
          f"after {MODEL_SEEDS} seeds of {TRAIN_STEPS} and {2 * TRAIN_STEPS} steps")
 
@@ -224,7 +226,7 @@ def check_variant(name, fields, fmt, seed, tfm, work, data, vocab, ct2_converter
         f.write("\n".join(tgt_text) + "\n")
 
     d = os.path.join(work, name)
-    model = searchable_model(name, d, work, vocab, fields, fmt, seed, src_file)
+    model, greedy = searchable_model(name, d, work, vocab, fields, fmt, seed, src_file)
     ckpt = os.path.join(work, f"{name}.bin")
     run(f"{tfm}/tfm-convert", "-q", d, "-o", ckpt)
     pieces_of = {v: k for k, v in vocab.items()}
@@ -269,7 +271,6 @@ def check_variant(name, fields, fmt, seed, tfm, work, data, vocab, ct2_converter
     def pieces(ids_list):
         return [" ".join(pieces_of[i] for i in ids) for ids in ids_list]
 
-    greedy = hf_generate(model, src_ids, num_beams=1)  # at least half of them not empty (searchable_model)
     compare(name, "greedy outputs", tfm_decode("--beam", "1"), pieces(greedy))
     beam = hf_generate(model, src_ids, num_beams=4, length_penalty=0.0, early_stopping=False)
     ended = [i for i, y in enumerate(beam) if len(y) < MAX_NEW - 1]
