@@ -19,6 +19,26 @@
 namespace tfm {
 namespace detail {
 
+SearchQueue::SearchQueue(size_t requests, size_t decoders, size_t holds)
+    : requests_(requests), holds_(holds), allowed_(std::max<size_t>(decoders, 1)) {}
+
+std::optional<size_t> SearchQueue::take(size_t decoder, int64_t held) {
+  if (empty()) return std::nullopt;
+  const size_t left = requests_ - next_;
+  const size_t share = (left + allowed_.size() - 1) / allowed_.size();
+  if (!tail_ && held == 0 && left < allowed_.size() * holds_) {
+    tail_ = true;
+    std::fill(allowed_.begin(), allowed_.end(), share);
+  }
+  if (tail_) {
+    size_t& allowed = allowed_.at(decoder);
+    if (held == 0 && allowed == 0) allowed = share;
+    if (allowed == 0) return std::nullopt;
+    --allowed;
+  }
+  return next_++;
+}
+
 bool ranks_before(const Hypothesis& a, const Hypothesis& b) {
   if (a.score != b.score) return a.score > b.score;
   if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
@@ -367,14 +387,16 @@ namespace {
 // as many of the next ones as it has room for, with room for all their
 // beams (sentence slots, rows, source rows, and W (max_len + 1) pool rows
 // each), and a sentence that stops is reported and released at once, so
-// that steps stay full. take(fits) gives the next request's index if
-// fits(request) holds for it (under the caller's lock), else none.
+// that steps stay full. take(fits, held) gives the next request's index if
+// fits(request) holds for it (under the caller's lock), else none; held is
+// how many sentences the decoder has (live and joining).
 //
 // An ensemble's members (team, beside the first) are admitted, stepped and
 // released alike; after each step the first's logits become their weighted
 // mean (mix_logits), and everything else is read from the first.
 void stream(const Team& team, const BeamSearchOptions& o,
-            const std::function<const SearchRequest*(const std::function<bool(const SearchRequest&)>&, size_t&)>& take,
+            const std::function<const SearchRequest*(const std::function<bool(const SearchRequest&)>&, int64_t,
+                                                     size_t&)>& take,
             const std::function<void(size_t, std::vector<Hypothesis>&&)>& done) {
   IncrementalDecoder& decoder = *team.members.front();
   const std::vector<IncrementalDecoder*> others(team.members.begin() + 1, team.members.end());
@@ -414,7 +436,7 @@ void stream(const Team& team, const BeamSearchOptions& o,
                r.max_len + 1 <= l.steps && static_cast<int64_t>(r.source.size()) <= l.src_len;
       };
       size_t index = 0;
-      const SearchRequest* r = take(fits, index);
+      const SearchRequest* r = take(fits, static_cast<int64_t>(live.size() + joining.size()), index);
       if (!r) break;
       check_request(*r, index, o, decoder.vocab_size(), eos_id);
       reserved += W * (r->max_len + 1);
@@ -440,7 +462,7 @@ void stream(const Team& team, const BeamSearchOptions& o,
       // Nothing to decode and nothing taken: the queue is empty, or its next
       // request does not fit even an empty decoder.
       size_t index = 0;
-      const SearchRequest* r = take([](const SearchRequest&) { return true; }, index);
+      const SearchRequest* r = take([](const SearchRequest&) { return true; }, 0, index);
       if (!r) return;
       TFM_REQUIRE(false, "beam search: a sentence of {} tokens allowing {} output tokens does not fit the decoder's "
                   "plan ({} source tokens, {} positions, {} cache rows)",
@@ -522,7 +544,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Team& team, const std::ve
   size_t next = 0;
   stream(
       team, o,
-      [&](const std::function<bool(const SearchRequest&)>& fits, size_t& index) -> const SearchRequest* {
+      [&](const std::function<bool(const SearchRequest&)>& fits, int64_t, size_t& index) -> const SearchRequest* {
         if (next == batch.size() || !fits(batch[next])) return nullptr;
         index = next;
         return &batch[next++];
@@ -573,15 +595,23 @@ void search_stream(const std::vector<Team>& teams, const std::vector<SearchReque
   TFM_REQUIRE(!teams.empty(), "internal: search_stream without a decoder");
   for (const Team& t : teams) check_team(t);
   const int threads = static_cast<int>(std::min(teams.size(), requests.size()));
-  // The queue: requests in order, each taken by the first decoder with room.
+  // The queue: requests in order, each taken by the first decoder with room
+  // (its tail shared out: SearchQueue).
   std::mutex queue_mutex, done_mutex;
-  size_t next = 0;
+  const DecoderLimits& l = teams[0].members.front()->limits();
+  detail::SearchQueue queue(requests.size(), static_cast<size_t>(std::max(threads, 1)),
+                            static_cast<size_t>(std::min(l.sentences, l.rows / std::max<int64_t>(o.beam_size, 1))));
   std::atomic<bool> stop{false};
-  const auto take = [&](const std::function<bool(const SearchRequest&)>& fits, size_t& index) -> const SearchRequest* {
-    const std::lock_guard<std::mutex> lock(queue_mutex);
-    if (stop || next == requests.size() || !fits(requests[next])) return nullptr;
-    index = next;
-    return &requests[next++];
+  const auto take_for = [&](size_t team) {
+    return [&, team](const std::function<bool(const SearchRequest&)>& fits, int64_t held,
+                     size_t& index) -> const SearchRequest* {
+      const std::lock_guard<std::mutex> lock(queue_mutex);
+      if (stop || queue.empty() || !fits(requests[queue.next()])) return nullptr;
+      const std::optional<size_t> taken = queue.take(team, held);
+      if (!taken) return nullptr;
+      index = *taken;
+      return &requests[index];
+    };
   };
   const auto report = [&](size_t i, std::vector<Hypothesis>&& nbest) {
     const std::lock_guard<std::mutex> lock(done_mutex);
@@ -594,21 +624,22 @@ void search_stream(const std::vector<Team>& teams, const std::vector<SearchReque
     }
   };
   if (threads <= 1) {
-    stream(teams[0], o, take, report);
+    stream(teams[0], o, take_for(0), report);
     return;
   }
   std::vector<std::exception_ptr> failed(static_cast<size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
-    const Team& team = teams[static_cast<size_t>(omp_get_thread_num())];
+    const auto t = static_cast<size_t>(omp_get_thread_num());
+    const Team& team = teams[t];
     // Regions nested in this one run on one thread already, but the decoder
     // and the GEMMs size their splits by omp_get_max_threads(): one here.
     // (An implicit task's own setting; the caller's is untouched.)
     omp_set_num_threads(1);
     try {
-      stream(team, o, take, report);
+      stream(team, o, take_for(t), report);
     } catch (...) {
-      failed[static_cast<size_t>(omp_get_thread_num())] = std::current_exception();
+      failed[t] = std::current_exception();
       stop = true;
     }
   }

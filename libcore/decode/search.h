@@ -169,7 +169,9 @@ std::vector<std::vector<Hypothesis>> beam_search(const Team& team, const std::ve
 // releases each as it stops; the results are beam_search's, bit for bit.
 // With several decoders, on the CPU, they search side by side, one a
 // thread, each thread's ops single-threaded, taking sentences from the one
-// queue as they have room: no step waits on another thread, and the host's
+// queue as they have room (its last ones shared out evenly between those
+// that run dry, so that no thread takes a whole batch while the others
+// finish a few and wait): no step waits on another thread, and the host's
 // part of a search runs beside the other thread's steps. done(i, nbest) is
 // called for request i as it finishes, one call at a time. A sentence that
 // would not fit an empty decoder is an error. An exception from a search or

@@ -3,7 +3,9 @@
 // constrained steps). Internal to libcore/decode.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "libcore/decode/constraints.h"
@@ -91,5 +93,32 @@ void advance_forced(Sentence& s, int32_t first, const StepResult& step, const Be
 // allocation (constraints.h).
 void advance_constrained(Sentence& s, int32_t first, const StepResult& step, const BeamSearchOptions& o,
                          EarlyStopping stopping);
+
+// search_stream's queue of requests, shared by its decoders (the caller
+// locks): requests go in order, each to the first decoder with room for it.
+// Its tail is shared out: when a decoder runs dry and fewer are left than
+// the decoders hold, each may take at most an even share of what is left,
+// so that the last sentences are split between the threads instead of one
+// taking a whole batch while another finishes a few and waits (300
+// sentences in batches of 32 on two threads: the last batches 22 and 22,
+// not 32 and 12). A decoder that runs dry again takes a share of what is
+// left then. Refilled decoders rarely run dry before the end.
+class SearchQueue {
+ public:
+  // `holds`: the sentences a decoder holds at most.
+  SearchQueue(size_t requests, size_t decoders, size_t holds);
+
+  bool empty() const { return next_ == requests_; }
+  size_t next() const { return next_; }  // the request a take would give
+  // The next request for `decoder`, which has `held` sentences (live and
+  // joining), or none when the queue is empty or its share is taken.
+  std::optional<size_t> take(size_t decoder, int64_t held);
+
+ private:
+  size_t requests_, holds_;
+  size_t next_ = 0;
+  bool tail_ = false;
+  std::vector<size_t> allowed_;  // in the tail: what each decoder may still take
+};
 
 }  // namespace tfm::detail

@@ -10,10 +10,13 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
+#include <optional>
 #include <set>
 
 #include "libcore/base/error.h"
 #include "libcore/decode/search.h"
+#include "libcore/decode/search_state.h"
 #include "libcore/model/model_file.h"
 #include "libcore/model/model_io.h"
 #include "libcore/train/optimizer.h"
@@ -252,6 +255,52 @@ TEST_CASE("search_stream: continuous batching on one and three threads, each sen
   omp_set_num_threads(threads);
   CHECK(search_threads(*model, 4) == 4);  // a small model on the CPU: one decoder a thread
   CHECK(search_threads(*model, 1) == 1);
+}
+
+TEST_CASE("search_stream's queue shares its last sentences evenly between decoders that run dry", "[search]") {
+  // A decoder takes until it holds `holds` or the queue gives none.
+  const auto fill = [](detail::SearchQueue& q, size_t d, int64_t held, int64_t holds, std::vector<size_t>& order) {
+    int64_t n = 0;
+    for (; held + n < holds; ++n) {
+      const std::optional<size_t> i = q.take(d, held + n);
+      if (!i) break;
+      order.push_back(*i);
+    }
+    return n;
+  };
+  std::vector<size_t> order;
+  // Batches at a time (every decoder runs dry): 300 sentences on two
+  // decoders of 32 end in two batches of 22, not 32 and 12.
+  detail::SearchQueue batches(300, 2, 32);
+  std::vector<int64_t> sizes;
+  while (!batches.empty())
+    for (size_t d : {0, 1}) sizes.push_back(fill(batches, d, 0, 32, order));
+  CHECK(sizes == std::vector<int64_t>{32, 32, 32, 32, 32, 32, 32, 32, 22, 22});
+  std::vector<size_t> all(300);
+  std::iota(all.begin(), all.end(), size_t{0});
+  CHECK(order == all);  // in order, each once
+  // Refills of a decoder that still holds sentences are not held back,
+  // even past the tail's start; a decoder that runs dry starts the sharing.
+  detail::SearchQueue refills(100, 2, 32);
+  CHECK(fill(refills, 0, 0, 32, order) == 32);
+  CHECK(fill(refills, 1, 0, 32, order) == 32);
+  CHECK(fill(refills, 0, 28, 32, order) == 4);  // 32 left: fewer than two decoders hold
+  CHECK(fill(refills, 1, 0, 32, order) == 16);  // dry: half of them
+  CHECK(fill(refills, 0, 12, 32, order) == 16);  // the other half, held or not
+  CHECK(refills.empty());
+  // A decoder that runs dry again takes a share of what is left then; the
+  // other keeps what it was allowed.
+  detail::SearchQueue again(40, 2, 32);
+  CHECK(fill(again, 0, 0, 32, order) == 20);
+  CHECK(fill(again, 1, 0, 5, order) == 5);  // room for 5 only
+  CHECK(fill(again, 0, 0, 32, order) == 8);  // dry: 15 left, 8 of them
+  CHECK(fill(again, 1, 5, 32, order) == 7);  // the rest, of its 15
+  CHECK(again.empty());
+  CHECK_FALSE(again.take(0, 0));
+  // One decoder takes everything.
+  detail::SearchQueue one(50, 1, 32);
+  CHECK(fill(one, 0, 0, 32, order) == 32);
+  CHECK(fill(one, 0, 0, 32, order) == 18);
 }
 
 TEST_CASE("a large model's threads take batches where each has a batch, else one batch's rows", "[search]") {
