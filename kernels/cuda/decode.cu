@@ -1,6 +1,7 @@
 // CUDA decoding ops (decode.h): attention over gathered keys and the
-// top-k log-softmax (one pass over the vocabulary for k <= 16). Storage f32, bf16 or f16; every sum in f32 by a fixed
-// tree, so a row's bits do not depend on the other rows of the launch.
+// top-k log-softmax (one pass over the vocabulary for k <= 16). Storage
+// f32, bf16 or f16; every sum in f32 in a fixed order, so a row's bits do
+// not depend on the other rows of the launch.
 // Indices out of range are made harmless (ops.h): an index outside the pool
 // or a group outside [0, G) counts as an empty key, a length is clamped.
 #include "kernels/cuda/common.cuh"
@@ -257,31 +258,59 @@ __device__ __forceinline__ Candidate block_best(Candidate c, float* best_v, int3
 // row's top k is among its own thread's kList best (k <= kList), so k rounds
 // of a block-wide pick over the threads' list heads, the winner's thread
 // shifting its list, give the top k in order; the vocabulary is read once
-// instead of k + 2 times.
-template <typename T, int kList>
+// instead of k + 2 times. The row is read in packs of kN (16 bytes where
+// the row allows, else kN = 1), kLoads packs a thread at once before any is
+// used: read an element at a time, each thread waited on memory for each of
+// its ~150 logits in turn (115 us a call at 256 rows of 37,000). A pack
+// moves the running maximum once, by its own maximum, as the loss's kernel
+// does. Which thread holds which logit changes neither the picks (`better`
+// is a total order) nor, for a given V, the order of the row's sums.
+template <typename T, int kList, int kN>
 __global__ void log_softmax_topk_kernel(const T* logits, int64_t vocab, int64_t k, float* values,
                                         int32_t* ids, float* lse) {
+  using P = Pack<T, kN>;
+  constexpr int kLoads = kN == 1 ? 8 : 4;
   __shared__ float scratch_m[32], scratch_s[32];
   __shared__ float best_v[32];
   __shared__ int32_t best_id[32];
-  const int64_t row = blockIdx.x;
-  const T* x = logits + row * vocab;
+  const int64_t row = blockIdx.x, packs = vocab / kN;
+  const P* x = reinterpret_cast<const P*>(logits + row * vocab);
   Candidate list[kList];
 #pragma unroll
   for (int j = 0; j < kList; ++j) list[j] = {-INFINITY, -1};
   MaxSum acc;
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
-    const Candidate here{to_float(x[v]), static_cast<int32_t>(v)};
-    acc = push(acc, here.v);
-    if (!better(here, list[kList - 1])) continue;
-    list[kList - 1] = here;  // then bubbled up to its place
+  for (int64_t first = threadIdx.x; first < packs; first += int64_t(kLoads) * blockDim.x) {
+    P xs[kLoads];
 #pragma unroll
-    for (int j = kList - 1; j > 0; --j)
-      if (better(list[j], list[j - 1])) {
-        const Candidate t = list[j];
-        list[j] = list[j - 1];
-        list[j - 1] = t;
+    for (int u = 0; u < kLoads; ++u)
+      if (const int64_t p = first + int64_t(u) * blockDim.x; p < packs) xs[u] = x[p];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int64_t p = first + int64_t(u) * blockDim.x;
+      if (p >= packs) break;
+      float top = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kN; ++j) top = fmaxf(top, to_float(xs[u].v[j]));
+      if (top > acc.m) {  // exp(-inf) = 0 rescales an empty sum to 0
+        acc.s *= expf(acc.m - top);
+        acc.m = top;
       }
+      const bool adds = acc.m != -INFINITY;  // else every logit so far is -inf: exp(-inf - -inf) is NaN
+#pragma unroll
+      for (int j = 0; j < kN; ++j) {
+        const Candidate here{to_float(xs[u].v[j]), static_cast<int32_t>(p * kN + j)};
+        if (adds) acc.s += expf(here.v - acc.m);
+        if (!better(here, list[kList - 1])) continue;  // a -inf logit still beats an empty entry
+        list[kList - 1] = here;  // then bubbled up to its place
+#pragma unroll
+        for (int i = kList - 1; i > 0; --i)
+          if (better(list[i], list[i - 1])) {
+            const Candidate t = list[i];
+            list[i] = list[i - 1];
+            list[i - 1] = t;
+          }
+      }
+    }
   }
   acc = block_max_sum(acc, scratch_m, scratch_s);
   const float row_lse = acc.m + logf(acc.s);
@@ -385,8 +414,10 @@ void log_softmax_topk<DeviceType::cuda>(const TensorView& logits, const TensorVi
   with_storage_type(logits.dtype(), "log_softmax_topk", [&](auto tag) {
     using T = decltype(tag);
     // Beam search asks for 2W: 8 at the paper's beam of 4.
-    auto kernel = k <= 8    ? log_softmax_topk_kernel<T, 8>
-                  : k <= 16 ? log_softmax_topk_kernel<T, 16>
+    constexpr int kN = kPack16<T>;
+    const bool packed = packable<kN>(vocab, static_cast<const T*>(logits.data()));
+    auto kernel = k <= 8    ? (packed ? log_softmax_topk_kernel<T, 8, kN> : log_softmax_topk_kernel<T, 8, 1>)
+                  : k <= 16 ? (packed ? log_softmax_topk_kernel<T, 16, kN> : log_softmax_topk_kernel<T, 16, 1>)
                             : log_softmax_topk_rounds_kernel<T>;
     kernel<<<static_cast<unsigned>(rows), kThreads, 0, native(stream)>>>(
         static_cast<const T*>(logits.data()), vocab, k, values.data_as<float>(),

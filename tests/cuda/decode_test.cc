@@ -165,6 +165,37 @@ TEST_CASE("cuda log_softmax_topk breaks ties by the smaller id, as the cpu does"
     }
 }
 
+TEST_CASE("cuda log_softmax_topk keeps -inf logits, by id, where fewer than k are finite, as the cpu does",
+          "[decode]") {
+  // A shortlist or a constraint masks logits with -inf: rows of V = 40 and
+  // 1,000 (16-byte packs in every dtype) and 37 (single elements) with
+  // three finite logits, the first of them late in the row.
+  const Device gpu = Device::cuda(0);
+  Stream cuda(gpu), cpu(Device::cpu());
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+    for (int64_t v : {37, 40, 1000}) {
+      std::vector<double> x(static_cast<size_t>(2 * v), -INFINITY);
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t j : {v - 1, v / 2, v / 3}) x[static_cast<size_t>(r * v + j)] = 0.5 * static_cast<double>(j % 7 + r);
+      const Tensor logits = test::from_f64(x, {2, v}, dtype);
+      const int64_t k = 8;
+      Tensor g_values({2, k}, DType::f32, gpu), g_ids({2, k}, DType::i32, gpu), g_lse({2}, DType::f32, gpu);
+      ops::log_softmax_topk(test::to_device(logits, gpu), g_values, g_ids, g_lse, cuda);
+      Tensor values({2, k}, DType::f64), ids({2, k}, DType::i32), lse({2}, DType::f64);
+      ops::log_softmax_topk(test::cast(logits, DType::f64), values, ids, lse, cpu);
+      cuda.synchronize();
+      INFO(dtype_name(dtype) << ", V " << v);
+      CHECK(test::to_f64(g_ids) == test::to_f64(ids));  // three finite ones, then -inf ones by smallest id
+      const std::vector<double> got = test::to_f64(g_values), want = test::to_f64(values);
+      for (size_t i = 0; i < want.size(); ++i) {
+        INFO("entry " << i);
+        if (std::isinf(want[i])) CHECK(got[i] == want[i]);
+        else CHECK(std::abs(got[i] - want[i]) <= 1e-5);
+      }
+      test::require_close({{"lse", g_lse, test::to_f64(lse), test::tolerance_for(DType::f32, v)}});
+    }
+}
+
 namespace {
 
 // The decoder's steps and a beam search of model c on both devices.
