@@ -175,6 +175,15 @@ __device__ __forceinline__ MaxSum push(MaxSum a, float x) {
   return {a.m, a.s + expf(x - a.m)};
 }
 
+// Before a pack's terms are added: the running maximum raised to the
+// pack's own maximum `top`, the sum rescaled once for the pack instead of
+// once an element (exp(-inf) = 0 rescales an empty sum to 0). The terms
+// are then exp(x - a.m), none while a.m is -inf (exp(-inf - -inf) is NaN).
+__device__ __forceinline__ MaxSum raise_max(MaxSum a, float top) {
+  if (top > a.m) return {top, a.s * expf(a.m - top)};
+  return a;
+}
+
 __device__ __forceinline__ MaxSum warp_max_sum(MaxSum v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)

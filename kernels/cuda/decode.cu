@@ -262,8 +262,8 @@ __device__ __forceinline__ Candidate block_best(Candidate c, float* best_v, int3
 // the row allows, else kN = 1), kLoads packs a thread at once before any is
 // used: read an element at a time, each thread waited on memory for each of
 // its ~150 logits in turn (115 us a call at 256 rows of 37,000). A pack
-// moves the running maximum once, by its own maximum, as the loss's kernel
-// does. Which thread holds which logit changes neither the picks (`better`
+// moves the running maximum once, by its own maximum (raise_max), as the
+// loss's kernel does. Which thread holds which logit changes neither the picks (`better`
 // is a total order) nor, for a given V, the order of the row's sums.
 template <typename T, int kList, int kN>
 __global__ void log_softmax_topk_kernel(const T* logits, int64_t vocab, int64_t k, float* values,
@@ -291,11 +291,8 @@ __global__ void log_softmax_topk_kernel(const T* logits, int64_t vocab, int64_t 
       float top = -INFINITY;
 #pragma unroll
       for (int j = 0; j < kN; ++j) top = fmaxf(top, to_float(xs[u].v[j]));
-      if (top > acc.m) {  // exp(-inf) = 0 rescales an empty sum to 0
-        acc.s *= expf(acc.m - top);
-        acc.m = top;
-      }
-      const bool adds = acc.m != -INFINITY;  // else every logit so far is -inf: exp(-inf - -inf) is NaN
+      acc = raise_max(acc, top);
+      const bool adds = acc.m != -INFINITY;  // else every logit so far is -inf
 #pragma unroll
       for (int j = 0; j < kN; ++j) {
         const Candidate here{to_float(xs[u].v[j]), static_cast<int32_t>(p * kN + j)};

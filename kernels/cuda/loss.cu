@@ -79,11 +79,8 @@ __global__ void smoothed_cross_entropy_kernel(const T* logits, G* grads, const i
       top = fmaxf(top, xv);
       sum_x += xv;
     }
-    if (top > acc.m) {  // exp(-inf) = 0 rescales an empty sum to 0
-      acc.s *= expf(acc.m - top);
-      acc.m = top;
-    }
-    if (acc.m != -INFINITY) {  // else every element so far is -inf: exp(-inf - -inf) is NaN
+    acc = raise_max(acc, top);
+    if (acc.m != -INFINITY) {  // else every element so far is -inf
 #pragma unroll
       for (int j = 0; j < kN; ++j) acc.s += expf(to_float(xs.v[j]) - acc.m);
     }
