@@ -77,7 +77,7 @@ void advance_forced(Sentence& s, int32_t first, const StepResult& step, const Be
     const int32_t row = first + static_cast<int32_t>(h);
     const auto lp = static_cast<float>(step.full[static_cast<int64_t>(row) * step.V + token]);
     const ConstraintState state = s.live[h].constraints;
-    s.live[h] = extended(s.live[h], row, token, lp, true);
+    s.live[h] = extended(s.live[h], row, token, lp);
     s.live[h].constraints = constraints.empty() ? state : advance_constraints(constraints, state, token);
   }
 }

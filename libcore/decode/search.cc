@@ -72,33 +72,46 @@ void append_attention(const Tensor& weights, int64_t r, int64_t len, bool heads,
 
 }  // namespace
 
-Live Extender::operator()(Live& h, int32_t row, int32_t token, float lp, bool take) const {
+Hypothesis ended(const Sentence& s, const Live& n, const BeamSearchOptions& o) {
+  const size_t row = s.nodes.empty() ? 0 : s.attention.size() / s.nodes.size();  // an attention row's floats
+  size_t count = 0;
+  for (int32_t i = n.node; i >= 0; i = s.nodes[static_cast<size_t>(i)].parent) ++count;
+  TFM_REQUIRE(count == static_cast<size_t>(n.length) + 1, "internal: a hypothesis of {} tokens ended after {} nodes",
+              n.length, count);
+  Hypothesis y;
+  y.tokens.resize(static_cast<size_t>(n.length));
+  y.token_log_probs.resize(count);
+  y.attention.resize(count * row);
+  size_t j = count;
+  for (int32_t i = n.node; i >= 0; i = s.nodes[static_cast<size_t>(i)].parent) {
+    const Node& node = s.nodes[static_cast<size_t>(i)];
+    --j;
+    y.token_log_probs[j] = node.log_prob;
+    if (j < y.tokens.size()) y.tokens[j] = node.token;
+    std::copy_n(s.attention.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * row), row,
+                y.attention.begin() + static_cast<std::ptrdiff_t>(j * row));
+  }
+  y.log_prob = n.log_prob;
+  y.score = n.log_prob / length_penalty(int64_t{n.length} + 1, o.alpha, o.length_penalty);
+  return y;
+}
+
+Live Extender::operator()(const Live& h, int32_t row, int32_t token, float lp) const {
   Live n;
   n.log_prob = h.log_prob + lp;
-  if (take) {
-    n.tokens = std::move(h.tokens);
-    n.token_log_probs = std::move(h.token_log_probs);
-    n.attention = std::move(h.attention);
-  } else {
-    n.tokens = h.tokens;
-    n.token_log_probs = h.token_log_probs;
-    n.attention = h.attention;
-  }
-  if (token != step.eos_id) n.tokens.push_back(token);
-  n.token_log_probs.push_back(lp);
+  n.node = static_cast<int32_t>(s.nodes.size());
+  s.nodes.push_back({h.node, token, lp});
   if (o.attention_layer >= 0)
     append_attention(step.weights, row, static_cast<int64_t>(s.request->source.size()), o.attention_heads,
-                     n.attention);
+                     s.attention);
+  n.length = h.length + (token != step.eos_id);
+  n.last = token != step.eos_id ? token : h.last;
   n.row = row;
   n.sample = h.sample;
   return n;
 }
 
-void Extender::finish(Sentence& into, Live&& n) const {
-  const double lp = length_penalty(static_cast<int64_t>(n.tokens.size()) + 1, o.alpha, o.length_penalty);
-  into.finished.push_back({std::move(n.tokens), std::move(n.token_log_probs), n.log_prob,
-                           n.log_prob / lp, std::move(n.attention)});
-}
+void Extender::finish(const Live& n) const { s.finished.push_back(ended(s, n, o)); }
 
 bool stops(Sentence& s, const BeamSearchOptions& o, EarlyStopping stopping, bool sorted) {
   if (s.live.empty()) return true;
@@ -114,27 +127,19 @@ bool stops(Sentence& s, const BeamSearchOptions& o, EarlyStopping stopping, bool
 void take_proposals(Sentence& s, int32_t first, const std::vector<Proposal>& proposals, const Extender& extended,
                     int64_t W) {
   const int32_t eos_id = extended.step.eos_id;
-  // The proposals taken: up to the W-th that does not end. The last taken
-  // of each live hypothesis moves its vectors.
-  size_t taken = 0;
-  for (int64_t kept = 0; taken < proposals.size() && kept < W; ++taken) kept += proposals[taken].token != eos_id;
-  std::vector<size_t> last_use(s.live.size(), proposals.size());
-  for (size_t i = 0; i < taken; ++i) last_use[static_cast<size_t>(proposals[i].live)] = i;
-  std::vector<Live> next;
-  next.reserve(static_cast<size_t>(W));
-  for (size_t i = 0; i < taken; ++i) {
-    const Proposal& p = proposals[i];
-    Live n = extended(s.live[static_cast<size_t>(p.live)], first + p.live, p.token, p.token_log_prob,
-                      last_use[static_cast<size_t>(p.live)] == i);
+  std::vector<Live>& next = s.spare;
+  next.clear();
+  for (const Proposal& p : proposals) {
+    Live n = extended(s.live[static_cast<size_t>(p.live)], first + p.live, p.token, p.token_log_prob);
     n.constraints = p.state;
     if (p.token == eos_id) {
-      extended.finish(s, std::move(n));
+      extended.finish(n);
       continue;
     }
-    next.push_back(std::move(n));
+    next.push_back(n);
     if (static_cast<int64_t>(next.size()) == W) break;
   }
-  s.live = std::move(next);
+  std::swap(s.live, next);
 }
 
 }  // namespace detail
@@ -305,7 +310,7 @@ void advance(Sentence& s, int32_t first, const StepResult& step, const BeamSearc
     for (size_t h = 0; h < s.live.size(); ++h) {
       const int32_t row = first + static_cast<int32_t>(h);
       const auto lp = static_cast<float>(step.eos[static_cast<size_t>(row)]);
-      extended.finish(s, extended(s.live[h], row, eos_id, lp, true));
+      extended.finish(extended(s.live[h], row, eos_id, lp));
     }
     s.live.clear();
     s.done = true;
@@ -337,7 +342,8 @@ void advance_sampling(Sentence& s, int32_t first, const double* lp, int64_t V, i
                       const BeamSearchOptions& o, const Tensor& weights, std::vector<int32_t>& scratch) {
   const int64_t t = s.t++;
   const int64_t src_len = static_cast<int64_t>(s.request->source.size());
-  std::vector<Live> next;
+  std::vector<Live>& next = s.spare;
+  next.clear();
   for (size_t h = 0; h < s.live.size(); ++h) {
     Live& n = s.live[h];
     const int32_t row = first + static_cast<int32_t>(h);
@@ -348,20 +354,20 @@ void advance_sampling(Sentence& s, int32_t first, const double* lp, int64_t V, i
             : sample_token(p, V, o.sampling, sample_uniform(o.sampling.seed, s.request->key, n.sample, t),
                            t < s.request->min_len ? eos_id : -1, scratch);
     n.log_prob += p[token];
-    n.token_log_probs.push_back(static_cast<float>(p[token]));
-    if (o.attention_layer >= 0) append_attention(weights, row, src_len, o.attention_heads, n.attention);
+    s.nodes.push_back({n.node, token, static_cast<float>(p[token])});
+    n.node = static_cast<int32_t>(s.nodes.size() - 1);
+    if (o.attention_layer >= 0) append_attention(weights, row, src_len, o.attention_heads, s.attention);
     n.row = row;
     if (token != eos_id) {
-      n.tokens.push_back(token);
-      next.push_back(std::move(n));
+      ++n.length;
+      n.last = token;
+      next.push_back(n);
       continue;
     }
-    const double penalty = length_penalty(static_cast<int64_t>(n.tokens.size()) + 1, o.alpha, o.length_penalty);
-    s.finished.push_back({std::move(n.tokens), std::move(n.token_log_probs), n.log_prob, n.log_prob / penalty,
-                          std::move(n.attention)});
+    s.finished.push_back(detail::ended(s, n, o));
     s.finished_samples.push_back(n.sample);
   }
-  s.live = std::move(next);
+  std::swap(s.live, next);
   s.done = s.live.empty();
 }
 
@@ -472,7 +478,7 @@ void stream(const Team& team, const BeamSearchOptions& o,
     // row that proposed it.
     rows.clear();
     for (const Sentence& s : live)
-      for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.tokens.empty() ? start_id : h.tokens.back()});
+      for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.last < 0 ? start_id : h.last});
     for (IncrementalDecoder* d : team.members) d->step(rows);
     if (!others.empty()) decoder.mix_logits(others, team.weights);
     // Every row's log-probabilities: sampling draws from them, and a

@@ -13,12 +13,26 @@
 
 namespace tfm::detail {
 
-// A live hypothesis: its tokens so far, and the decoder row of the step that
-// proposed its last token (the parent of the row that feeds it next).
+// A token some hypothesis of a sentence took, in the sentence's tree of
+// them (Sentence::nodes): the node before it (-1: none), the token (eos
+// last, where a hypothesis ended) and its log-probability. A hypothesis is
+// its last node, and its tokens are read back up the tree only when it
+// ends: extending one appends a node (and its attention row) instead of
+// copying its tokens, log-probabilities and attention into each extension.
+struct Node {
+  int32_t parent;
+  int32_t token;
+  float log_prob;
+};
+
+// A live hypothesis: its last node (-1 before its first token), how many
+// tokens it has (eos not counted) and the last of them (-1: none), and the
+// decoder row of the step that proposed that token (the parent of the row
+// that feeds it next).
 struct Live {
-  std::vector<int32_t> tokens;
-  std::vector<float> token_log_probs;
-  std::vector<float> attention;
+  int32_t node = -1;
+  int32_t length = 0;
+  int32_t last = -1;
   double log_prob = 0;
   int32_t row = 0;
   int32_t sample = 0;  // sampling: which of the sentence's samples
@@ -31,6 +45,9 @@ struct Sentence {
   int32_t slot = 0;     // the decoder's sentence slot
   int64_t t = 0;        // positions decoded
   std::vector<Live> live;
+  std::vector<Live> spare;      // a step's next live ones are built here, then swapped in
+  std::vector<Node> nodes;      // every token its hypotheses took
+  std::vector<float> attention; // with attention kept: node i's row at i times a row's size
   std::vector<Hypothesis> finished;
   std::vector<int32_t> finished_samples;  // sampling: each finished one's sample
   bool done = false;
@@ -54,16 +71,20 @@ struct StepResult {
 
 // Hypotheses of one sentence grown by a token at a step.
 struct Extender {
-  const Sentence& s;
+  Sentence& s;
   const StepResult& step;
   const BeamSearchOptions& o;
-  // h and one more token, fed by `row` (eos is scored, not appended; the
-  // constraints' state is the caller's); `take`: h's last extension this
-  // step, which takes h's vectors instead of copying them.
-  Live operator()(Live& h, int32_t row, int32_t token, float lp, bool take) const;
+  // h and one more token, fed by `row`: a node in s's tree (eos is scored,
+  // not counted; the constraints' state is the caller's).
+  Live operator()(const Live& h, int32_t row, int32_t token, float lp) const;
   // A hypothesis that ended (with eos) into s's finished ones.
-  void finish(Sentence& into, Live&& n) const;
+  void finish(const Live& n) const;
 };
+
+// The hypothesis that ends at n, a hypothesis of s whose last token is
+// eos: its tokens, their log-probabilities and attention rows read back up
+// s's tree, and its score.
+Hypothesis ended(const Sentence& s, const Live& n, const BeamSearchOptions& o);
 
 // A live hypothesis (of the sentence's, by index) and one more token.
 struct Proposal {

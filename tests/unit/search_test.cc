@@ -344,6 +344,57 @@ TEST_CASE("beam search keeps cross-attention weights and honours forced lengths"
   }
 }
 
+TEST_CASE("beam search's hypotheses keep their own steps' log-probabilities and attention rows", "[search]") {
+  // The search keeps a sentence's hypotheses as a tree of tokens and reads
+  // each back when it ends (search_state.h). Every token's log-probability
+  // and attention row must be those of the step that proposed it on that
+  // hypothesis's own path: the hypothesis fed again alone, token by token.
+  const auto owned = inference_model(13, 5);
+  const ModelWeights& model = *owned;
+  const ModelConfig& c = model.config();
+  const std::vector<SearchRequest> batch = random_requests(5, c.vocab_size, 4, 17);
+  for (const bool heads : {false, true}) {
+    BeamSearchOptions o;
+    o.beam_size = 4;
+    o.n_best = 4;
+    o.attention_layer = 1;
+    o.attention_heads = heads;
+    const auto got = search(model, batch, o);
+    for (size_t s = 0; s < batch.size(); ++s) {
+      const std::vector<int32_t>& src = batch[s].source;
+      const int64_t S = static_cast<int64_t>(src.size()), H = c.heads, rows = heads ? H : 1;
+      REQUIRE(got[s].size() == 4);
+      for (const Hypothesis& h : got[s]) {
+        const int64_t Y = static_cast<int64_t>(h.tokens.size()) + 1;
+        REQUIRE(static_cast<int64_t>(h.token_log_probs.size()) == Y);
+        REQUIRE(static_cast<int64_t>(h.attention.size()) == Y * rows * S);
+        IncrementalDecoder dec(model, {.sentences = 1, .src_tokens = S, .src_len = S, .rows = 1, .steps = Y,
+                                       .attention_layer = 1});
+        dec.start({src}, 1, Y);
+        double sum = 0;
+        for (int64_t t = 0; t < Y; ++t) {
+          const auto fed = static_cast<int32_t>(t == 0 ? c.decoder_start_id : h.tokens[static_cast<size_t>(t - 1)]);
+          dec.step({{0, 0, fed}});
+          const auto next = static_cast<int32_t>(t + 1 < Y ? h.tokens[static_cast<size_t>(t)] : c.eos_id);
+          const std::vector<double> lp = test::to_f64(dec.log_probs());
+          CHECK(h.token_log_probs[static_cast<size_t>(t)] == Approx(lp[static_cast<size_t>(next)]).margin(1e-5));
+          sum += h.token_log_probs[static_cast<size_t>(t)];
+          const std::vector<double> w = test::to_f64(dec.attention());  // (1, H, S)
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < S; ++j) {
+              double want = 0;
+              for (int64_t g = 0; g < H; ++g)
+                if (heads ? g == r : true) want += w[static_cast<size_t>(g * S + j)];
+              want /= heads ? 1.0 : static_cast<double>(H);
+              CHECK(h.attention[static_cast<size_t>((t * rows + r) * S + j)] == Approx(want).margin(1e-6));
+            }
+        }
+        CHECK(h.log_prob == Approx(sum).margin(1e-5));
+      }
+    }
+  }
+}
+
 TEST_CASE("a model trained to copy decodes its inputs, through a checkpoint", "[search]") {
   const std::vector<SearchRequest> batch = random_requests(16, 16, 5, 42);
   const test::TempDir dir;
