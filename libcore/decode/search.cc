@@ -76,10 +76,9 @@ Hypothesis ended(const Sentence& s, const Live& n, const BeamSearchOptions& o) {
   const size_t row = s.nodes.empty() ? 0 : s.attention.size() / s.nodes.size();  // an attention row's floats
   size_t count = 0;
   for (int32_t i = n.node; i >= 0; i = s.nodes[static_cast<size_t>(i)].parent) ++count;
-  TFM_REQUIRE(count == static_cast<size_t>(n.length) + 1, "internal: a hypothesis of {} tokens ended after {} nodes",
-              n.length, count);
+  TFM_REQUIRE(count >= 1, "internal: a hypothesis ended without a token");
   Hypothesis y;
-  y.tokens.resize(static_cast<size_t>(n.length));
+  y.tokens.resize(count - 1);  // the last node is eos
   y.token_log_probs.resize(count);
   y.attention.resize(count * row);
   size_t j = count;
@@ -92,7 +91,7 @@ Hypothesis ended(const Sentence& s, const Live& n, const BeamSearchOptions& o) {
                 y.attention.begin() + static_cast<std::ptrdiff_t>(j * row));
   }
   y.log_prob = n.log_prob;
-  y.score = n.log_prob / length_penalty(int64_t{n.length} + 1, o.alpha, o.length_penalty);
+  y.score = n.log_prob / length_penalty(static_cast<int64_t>(count), o.alpha, o.length_penalty);
   return y;
 }
 
@@ -104,8 +103,6 @@ Live Extender::operator()(const Live& h, int32_t row, int32_t token, float lp) c
   if (o.attention_layer >= 0)
     append_attention(step.weights, row, static_cast<int64_t>(s.request->source.size()), o.attention_heads,
                      s.attention);
-  n.length = h.length + (token != step.eos_id);
-  n.last = token != step.eos_id ? token : h.last;
   n.row = row;
   n.sample = h.sample;
   return n;
@@ -359,8 +356,6 @@ void advance_sampling(Sentence& s, int32_t first, const double* lp, int64_t V, i
     if (o.attention_layer >= 0) append_attention(weights, row, src_len, o.attention_heads, s.attention);
     n.row = row;
     if (token != eos_id) {
-      ++n.length;
-      n.last = token;
       next.push_back(n);
       continue;
     }
@@ -478,7 +473,7 @@ void stream(const Team& team, const BeamSearchOptions& o,
     // row that proposed it.
     rows.clear();
     for (const Sentence& s : live)
-      for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.last < 0 ? start_id : h.last});
+      for (const Live& h : s.live) rows.push_back({s.slot, h.row, h.node < 0 ? start_id : s.nodes[static_cast<size_t>(h.node)].token});
     for (IncrementalDecoder* d : team.members) d->step(rows);
     if (!others.empty()) decoder.mix_logits(others, team.weights);
     // Every row's log-probabilities: sampling draws from them, and a

@@ -25,14 +25,11 @@ struct Node {
   float log_prob;
 };
 
-// A live hypothesis: its last node (-1 before its first token), how many
-// tokens it has (eos not counted) and the last of them (-1: none), and the
+// A live hypothesis: its last node (-1 before its first token), and the
 // decoder row of the step that proposed that token (the parent of the row
 // that feeds it next).
 struct Live {
   int32_t node = -1;
-  int32_t length = 0;
-  int32_t last = -1;
   double log_prob = 0;
   int32_t row = 0;
   int32_t sample = 0;  // sampling: which of the sentence's samples
@@ -74,16 +71,16 @@ struct Extender {
   Sentence& s;
   const StepResult& step;
   const BeamSearchOptions& o;
-  // h and one more token, fed by `row`: a node in s's tree (eos is scored,
-  // not counted; the constraints' state is the caller's).
+  // h and one more token, fed by `row`: a node in s's tree (the
+  // constraints' state is the caller's).
   Live operator()(const Live& h, int32_t row, int32_t token, float lp) const;
   // A hypothesis that ended (with eos) into s's finished ones.
   void finish(const Live& n) const;
 };
 
 // The hypothesis that ends at n, a hypothesis of s whose last token is
-// eos: its tokens, their log-probabilities and attention rows read back up
-// s's tree, and its score.
+// eos: its tokens (eos left out), their log-probabilities and attention
+// rows read back up s's tree, and its score.
 Hypothesis ended(const Sentence& s, const Live& n, const BeamSearchOptions& o);
 
 // A live hypothesis (of the sentence's, by index) and one more token.
