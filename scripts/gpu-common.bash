@@ -326,7 +326,8 @@ step() {
     *) status=FAIL; FAILED=1 ;;
   esac
   [ -f "$OUT/$name.note" ] && note=$(head -n 1 "$OUT/$name.note") && rm -f "$OUT/$name.note"
-  [ -z "$note" ] && [ "$status" != ok ] && note=$(grep -v '^[[:space:]]*$' "$OUT/$name.log" | tail -n 1 | cut -c1-110)
+  # (A step that failed without a word leaves no note: not the script's end.)
+  [ -z "$note" ] && [ "$status" != ok ] && note=$( (grep -v '^[[:space:]]*$' "$OUT/$name.log" || true) | tail -n 1 | cut -c1-110)
   [ "$status" = TIMEOUT ] && note="after ${limit} s; $note"
   printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$seconds" "$note" >>"$OUT/steps.tsv"
   printf '%s: %-12s %-8s %7s s  %s\n' "$PROG" "$name" "$status" "$seconds" "$note"
