@@ -15,7 +15,8 @@ export TMPDIR=$TMP  # where gpu-check and gpu-bench unpack it (110 MB each), rem
 grep -q "^gpu-pack: $PACK: [0-9.]* MiB" "$TMP/pack.txt" || fail "gpu-pack said: $(cat "$TMP/pack.txt")"
 listing=$(tar -tJf "$PACK")
 for f in ./tests/tfm_cuda_tests ./tests/bench/decode ./cmd/tfm-train ./lib/libopenblas.so.0 ./lib/NEEDED \
-         ./bench/decode.spm.model ./data/wmt14/newstest2014-full/newstest2014.en-de.en; do
+         ./bench/decode.spm.model ./data/wmt14/newstest2014-full/newstest2014.en-de.en \
+         ./data/demo/engKJV2006eb.imp ./data/demo/spaRV1909eb.imp; do
   grep -qxF "$f" <<<"$listing" || fail "$f is not in the pack"
 done
 
@@ -29,13 +30,15 @@ cat "$TMP/check/table.txt"
 grep -q '^ctest  *skipped .*no usable CUDA device' "$TMP/check/table.txt" || fail "the packed cuda tests did not run"
 
 # (Without PyTorch beside the benchmarks: it comes from the machine, not the pack,
-# and gpu_bench.sh runs it.)
+# and gpu_bench.sh runs it.) The default steps and the demo, whose Bible
+# comes from the pack.
 "$TFM_SOURCE/scripts/gpu-bench" --pack "$PACK" --device cpu --small --out "$TMP/bench" --no-reference \
-  >"$TMP/bench.txt" 2>&1 \
+  --only train-tiny,decode,data-parallel,multi30k,demo >"$TMP/bench.txt" 2>&1 \
   || { cat "$TMP/bench.txt" >&2; fail "gpu-bench --pack failed"; }
 cat "$TMP/bench/table.txt"
-[ "$(rows "$TMP/bench/table.txt")" = "unpack train-tiny decode data-parallel multi30k " ] \
-  || fail "gpu-bench --pack: not the steps unpack and the benchmarks: $(rows "$TMP/bench/table.txt")"
+[ "$(rows "$TMP/bench/table.txt")" = "unpack train-tiny decode data-parallel multi30k demo " ] \
+  || fail "gpu-bench --pack: not the steps unpack, the benchmarks and the demo: $(rows "$TMP/bench/table.txt")"
+grep -q 'BLEU [0-9.]* on the held-out books; 10 updates' "$TMP/bench/table.txt" || fail "no BLEU from the packed demo"
 awk '$1 == "step" { on = 1; next } on && $1 != "logs:" && $2 != "ok" && $2 != "slow" { exit 1 }' "$TMP/bench/table.txt" \
   || fail "gpu-bench --pack: a step neither ok nor slow"
 grep -q 'BLEU [0-9.]* on test2016' "$TMP/bench/table.txt" || fail "no BLEU from the packed programs"
