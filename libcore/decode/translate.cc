@@ -129,10 +129,12 @@ Translator::Translator(const std::vector<const ModelWeights*>& models, const std
   TFM_REQUIRE(o.search.attention_layer < c.decoder_layers,
               "--attention-layer {} is past the model's {} decoder layers", o.search.attention_layer + 1,
               c.decoder_layers);
-  if (c.learned_positions && o.max_input_len > c.max_positions) {
-    log::info("sources are cut at the model's {} learned positions (--max-input-len {})",
+  // A source's eos (source_eos) takes a position too.
+  const int64_t room = c.max_positions - (c.source_eos ? 1 : 0);
+  if (c.learned_positions && o.max_input_len > room) {
+    log::info("sources are cut at {} pieces, for the model's {} learned positions (--max-input-len {})", room,
               c.max_positions, o.max_input_len);
-    o.max_input_len = c.max_positions;
+    o.max_input_len = room;
   }
   // One decoder a thread where the threads take sentences each on their
   // own decoder (search_stream); one line at a time (batch size 1), one.
