@@ -2,19 +2,23 @@
 // makes real ones; these need to be made in a blink). The one fixture of
 // the programs that read a checkpoint:
 //
-//   tiny_checkpoint OUT [--seed N] [--tokenizer SPM] [--eos-logit X] [--step N]
-//                  [--set KEY=VALUE | KEY=VALUE]... [--raw-config LINE] [--extra-tensor NAME]
+//   tiny_checkpoint OUT [--preset NAME] [--seed N] [--tokenizer SPM] [--eos-logit X] [--copy]
+//                  [--step N] [--set KEY=VALUE | KEY=VALUE]... [--raw-config LINE] [--extra-tensor NAME]
 //
-// The tiny preset with its parameters drawn from --seed (default 1),
-// changed by KEY=VALUE pairs of the config text form (vocab_size=64,
-// pre_norm=true, ...). With --tokenizer the SentencePiece model is embedded
-// and sets vocab_size (a later vocab_size=N overrides it).
+// The tiny preset (or --preset base, big) with its parameters drawn from
+// --seed (default 1), changed by KEY=VALUE pairs of the config text form
+// (vocab_size=64, pre_norm=true, ...). With --tokenizer the SentencePiece
+// model is embedded and sets vocab_size (a later vocab_size=N overrides it).
 //
 // Random weights rarely end a sentence; --eos-logit X makes eos's logit X
 // at every step (post-norm): the last layer norm's bias is 1 everywhere and
 // eos's embedding X / D everywhere, so x . E[eos] = X whatever the layer
 // norm's normalized part (which sums to 0), and hypotheses end at all
 // lengths.
+//
+// --copy sets weights that copy the source, so that outputs end where their
+// sources do (copy_model.h): a decoding benchmark's model of any shape at
+// natural lengths, and a model whose right output is known.
 //
 // With --step the file carries a training state as tfm-train writes it: a
 // "training_state" section whose "step" line is N, and "adam.m"/"adam.v"
@@ -33,13 +37,15 @@
 #include "libcore/data/vocab.h"
 #include "libcore/model/average.h"
 #include "libcore/model/model_io.h"
+#include "tests/tools/copy_model.h"
 
 using namespace tfm;
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr,
-                 "usage: tiny_checkpoint OUT [--seed N] [--tokenizer SPM] [--eos-logit X] [--step N] "
+                 "usage: tiny_checkpoint OUT [--preset NAME] [--seed N] [--tokenizer SPM] [--eos-logit X] [--copy] "
+                 "[--step N] "
                  "[--set K=V | K=V]... [--raw-config LINE] [--extra-tensor NAME]\n");
     return 2;
   }
@@ -48,14 +54,19 @@ int main(int argc, char** argv) {
     uint64_t seed = 1;
     long step = -1;
     double eos_logit = 0;
-    bool eos = false;
+    bool eos = false, copy = false;
     std::string tokenizer, raw_config, extra_tensor;
     for (int i = 2; i < argc; ++i) {
       const std::string flag = argv[i];
-      if (flag.starts_with("--")) {
+      if (flag == "--copy") {
+        copy = true;
+      } else if (flag.starts_with("--")) {
         TFM_REQUIRE(i + 1 < argc, "{} needs a value", flag);
         const std::string value = argv[++i];
-        if (flag == "--seed") {
+        if (flag == "--preset") {
+          TFM_REQUIRE(i == 3, "--preset comes first, before what it would reset");
+          config = ModelConfig::preset(value);
+        } else if (flag == "--seed") {
           seed = std::stoull(value);
         } else if (flag == "--tokenizer") {
           const Vocab v = Vocab::load(value);
@@ -79,8 +90,10 @@ int main(int argc, char** argv) {
         config.parse(flag, "argument");  // KEY=VALUE
       }
     }
+    if (copy) config.source_eos = config.learned_positions = true;  // copy_model.h
     ModelWeights model(config, Device::cpu());
     model.init(seed);
+    if (copy) make_copy_model(model, seed);
     if (eos) {
       TFM_REQUIRE(!config.pre_norm, "--eos-logit needs a post-norm model");
       const ParamLayout& L = model.layout();
