@@ -22,7 +22,8 @@ for args in "--beam 4" "--beam 1" "--beam 4 --precision int8" "--beam 4 --early-
   "$TFM_BIN/tfm-decode" -q -m "$TMP/copy.bin" --ids $args "$TMP/in.ids" >"$TMP/out.ids" \
     2>"$TMP/err" || fail "tfm-decode $args: $(head -c 300 "$TMP/err")"
   cmp -s "$TMP/in.ids" "$TMP/out.ids" ||
-    fail "tfm-decode $args: the copying model's outputs are not its inputs: $(diff "$TMP/in.ids" "$TMP/out.ids" | head -4)"
+    fail "tfm-decode $args: the copying model's outputs are not its inputs:" \
+      "$(diff "$TMP/in.ids" "$TMP/out.ids" | head -4)"
 done
 
 # Its construction needs what it copies with: refused otherwise.
@@ -30,4 +31,4 @@ done
   fail "tiny_checkpoint --copy made a pre-norm model"
 grep -q "post-norm" "$TMP/err" || fail "tiny_checkpoint --copy of a pre-norm model: $(cat "$TMP/err")"
 
-exit $((failures > 0))
+finish

@@ -33,7 +33,8 @@ void make_copy_model(ModelWeights& model, uint64_t seed) {
   const int64_t D = c.d_model, H = c.heads, K = c.d_k, V = c.vocab_size;
   TFM_REQUIRE(c.d_v == K && H * K == D && H >= 2,
               "a copying model needs d_k = d_v and heads x d_k = d_model, 2 heads or more");
-  TFM_REQUIRE(model.device().is_cpu() && model.param_dtype() == DType::f32, "a copying model is made in f32 on the CPU");
+  TFM_REQUIRE(model.device().is_cpu() && model.param_dtype() == DType::f32,
+              "a copying model is made in f32 on the CPU");
   const ParamLayout& L = model.layout();
 
   // The position dimensions: the first d_k; the token dimensions: the rest.
@@ -58,7 +59,8 @@ void make_copy_model(ModelWeights& model, uint64_t seed) {
   float* embed = model.param(L.tgt_embed).data_as<float>();
   for (int64_t v = 0; v < V; ++v) {
     const double sign = v == c.eos_id ? -1 : 1;
-    for (int64_t d : tokens) row[static_cast<size_t>(d)] = normal(rng) + sign * kShared * shared[static_cast<size_t>(d)];
+    for (int64_t d : tokens)
+      row[static_cast<size_t>(d)] = normal(rng) + sign * kShared * shared[static_cast<size_t>(d)];
     unit(row);
     for (int64_t d = 0; d < D; ++d) embed[v * D + d] = static_cast<float>(row[static_cast<size_t>(d)]);
   }
@@ -96,7 +98,8 @@ void make_copy_model(ModelWeights& model, uint64_t seed) {
     float* p = table.data_as<float>();
     std::fill_n(p, table.numel(), 0.0f);
     for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < K; ++j) p[t * D + positions[static_cast<size_t>(j)]] = static_cast<float>(rho * code[static_cast<size_t>(t * K + j)]);
+      for (int64_t j = 0; j < K; ++j)
+        p[t * D + positions[static_cast<size_t>(j)]] = static_cast<float>(rho * code[static_cast<size_t>(t * K + j)]);
   }
 
   // The query's gain: the least margin of a code over any other's (1 - the
@@ -106,7 +109,8 @@ void make_copy_model(ModelWeights& model, uint64_t seed) {
   for (int64_t t = 0; t < T; ++t)
     for (int64_t s = t + 1; s < T; ++s) {
       double dot = 0;
-      for (int64_t j = 0; j < K; ++j) dot += code[static_cast<size_t>(t * K + j)] * code[static_cast<size_t>(s * K + j)];
+      for (int64_t j = 0; j < K; ++j)
+        dot += code[static_cast<size_t>(t * K + j)] * code[static_cast<size_t>(s * K + j)];
       gap = std::min(gap, 1 - dot);
     }
   TFM_REQUIRE(gap > 0.1, "{} positions' codes of d_k = {} are too alike to tell apart", T, K);
