@@ -34,13 +34,19 @@ grep -q '^ *BLEU|nrefs:1|' "$TMP/out/multi30k-results.txt" || fail "no BLEU line
 # out (a dash where its numbers were), a kernels-* step without a GPU is
 # skipped and says why; an unknown step is a usage error (one line, 2).
 # base-model (run only when named) trains a model, scores it on
-# newstest2014 and leaves model.bin in pieces that join back to it.
+# newstest2014 and leaves model.bin in pieces that join back to it;
+# decode-copy (the same) decodes with a copying model, which gives back
+# its source.
 "$TFM_SOURCE/scripts/gpu-bench" --device cpu --small --build "$BUILD" --out "$TMP/only" --jobs 2 \
-  --data "$SHARED" --only decode,kernels-base,base-model --no-reference --base-model-dir "$TMP/base-model" \
-  >"$TMP/only.txt" 2>&1 || { cat "$TMP/only.txt" >&2; fail "gpu-bench --only decode,kernels-base,base-model --no-reference failed"; }
+  --data "$SHARED" --only decode,kernels-base,base-model,decode-copy --no-reference \
+  --base-model-dir "$TMP/base-model" >"$TMP/only.txt" 2>&1 ||
+  { cat "$TMP/only.txt" >&2; fail "gpu-bench --only decode,kernels-base,base-model,decode-copy --no-reference failed"; }
 [ "$(awk 'NR > 3 && $1 != "logs:" { print $1 }' "$TMP/only/table.txt" | tr '\n' ' ')" = \
-  "deps configure build decode kernels-base base-model " ] \
-  || fail "--only decode,kernels-base,base-model: other rows: $(cat "$TMP/only/table.txt")"
+  "deps configure build decode decode-copy kernels-base base-model " ] \
+  || fail "--only decode,kernels-base,base-model,decode-copy: other rows: $(cat "$TMP/only/table.txt")"
+awk '$1 == "decode-copy"' "$TMP/only/table.txt" |
+  grep -q "ok .*20 sentences at natural lengths: tfm $num tok/s; tfm's BLEU against the source 100.00 (copying)" \
+  || fail "decode-copy: $(awk '$1 == "decode-copy"' "$TMP/only/table.txt")"
 awk '$1 == "base-model"' "$TMP/only/table.txt" |
   grep -q "ok .*BLEU $num on 20 lines of newstest2014 ($num words an output, the references' $num); 10 updates; model.bin $num bytes in 1 pieces in $TMP/base-model" \
   || fail "base-model: $(awk '$1 == "base-model"' "$TMP/only/table.txt")"

@@ -30,15 +30,17 @@ cat "$TMP/check/table.txt"
 grep -q '^ctest  *skipped .*no usable CUDA device' "$TMP/check/table.txt" || fail "the packed cuda tests did not run"
 
 # (Without PyTorch beside the benchmarks: it comes from the machine, not the pack,
-# and gpu_bench.sh runs it.) The default steps and the demo, whose Bible
-# comes from the pack.
+# and gpu_bench.sh runs it.) The default steps, the demo, whose Bible
+# comes from the pack, and decode-copy, whose copying model the pack's
+# tiny_checkpoint makes.
 "$TFM_SOURCE/scripts/gpu-bench" --pack "$PACK" --device cpu --small --out "$TMP/bench" --no-reference \
-  --only train-tiny,decode,data-parallel,multi30k,demo >"$TMP/bench.txt" 2>&1 \
+  --only train-tiny,decode,decode-copy,data-parallel,multi30k,demo >"$TMP/bench.txt" 2>&1 \
   || { cat "$TMP/bench.txt" >&2; fail "gpu-bench --pack failed"; }
 cat "$TMP/bench/table.txt"
-[ "$(rows "$TMP/bench/table.txt")" = "unpack train-tiny decode data-parallel multi30k demo " ] \
+[ "$(rows "$TMP/bench/table.txt")" = "unpack train-tiny decode decode-copy data-parallel multi30k demo " ] \
   || fail "gpu-bench --pack: not the steps unpack, the benchmarks and the demo: $(rows "$TMP/bench/table.txt")"
 grep -q 'BLEU [0-9.]* on the held-out books; 10 updates' "$TMP/bench/table.txt" || fail "no BLEU from the packed demo"
+grep -q "BLEU against the source 100.00 (copying)" "$TMP/bench/table.txt" || fail "the packed copying model did not copy"
 awk '$1 == "step" { on = 1; next } on && $1 != "logs:" && $2 != "ok" && $2 != "slow" { exit 1 }' "$TMP/bench/table.txt" \
   || fail "gpu-bench --pack: a step neither ok nor slow"
 grep -q 'BLEU [0-9.]* on test2016' "$TMP/bench/table.txt" || fail "no BLEU from the packed programs"
