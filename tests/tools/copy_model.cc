@@ -114,7 +114,7 @@ void make_copy_model(ModelWeights& model, uint64_t seed) {
       gap = std::min(gap, 1 - dot);
     }
   TFM_REQUIRE(gap > 0.1, "{} positions' codes of d_k = {} are too alike to tell apart", T, K);
-  const double variance = 1.5;
+  const double variance = 1 + rho * rho / static_cast<double>(D);
   const double gain = kScoreGap * variance * std::sqrt(static_cast<double>(K)) / (rho * rho * gap);
 
   // The first decoder layer's cross-attention.
